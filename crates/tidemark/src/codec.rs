@@ -1,0 +1,608 @@
+//! The binary envelope every summary is stored in.
+//!
+//! A store outlives the code that wrote it, so every serialized summary says what it is,
+//! which hash built it, and whether its bytes are intact. The layout, little-endian
+//! throughout (format version 1):
+//!
+//! ```text
+//! offset      size  field
+//! 0           4     magic, the bytes "TDMK"
+//! 4           1     format version (1)
+//! 5           1     family (see `Family`)
+//! 6           1     flags, defined by the family
+//! 7           1     hash id (see `HashId`)
+//! 8           8     hash seed, u64
+//! 16          4     P = length of the family parameters, u32
+//! 20          8     L = length of the payload, u64
+//! 28          P     family parameters
+//! 28+P        L     payload
+//! 28+P+L      8     checksum: xxh3-64 (seed 0) of bytes [0, 28+P+L)
+//! ```
+//!
+//! [`decode`] checks, in order: magic, version, family, hash id, both lengths (checked
+//! arithmetic against the bytes actually present, so a forged length cannot make anyone
+//! allocate), the total length, and then the checksum — all before a family's decoder reads a
+//! field. Family decoders then read their parameters and payload through a [`Reader`], whose
+//! every read is bounds-checked and whose errors carry the absolute byte offset.
+//!
+//! `FORMAT.md` at the repository root keeps the version log and each family's layout.
+//!
+//! ```
+//! use tidemark::codec::{self, Family, Writer};
+//! use tidemark::hash::ItemHasher;
+//!
+//! let mut params = Writer::new();
+//! params.u32(7);
+//! let bytes = codec::encode(Family::ExpHistogram, 0, ItemHasher::default(), params.bytes(), &[1, 2]);
+//! let env = codec::decode_family(&bytes, Family::ExpHistogram).unwrap();
+//! assert_eq!(env.params().u32("k").unwrap(), 7);
+//! assert_eq!(env.payload, &[1, 2]);
+//!
+//! // One flipped bit anywhere is caught.
+//! let mut bad = bytes.clone();
+//! bad[29] ^= 1;
+//! assert!(codec::decode(&bad).is_err());
+//! ```
+
+use core::fmt;
+
+use crate::error::DecodeError;
+use crate::hash::{HashId, ItemHasher};
+
+/// The first four bytes of every summary.
+pub const MAGIC: [u8; 4] = *b"TDMK";
+/// The format version this build writes (and the newest it reads).
+pub const FORMAT_VERSION: u8 = 1;
+/// Bytes before the parameters.
+pub const HEADER_LEN: usize = 28;
+/// Bytes of the trailing checksum.
+pub const CHECKSUM_LEN: usize = 8;
+
+const OFF_VERSION: usize = 4;
+const OFF_FAMILY: usize = 5;
+const OFF_FLAGS: usize = 6;
+const OFF_HASH_ID: usize = 7;
+const OFF_SEED: usize = 8;
+const OFF_PARAMS_LEN: usize = 16;
+const OFF_PAYLOAD_LEN: usize = 20;
+
+/// Which kind of summary an envelope holds. The discriminant is the stored byte; numbers are
+/// assigned once and never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Family {
+    /// [`crate::window::ExpHistogram`].
+    ExpHistogram = 1,
+    /// [`crate::window::BlockCounter`].
+    BlockCounter = 2,
+    /// HyperLogLog (any representation).
+    Hll = 16,
+    /// A ring of per-bucket HyperLogLogs.
+    RingWindow = 17,
+    /// The sliding HyperLogLog.
+    SlidingHll = 18,
+    /// Count-Min sketch.
+    CountMin = 32,
+    /// Quotient filter.
+    QuotientFilter = 48,
+    /// Stack of quotient filters.
+    StackedFilter = 49,
+    /// Quotient filter with lengthening fingerprints (experimental).
+    LengtheningFilter = 50,
+}
+
+impl Family {
+    /// Every family, for lookups by byte.
+    pub const ALL: [Family; 9] = [
+        Family::ExpHistogram,
+        Family::BlockCounter,
+        Family::Hll,
+        Family::RingWindow,
+        Family::SlidingHll,
+        Family::CountMin,
+        Family::QuotientFilter,
+        Family::StackedFilter,
+        Family::LengtheningFilter,
+    ];
+
+    /// The family of a stored byte, or `None` for a byte no version ever wrote.
+    pub fn from_byte(b: u8) -> Option<Family> {
+        Family::ALL.iter().copied().find(|f| *f as u8 == b)
+    }
+
+    /// A short name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::ExpHistogram => "exponential histogram",
+            Family::BlockCounter => "block counter",
+            Family::Hll => "HyperLogLog",
+            Family::RingWindow => "ring window",
+            Family::SlidingHll => "sliding HyperLogLog",
+            Family::CountMin => "Count-Min",
+            Family::QuotientFilter => "quotient filter",
+            Family::StackedFilter => "stacked filter",
+            Family::LengtheningFilter => "lengthening filter",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A decoded envelope: header fields and borrowed views of the parameters and payload.
+#[derive(Clone, Debug)]
+pub struct Envelope<'a> {
+    /// The family.
+    pub family: Family,
+    /// The family-defined flags byte.
+    pub flags: u8,
+    /// The hash and seed the summary was built with.
+    pub hasher: ItemHasher,
+    /// The family parameters.
+    pub params: &'a [u8],
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+impl<'a> Envelope<'a> {
+    /// A reader over the parameters, reporting offsets within the whole encoding.
+    pub fn params(&self) -> Reader<'a> {
+        Reader::at(self.params, HEADER_LEN)
+    }
+
+    /// A reader over the payload, reporting offsets within the whole encoding.
+    pub fn payload(&self) -> Reader<'a> {
+        Reader::at(self.payload, HEADER_LEN + self.params.len())
+    }
+}
+
+/// Encodes a summary into the envelope.
+pub fn encode(
+    family: Family,
+    flags: u8,
+    hasher: ItemHasher,
+    params: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
+    let mut out = Vec::with_capacity(HEADER_LEN + params.len() + payload.len() + CHECKSUM_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT_VERSION);
+    out.push(family as u8);
+    out.push(flags);
+    out.push(hasher.id().to_byte());
+    out.extend_from_slice(&hasher.seed().to_le_bytes());
+    out.extend_from_slice(&params_len.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(params);
+    out.extend_from_slice(payload);
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// The checksum of the envelope's bytes before the checksum field.
+fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+/// The family of an encoding, after checking only magic, version and family: enough to route
+/// a file to the right decoder.
+pub fn peek_family(bytes: &[u8]) -> Result<Family, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let magic = r.array::<4>("magic")?;
+    if magic != MAGIC {
+        return Err(DecodeError::BadMagic { got: magic });
+    }
+    let version = r.u8("format version")?;
+    if version != FORMAT_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            got: version,
+            newest: FORMAT_VERSION,
+        });
+    }
+    let family = r.u8("family")?;
+    Family::from_byte(family).ok_or(DecodeError::UnknownFamily { got: family })
+}
+
+/// Decodes and validates an envelope (everything but the family's own fields).
+pub fn decode(bytes: &[u8]) -> Result<Envelope<'_>, DecodeError> {
+    let family = peek_family(bytes)?;
+    let mut r = Reader::new(bytes);
+    r.skip(OFF_FLAGS);
+    let flags = r.u8("flags")?;
+    debug_assert_eq!(r.offset(), OFF_HASH_ID);
+    let hash_byte = r.u8("hash id")?;
+    let hash_id =
+        HashId::from_byte(hash_byte).ok_or(DecodeError::UnknownHash { got: hash_byte })?;
+    debug_assert_eq!(r.offset(), OFF_SEED);
+    let seed = r.u64("hash seed")?;
+    debug_assert_eq!(r.offset(), OFF_PARAMS_LEN);
+    let params_len = r.u32("parameters length")? as u64;
+    debug_assert_eq!(r.offset(), OFF_PAYLOAD_LEN);
+    let payload_len = r.u64("payload length")?;
+    let params = r.bytes(params_len, "parameters")?;
+    let payload = r.bytes(payload_len, "payload")?;
+    let body_end = r.offset();
+    let stored = r.u64("checksum")?;
+    r.finish()?;
+    let computed = checksum(&bytes[..body_end]);
+    if stored != computed {
+        return Err(DecodeError::ChecksumMismatch { stored, computed });
+    }
+    let _ = (OFF_VERSION, OFF_FAMILY);
+    Ok(Envelope {
+        family,
+        flags,
+        hasher: ItemHasher::new(hash_id, seed),
+        params,
+        payload,
+    })
+}
+
+/// Decodes an envelope that must hold the given family.
+pub fn decode_family(bytes: &[u8], expected: Family) -> Result<Envelope<'_>, DecodeError> {
+    let env = decode(bytes)?;
+    if env.family != expected {
+        return Err(DecodeError::WrongFamily {
+            expected,
+            got: env.family,
+        });
+    }
+    Ok(env)
+}
+
+/// A bounds-checked little-endian cursor. Every error names the field and its absolute
+/// offset in the whole encoding.
+#[derive(Clone, Debug)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `bytes`, which start at offset 0 of the encoding.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Reader::at(bytes, 0)
+    }
+
+    /// A reader over `bytes`, which start at offset `base` of the encoding.
+    pub fn at(bytes: &'a [u8], base: usize) -> Self {
+        Reader {
+            bytes,
+            pos: 0,
+            base,
+        }
+    }
+
+    /// The absolute offset of the next byte.
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    fn skip(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.bytes.len());
+    }
+
+    /// The next `n` bytes, if there are that many.
+    pub fn bytes(&mut self, n: u64, field: &'static str) -> Result<&'a [u8], DecodeError> {
+        let available = self.remaining();
+        if n > available as u64 {
+            return Err(DecodeError::Truncated {
+                field,
+                offset: self.offset(),
+                needed: n,
+                available,
+            });
+        }
+        let n = n as usize;
+        let out = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    /// The next `N` bytes as an array.
+    pub fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        let b = self.bytes(N as u64, field)?;
+        Ok(b.try_into().expect("bytes() returned N bytes"))
+    }
+
+    /// A `u8`.
+    pub fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+
+    /// A little-endian `u16`.
+    pub fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        Ok(u16::from_le_bytes(self.array(field)?))
+    }
+
+    /// A little-endian `u32`.
+    pub fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array(field)?))
+    }
+
+    /// A little-endian `u64`.
+    pub fn u64(&mut self, field: &'static str) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+
+    /// A little-endian `i64`.
+    pub fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(self.array(field)?))
+    }
+
+    /// A little-endian IEEE-754 `f64`.
+    pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
+        Ok(f64::from_le_bytes(self.array(field)?))
+    }
+
+    /// A count of `elem_size`-byte elements that must fit in the bytes left: checked before
+    /// anyone allocates `count` of anything.
+    pub fn count(
+        &mut self,
+        field: &'static str,
+        elem_size: u64,
+        max: u64,
+    ) -> Result<usize, DecodeError> {
+        let offset = self.offset();
+        let n = self.u64(field)?;
+        if n > max {
+            return Err(DecodeError::Invalid {
+                field,
+                offset,
+                expected: "a count within the summary's limits",
+                got: n,
+            });
+        }
+        let needed = n.checked_mul(elem_size).ok_or(DecodeError::Invalid {
+            field,
+            offset,
+            expected: "a count whose byte length fits in 64 bits",
+            got: n,
+        })?;
+        if needed > self.remaining() as u64 {
+            return Err(DecodeError::Truncated {
+                field,
+                offset: self.offset(),
+                needed,
+                available: self.remaining(),
+            });
+        }
+        Ok(n as usize)
+    }
+
+    /// An error for a field just read at `offset` whose value is impossible.
+    pub fn invalid(
+        field: &'static str,
+        offset: usize,
+        expected: &'static str,
+        got: u64,
+    ) -> DecodeError {
+        DecodeError::Invalid {
+            field,
+            offset,
+            expected,
+            got,
+        }
+    }
+
+    /// Checks that every byte was read.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        if self.remaining() == 0 {
+            Ok(())
+        } else {
+            Err(DecodeError::TrailingBytes {
+                offset: self.offset(),
+                extra: self.remaining(),
+            })
+        }
+    }
+}
+
+/// A little-endian byte writer, the mirror of [`Reader`].
+#[derive(Clone, Debug, Default)]
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Writer::default()
+    }
+
+    /// Appends a `u8`.
+    pub fn u8(&mut self, v: u8) -> &mut Self {
+        self.buf.push(v);
+        self
+    }
+
+    /// Appends a little-endian `u16`.
+    pub fn u16(&mut self, v: u16) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a little-endian `u32`.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a little-endian `u64`.
+    pub fn u64(&mut self, v: u64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a little-endian `i64`.
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a little-endian `f64`.
+    pub fn f64(&mut self, v: f64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends raw bytes.
+    pub fn raw(&mut self, v: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(v);
+        self
+    }
+
+    /// The bytes written so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes, consuming the writer.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Vec<u8> {
+        encode(
+            Family::BlockCounter,
+            3,
+            ItemHasher::redis(),
+            &[9, 8, 7],
+            &[1, 2, 3, 4, 5],
+        )
+    }
+
+    #[test]
+    fn round_trip_keeps_every_header_field() {
+        let bytes = sample();
+        assert_eq!(bytes.len(), HEADER_LEN + 3 + 5 + CHECKSUM_LEN);
+        let env = decode(&bytes).unwrap();
+        assert_eq!(env.family, Family::BlockCounter);
+        assert_eq!(env.flags, 3);
+        assert_eq!(env.hasher, ItemHasher::redis());
+        assert_eq!(env.params, &[9, 8, 7]);
+        assert_eq!(env.payload, &[1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn each_header_check_names_its_field() {
+        let good = sample();
+        let mut b = good.clone();
+        b[0] = b'X';
+        assert!(matches!(decode(&b), Err(DecodeError::BadMagic { .. })));
+        let mut b = good.clone();
+        b[OFF_VERSION] = 2;
+        assert_eq!(
+            decode(&b).unwrap_err(),
+            DecodeError::UnsupportedVersion { got: 2, newest: 1 }
+        );
+        let mut b = good.clone();
+        b[OFF_FAMILY] = 200;
+        assert_eq!(
+            decode(&b).unwrap_err(),
+            DecodeError::UnknownFamily { got: 200 }
+        );
+        let mut b = good.clone();
+        b[OFF_HASH_ID] = 0;
+        assert_eq!(decode(&b).unwrap_err(), DecodeError::UnknownHash { got: 0 });
+        let mut b = good.clone();
+        b[OFF_PAYLOAD_LEN..OFF_PAYLOAD_LEN + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            decode(&b),
+            Err(DecodeError::Truncated {
+                field: "payload",
+                ..
+            })
+        ));
+        let mut b = good.clone();
+        b.push(0);
+        assert!(matches!(
+            decode(&b),
+            Err(DecodeError::TrailingBytes { extra: 1, .. })
+        ));
+        assert!(matches!(
+            decode_family(&good, Family::Hll),
+            Err(DecodeError::WrongFamily {
+                expected: Family::Hll,
+                got: Family::BlockCounter
+            })
+        ));
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_rejected() {
+        let good = sample();
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut b = good.clone();
+                b[i] ^= 1 << bit;
+                assert!(
+                    decode(&b).is_err(),
+                    "flip of bit {bit} in byte {i} accepted"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_rejected() {
+        let good = sample();
+        for n in 0..good.len() {
+            assert!(decode(&good[..n]).is_err(), "prefix of {n} bytes accepted");
+        }
+    }
+
+    #[test]
+    fn reader_count_refuses_before_allocating() {
+        let mut w = Writer::new();
+        w.u64(1 << 40);
+        let mut r = Reader::new(w.bytes());
+        assert!(matches!(
+            r.count("buckets", 8, u64::MAX),
+            Err(DecodeError::Truncated { .. })
+        ));
+        let mut r = Reader::new(w.bytes());
+        assert!(matches!(
+            r.count("buckets", 8, 10),
+            Err(DecodeError::Invalid { .. })
+        ));
+        let mut w = Writer::new();
+        w.u64(u64::MAX);
+        let mut r = Reader::new(w.bytes());
+        assert!(matches!(
+            r.count("buckets", 16, u64::MAX),
+            Err(DecodeError::Invalid { .. })
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn decode_never_panics_on_a_valid_header(tail in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let mut bytes = sample()[..HEADER_LEN].to_vec();
+            bytes.extend_from_slice(&tail);
+            let _ = decode(&bytes);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! [`Estimate`]: every answer tidemark gives, with its error bar.
+//!
+//! A sketch's answer is a point value and a bracket `[low, high]`. What the bracket means
+//! differs by structure and is part of the answer, in [`Bracket`]:
+//!
+//! - [`Bracket::Guaranteed`]: the truth is inside, always. The exponential histogram's
+//!   bracket is of this kind (its whole error is the oldest bucket), and so is an exact count.
+//! - [`Bracket::Probabilistic`]: the truth is inside with the stated probability, as for
+//!   HyperLogLog's ± z·σ or Count-Min's `1 − δ`.
+//!
+//! [`Method`] says how the point value was computed, so a reader can tell an exact count from
+//! an estimate and one estimator from another.
+//!
+//! ```
+//! use tidemark::{Bracket, Estimate, Method};
+//!
+//! let e = Estimate::guaranteed(199.5, 184.0, 215.0, Method::ExpHistogram);
+//! assert!(e.contains(200.0));
+//! assert_eq!(e.bracket, Bracket::Guaranteed);
+//! assert_eq!(Estimate::exact(7.0).width(), 0.0);
+//! ```
+
+use core::fmt;
+
+/// What the bracket `[low, high]` of an [`Estimate`] promises.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Bracket {
+    /// The truth always lies in `[low, high]`.
+    Guaranteed,
+    /// The truth lies in `[low, high]` with probability at least `confidence` (in (0, 1)).
+    Probabilistic {
+        /// The probability that the bracket holds the truth.
+        confidence: f64,
+    },
+}
+
+/// How an estimate's point value was computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Method {
+    /// Counted exactly: `value == low == high`.
+    Exact,
+    /// The exponential histogram's centred estimate, total − (oldest − 1)/2.
+    ExpHistogram,
+    /// The exponential histogram's interpolation over the oldest bucket's time span.
+    Interpolated,
+    /// Fixed blocks: whole blocks plus a proportional share of the oldest.
+    BlockCounter,
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Method::Exact => "exact",
+            Method::ExpHistogram => "exp-histogram",
+            Method::Interpolated => "interpolated",
+            Method::BlockCounter => "block-counter",
+        })
+    }
+}
+
+/// An answer: point value, bracket, what the bracket means and how the value was computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// The point estimate.
+    pub value: f64,
+    /// The bracket's lower end.
+    pub low: f64,
+    /// The bracket's upper end: for one-sided structures, the answer that never under-counts.
+    pub high: f64,
+    /// What `[low, high]` promises.
+    pub bracket: Bracket,
+    /// How `value` was computed.
+    pub method: Method,
+}
+
+impl Estimate {
+    /// An exact answer: the bracket is the point.
+    pub fn exact(value: f64) -> Estimate {
+        Estimate {
+            value,
+            low: value,
+            high: value,
+            bracket: Bracket::Guaranteed,
+            method: Method::Exact,
+        }
+    }
+
+    /// An answer whose bracket always holds the truth.
+    pub fn guaranteed(value: f64, low: f64, high: f64, method: Method) -> Estimate {
+        debug_assert!(low <= value && value <= high, "{low} <= {value} <= {high}");
+        Estimate {
+            value,
+            low,
+            high,
+            bracket: Bracket::Guaranteed,
+            method,
+        }
+    }
+
+    /// An answer whose bracket holds the truth with probability `confidence`.
+    pub fn probabilistic(
+        value: f64,
+        low: f64,
+        high: f64,
+        confidence: f64,
+        method: Method,
+    ) -> Estimate {
+        debug_assert!(low <= value && value <= high, "{low} <= {value} <= {high}");
+        Estimate {
+            value,
+            low,
+            high,
+            bracket: Bracket::Probabilistic { confidence },
+            method,
+        }
+    }
+
+    /// Whether `truth` lies in `[low, high]`.
+    pub fn contains(&self, truth: f64) -> bool {
+        self.low <= truth && truth <= self.high
+    }
+
+    /// `high − low`.
+    pub fn width(&self) -> f64 {
+        self.high - self.low
+    }
+
+    /// The probability the bracket holds: 1 for a guaranteed bracket.
+    pub fn confidence(&self) -> f64 {
+        match self.bracket {
+            Bracket::Guaranteed => 1.0,
+            Bracket::Probabilistic { confidence } => confidence,
+        }
+    }
+}
+
+impl fmt::Display for Estimate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}, {}]", self.value, self.low, self.high)?;
+        match self.bracket {
+            Bracket::Guaranteed => write!(f, " guaranteed"),
+            Bracket::Probabilistic { confidence } => write!(f, " at {:.0}%", confidence * 100.0),
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Sliding-window counts: the exponential histogram and the block counter it improves on.
+//!
+//! # The problem
+//!
+//! "How many ones among the last `W` arrivals" (or "how many events in the last `T` ticks")
+//! cannot be answered by a counter, a Count-Min sketch or a HyperLogLog: to forget an arrival
+//! at time `t` they would have to know what arrived at `t − W`, and they discarded it. Keeping
+//! the window costs `W` bits, which is optimal for an exact answer.
+//!
+//! # The exponential histogram (Datar, Gionis, Indyk, Motwani 2002)
+//!
+//! [`ExpHistogram`] keeps buckets, each with a size (a power of two) and the timestamp of the
+//! newest arrival it covers. On a one: append a bucket of size 1; while more than `k + 1`
+//! buckets share a size, merge the two oldest of that size into one of twice the size that
+//! keeps the *newer* timestamp; drop buckets whose timestamp has left the window.
+//!
+//! Every bucket but the oldest lies wholly inside the window. The oldest straddles its edge:
+//! between 1 and all of its `size` ones are still inside. So with `total` the sum of sizes,
+//!
+//! ```text
+//! low   = total − size + 1        (only the oldest bucket's newest one is inside)
+//! high  = total                   (all of it is inside: the one-sided answer for limits)
+//! value = total − (size − 1) / 2  (the midpoint)
+//! ```
+//!
+//! and the truth is always in `[low, high]`. The estimate subtracts `(size − 1)/2`, not the
+//! textbook `size/2`: a bucket of size 1 is certain, and a window whose buckets all have size 1
+//! is answered exactly. Since at least `k` buckets of every smaller size stand behind the
+//! oldest, `total ≥ k·size`, so `|value − truth| ≤ (size − 1)/2 < truth/(2k)`: with
+//! `k = ⌈1/ε⌉` the relative error is at most `ε/2`.
+//!
+//! Merges only ever combine two buckets of size `2^j` into one of `2^(j+1)`, so a stream of `N`
+//! ones causes fewer than `N` merges (amortised below one per arrival); one arrival can cascade
+//! through every size, `O(log N)` merges. The bucket count is about `k·log2(N/k)`.
+//!
+//! Keeping the *newer* timestamp on a merge makes the raw sum an over-count (buckets survive
+//! until their last one expires), which is why [`ExpHistogram::upper_bound`] never
+//! under-counts.
+//!
+//! # Interpolation
+//!
+//! The whole error is the oldest bucket, so tidemark also remembers the earliest time that
+//! bucket's ones can have arrived (its first arrival, or just after the bucket dropped before
+//! it) and can interpolate linearly over that span ([`ExpHistogram::interpolated`]). This is
+//! not a bound — the ones may cluster at either end — so the bracket stays untouched.
+//!
+//! # Sums
+//!
+//! An arrival can carry a non-negative integer `v` ([`ExpHistogram::push_value`]): it acts as
+//! `v` ones at the same timestamp. tidemark inserts the `v` ones in one pass per size, at
+//! `O(k·log v)` cost rather than `O(v)`, leaving exactly the state `v` single insertions would.
+//!
+//! # Worked example
+//!
+//! The seed's twenty arrivals at `k = 2` (at most three buckets of a size):
+//!
+//! ```
+//! use tidemark::window::ExpHistogram;
+//!
+//! let mut h = ExpHistogram::arrivals_with_k(1_000, 2).unwrap();
+//! for _ in 0..20 {
+//!     h.push(true);
+//! }
+//! let sizes: Vec<u64> = h.buckets().map(|b| b.size).collect();
+//! assert_eq!(sizes, [4, 4, 4, 2, 2, 2, 1, 1]);
+//! assert_eq!(h.stats().merges, 12);
+//! assert_eq!(h.estimate().value, 20.0 - 1.5);
+//! ```
+
+mod block_counter;
+mod encoding;
+mod exp_histogram;
+mod multi;
+
+pub use block_counter::BlockCounter;
+pub use exp_histogram::{Bucket, ExpHistogram, HistogramStats};
+pub use multi::MultiWindow;
+
+use core::fmt;
+
+/// What a window counts over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Span {
+    /// The last `W` arrivals of a bit stream (a 0 advances the clock by one).
+    Arrivals(u64),
+    /// The last `T` ticks: events at ticks `t` with `now − T < t ≤ now`, where `now` is the
+    /// latest tick seen.
+    Ticks(u64),
+}
+
+impl Span {
+    /// The window length `W` or `T`.
+    pub fn len(self) -> u64 {
+        match self {
+            Span::Arrivals(w) | Span::Ticks(w) => w,
+        }
+    }
+
+    /// Always false: windows have a length of at least one (here for clippy's sake).
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn validate(self) -> Result<Span, crate::ParamError> {
+        if self.len() == 0 {
+            return Err(crate::ParamError::new("window", "at least 1", 0));
+        }
+        Ok(self)
+    }
+
+    /// Whether timestamp `t` has left the window when the clock reads `now`.
+    #[inline]
+    pub(crate) fn expired(self, t: u64, now: u64) -> bool {
+        // t ≤ now − W, written without underflow.
+        t.saturating_add(self.len()) <= now
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Span::Arrivals(w) => write!(f, "last {w} arrivals"),
+            Span::Ticks(t) => write!(f, "last {t} ticks"),
+        }
+    }
+}
+
+/// A window's clock was misused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClockError {
+    /// A tick earlier than the latest one seen: ticks never decrease.
+    Backwards {
+        /// The latest tick seen.
+        now: u64,
+        /// The tick given.
+        got: u64,
+    },
+    /// Ticks given to an arrivals window, whose clock is the arrival count.
+    NotATickWindow,
+    /// A bare arrival given to a ticks window, whose events need their tick.
+    NotAnArrivalWindow,
+}
+
+impl fmt::Display for ClockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockError::Backwards { now, got } => {
+                write!(f, "tick {got} is earlier than the latest tick seen, {now}")
+            }
+            ClockError::NotATickWindow => {
+                write!(f, "this window counts arrivals; it takes no ticks")
+            }
+            ClockError::NotAnArrivalWindow => {
+                write!(f, "this window counts ticks; each event needs its tick")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClockError {}
+
+/// `k = ⌈1/ε⌉` for ε in (0, 1).
+pub(crate) fn k_from_epsilon(epsilon: f64) -> Result<u32, crate::ParamError> {
+    if !(epsilon > 0.0 && epsilon < 1.0) {
+        return Err(crate::ParamError::new("epsilon", "in (0, 1)", epsilon));
+    }
+    let k = (1.0 / epsilon).ceil();
+    if k > 1e6 {
+        return Err(crate::ParamError::new(
+            "epsilon",
+            "at least 1e-6 (k = ⌈1/ε⌉ at most 10^6)",
+            epsilon,
+        ));
+    }
+    Ok(k as u32)
+}
