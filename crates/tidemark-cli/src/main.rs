@@ -1,1 +1,47 @@
-fn main() {}
+//! `tidemark`: one subcommand per structure for ad-hoc work on files and pipes.
+//!
+//! Exit codes: 0 success; 2 bad input or arguments (the message names the file and line, or
+//! the flag); 1 an internal failure. Nothing panics on input.
+
+mod cmd;
+mod error;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use error::UsageError;
+
+/// Streaming summaries that forget: windowed sketches whose every answer carries its error
+/// bar.
+#[derive(Parser, Debug)]
+#[command(name = "tidemark", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Count the ones in a sliding window (exponential histogram).
+    Count(cmd::count::Args),
+    /// Run a demonstration on a generated stream.
+    Demo(cmd::demo::Args),
+    /// Regenerate a seed's measured tables from this implementation.
+    Reproduce(cmd::reproduce::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Count(args) => cmd::count::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Reproduce(args) => cmd::reproduce::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => error::report(&err),
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod count;
+pub mod demo;
+pub mod reproduce;
