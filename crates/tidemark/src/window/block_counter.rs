@@ -49,22 +49,22 @@ impl BlockCounter {
     /// Blocks of `⌈W/k⌉` over `span`.
     pub fn new(span: Span, k: u32) -> Result<Self, ParamError> {
         let span = span.validate()?;
-        if k == 0 || k as u64 > span.len() {
+        if k == 0 || k as u64 > span.length() {
             return Err(ParamError::new("k", "in 1..=window", k));
         }
-        Self::with_block(span, span.len().div_ceil(k as u64))
+        Self::with_block(span, span.length().div_ceil(k as u64))
     }
 
     /// Blocks of exactly `block` arrivals or ticks.
     pub fn with_block(span: Span, block: u64) -> Result<Self, ParamError> {
         let span = span.validate()?;
-        if block == 0 || block > span.len() {
+        if block == 0 || block > span.length() {
             return Err(ParamError::new("block", "in 1..=window", block));
         }
         Ok(BlockCounter {
             span,
             block,
-            ring: VecDeque::with_capacity(Self::ring_len(span.len(), block)),
+            ring: VecDeque::with_capacity(Self::ring_len(span.length(), block)),
             now: 0,
             started: false,
         })
@@ -176,7 +176,7 @@ impl BlockCounter {
             let first = index * self.block;
             if self.span.expired(first, self.now) {
                 // Times inside are > now − W; this block's inside part is (now − W, last].
-                let inside = self.last_time(index) - (self.now - self.span.len());
+                let inside = self.last_time(index) - (self.now - self.span.length());
                 partial = count;
                 share = inside as f64 / self.block as f64;
             } else {
@@ -202,7 +202,7 @@ impl BlockCounter {
     /// Bits held, as the seed charges blocks: `⌈W/B⌉ + 1` counters of `⌈log2(W + 1)⌉` bits,
     /// whatever the density.
     pub fn bits(&self) -> u64 {
-        Self::ring_len(self.span.len(), self.block) as u64
-            * ceil_log2(self.span.len() + 1).max(1) as u64
+        Self::ring_len(self.span.length(), self.block) as u64
+            * ceil_log2(self.span.length() + 1).max(1) as u64
     }
 }

@@ -261,14 +261,14 @@ impl BlockCounter {
         let span = read_span(&mut params)?;
         let boff = params.offset();
         let block = params.u64("block")?;
-        if block == 0 || block > span.len() {
+        if block == 0 || block > span.length() {
             return Err(Reader::invalid("block", boff, "in 1..=window", block));
         }
         params.finish()?;
         let mut r = env.payload();
         let now = r.u64("now")?;
         let started = read_bool(&mut r, "started")?;
-        let max_blocks = BlockCounter::ring_len(span.len(), block) as u64;
+        let max_blocks = BlockCounter::ring_len(span.length(), block) as u64;
         let n = r.count("blocks", 16, max_blocks)?;
         let mut blocks = Vec::with_capacity(n);
         let mut prev: Option<u64> = None;

@@ -399,9 +399,9 @@ impl ExpHistogram {
             .front()
             .expect("the top class is not empty");
         // Times inside the window are > edge.
-        let edge = self.now.saturating_sub(self.span.len());
+        let edge = self.now.saturating_sub(self.span.length());
         let start = self.span_start.min(newest);
-        let inside_share = if self.now < self.span.len() || start > edge {
+        let inside_share = if self.now < self.span.length() || start > edge {
             1.0
         } else {
             let span = (newest - start + 1) as f64;
@@ -438,8 +438,8 @@ impl ExpHistogram {
     /// Buckets, merges and bits held.
     pub fn stats(&self) -> HistogramStats {
         let buckets = self.bucket_count();
-        let ts_bits = ceil_log2(self.span.len()).max(1) as u64;
-        let max_exponent = (ceil_log2(self.span.len()) as u64).max(self.used as u64);
+        let ts_bits = ceil_log2(self.span.length()).max(1) as u64;
+        let max_exponent = (ceil_log2(self.span.length()) as u64).max(self.used as u64);
         let size_bits = ceil_log2(max_exponent + 1).max(1) as u64;
         let extra = if self.interpolate { ts_bits } else { 0 };
         HistogramStats {

@@ -90,19 +90,14 @@ pub enum Span {
 
 impl Span {
     /// The window length `W` or `T`.
-    pub fn len(self) -> u64 {
+    pub fn length(self) -> u64 {
         match self {
             Span::Arrivals(w) | Span::Ticks(w) => w,
         }
     }
 
-    /// Always false: windows have a length of at least one (here for clippy's sake).
-    pub fn is_empty(self) -> bool {
-        self.len() == 0
-    }
-
     pub(crate) fn validate(self) -> Result<Span, crate::ParamError> {
-        if self.len() == 0 {
+        if self.length() == 0 {
             return Err(crate::ParamError::new("window", "at least 1", 0));
         }
         Ok(self)
@@ -112,7 +107,7 @@ impl Span {
     #[inline]
     pub(crate) fn expired(self, t: u64, now: u64) -> bool {
         // t ≤ now − W, written without underflow.
-        t.saturating_add(self.len()) <= now
+        t.saturating_add(self.length()) <= now
     }
 }
 

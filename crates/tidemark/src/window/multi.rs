@@ -58,6 +58,11 @@ impl MultiWindow {
         self.windows.iter_mut().try_for_each(|h| h.record(tick))
     }
 
+    /// Moves every ticks window's clock to `tick` with no event.
+    pub fn advance_to(&mut self, tick: u64) -> Result<(), ClockError> {
+        self.windows.iter_mut().try_for_each(|h| h.advance_to(tick))
+    }
+
     /// Each window's estimate, in the order given.
     pub fn estimates(&self) -> Vec<Estimate> {
         self.windows.iter().map(ExpHistogram::estimate).collect()

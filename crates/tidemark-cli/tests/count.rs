@@ -1,0 +1,155 @@
+//! `tidemark count` end to end: answers, JSON fields, and errors that name file, line or flag.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn tidemark(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+#[test]
+fn counts_arrivals_with_a_bracket_holding_the_truth() {
+    // 1,000 arrivals, a one at every third: the last 100 hold 33 ones (positions 900..999 with
+    // i % 3 == 0: 900, 903, …, 999 → 34).
+    let input: String = (0..1_000)
+        .map(|i| if i % 3 == 0 { "1\n" } else { "0\n" })
+        .collect();
+    let truth = (900..1_000).filter(|i| i % 3 == 0).count() as f64;
+    let out = tidemark(&["count", "--window", "100", "--json"], &input);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    let (est, low, high) = (
+        r["estimate"].as_f64().unwrap(),
+        r["low"].as_f64().unwrap(),
+        r["high"].as_f64().unwrap(),
+    );
+    assert!(
+        low <= truth && truth <= high,
+        "[{low}, {high}] misses {truth}"
+    );
+    assert!((est - truth).abs() <= 0.05 * truth);
+    assert!(r["buckets"].as_u64().unwrap() > 0);
+    assert!(r["bits"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn every_n_lines_prints_a_row_per_n() {
+    let input: String = (0..10).map(|t| format!("{t}\n")).collect();
+    let out = tidemark(
+        &[
+            "count",
+            "--window",
+            "5",
+            "--time",
+            "--every",
+            "3",
+            "--interpolate",
+            "--json",
+        ],
+        &input,
+    );
+    assert!(out.status.success());
+    let rows = json_lines(&out);
+    // After lines 3, 6, 9, and the end (10).
+    assert_eq!(rows.len(), 4);
+    // At the end the clock reads 9 and ticks 5..=9 are inside: 5 events, all size-1 exact.
+    assert_eq!(rows[3]["estimate"].as_f64(), Some(5.0));
+    assert!(rows[3].get("interpolated").is_some());
+}
+
+#[test]
+fn a_bad_line_names_file_and_line_and_exits_2() {
+    let out = tidemark(&["count", "--window", "10"], "1\n0\nx\n");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("<stdin>:3"), "{err}");
+    assert!(err.contains("\"x\""), "{err}");
+}
+
+#[test]
+fn a_decreasing_tick_names_its_line() {
+    let dir = std::env::temp_dir().join(format!("tidemark-count-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ticks.txt");
+    std::fs::write(&file, "1\n5\n4\n").unwrap();
+    let out = tidemark(
+        &["count", "--window", "10", "--time", file.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ticks.txt:3"), "{err}");
+    assert!(err.contains("earlier"), "{err}");
+}
+
+#[test]
+fn invalid_parameters_name_their_flag() {
+    for (args, flag) in [
+        (vec!["count", "--window", "0"], "--window"),
+        (
+            vec!["count", "--window", "10", "--epsilon", "1.5"],
+            "--epsilon",
+        ),
+        (
+            vec!["count", "--window", "10", "--epsilon", "0"],
+            "--epsilon",
+        ),
+        (vec!["count", "--window", "10", "--every", "0"], "--every"),
+    ] {
+        let out = tidemark(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+    let out = tidemark(&["count", "--window", "10", "/no/such/file"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/file"));
+}
+
+#[test]
+fn reproduce_twenty_matches_the_seed() {
+    let out = tidemark(&["reproduce", "histogram-twenty", "--json"], "");
+    assert!(out.status.success());
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 20);
+    assert_eq!(rows[19]["total_merges"].as_u64(), Some(12));
+    assert_eq!(rows[19]["buckets"].as_str(), Some("4 4 4 2 2 2 1 1"));
+}
+
+#[test]
+fn demo_runs() {
+    let out = tidemark(&["demo", "--ticks", "60", "--json"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_lines(&out).len(), 6);
+}

@@ -1,0 +1,239 @@
+//! Window structures in the envelope: round trips are identity, no byte string makes the
+//! decoder panic, and the committed test vectors still decode (a format change that breaks
+//! old files fails here).
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use tidemark::codec::{self, Family};
+use tidemark::hash::ItemHasher;
+use tidemark::window::{BlockCounter, ExpHistogram, Span};
+use tidemark::DecodeError;
+
+fn sample_histograms() -> Vec<ExpHistogram> {
+    let mut out = vec![
+        ExpHistogram::arrivals(100, 0.1).unwrap(),
+        ExpHistogram::ticks(60, 0.5).unwrap().with_interpolation(),
+    ];
+    let mut rng = Pcg64::seed_from_u64(1);
+    for &(span, k) in &[
+        (Span::Arrivals(1_000), 10u32),
+        (Span::Arrivals(7), 1),
+        (Span::Ticks(500), 3),
+        (Span::Ticks(1), 2),
+    ] {
+        let mut h = ExpHistogram::new(span, k).unwrap();
+        for tick in 0..5_000u64 {
+            match span {
+                Span::Arrivals(_) => h.push(rng.random_bool(0.6)).unwrap(),
+                Span::Ticks(_) => h.record_value(tick, rng.random_range(0..4)).unwrap(),
+            }
+        }
+        out.push(h.clone());
+        out.push(h.with_interpolation());
+    }
+    out
+}
+
+#[test]
+fn histogram_round_trips() {
+    for h in sample_histograms() {
+        let bytes = h.to_bytes();
+        let back = ExpHistogram::from_bytes(&bytes).unwrap();
+        assert_eq!(
+            back.buckets().collect::<Vec<_>>(),
+            h.buckets().collect::<Vec<_>>()
+        );
+        assert_eq!(back.estimate(), h.estimate());
+        assert_eq!(back.interpolated(), h.interpolated());
+        assert_eq!(back.stats(), h.stats());
+        assert_eq!(back.now(), h.now());
+        assert_eq!(back.to_bytes(), bytes, "re-encoding differs");
+    }
+}
+
+#[test]
+fn decoded_histogram_keeps_counting_like_the_original() {
+    let mut a = ExpHistogram::ticks(100, 0.2).unwrap();
+    for t in 0..1_000 {
+        a.record(t).unwrap();
+    }
+    let mut b = ExpHistogram::from_bytes(&a.to_bytes()).unwrap();
+    for t in 1_000..1_500 {
+        a.record(t).unwrap();
+        b.record(t).unwrap();
+    }
+    assert_eq!(
+        a.buckets().collect::<Vec<_>>(),
+        b.buckets().collect::<Vec<_>>()
+    );
+    assert!(
+        b.record(3).is_err(),
+        "the decoded clock must remember its latest tick"
+    );
+}
+
+#[test]
+fn block_counter_round_trips() {
+    let mut b = BlockCounter::arrivals(100, 10).unwrap();
+    let mut rng = Pcg64::seed_from_u64(2);
+    for _ in 0..1_234 {
+        b.push(rng.random_bool(0.5)).unwrap();
+    }
+    let back = BlockCounter::from_bytes(&b.to_bytes()).unwrap();
+    assert_eq!(back, b);
+    let empty = BlockCounter::ticks(60, 6).unwrap();
+    assert_eq!(BlockCounter::from_bytes(&empty.to_bytes()).unwrap(), empty);
+}
+
+#[test]
+fn wrong_family_is_named() {
+    let b = BlockCounter::arrivals(100, 10).unwrap().to_bytes();
+    assert_eq!(
+        ExpHistogram::from_bytes(&b).unwrap_err(),
+        DecodeError::WrongFamily {
+            expected: Family::ExpHistogram,
+            got: Family::BlockCounter
+        }
+    );
+}
+
+#[test]
+fn impossible_fields_are_rejected_with_their_offset() {
+    // A valid envelope whose payload breaks the histogram's invariants.
+    let h = ExpHistogram::arrivals_with_k(1_000, 2).unwrap();
+    let valid = h.to_bytes();
+    let env = codec::decode(&valid).unwrap();
+    let params = env.params.to_vec();
+    let rewrap = |payload: &[u8]| {
+        codec::encode(
+            Family::ExpHistogram,
+            0,
+            ItemHasher::default(),
+            &params,
+            payload,
+        )
+    };
+    // now=10, started, merges, worst, span_start=0, one class with 4 buckets (k + 1 = 3 max).
+    let mut p = Vec::new();
+    p.extend_from_slice(&10u64.to_le_bytes());
+    p.push(1);
+    p.extend_from_slice(&0u64.to_le_bytes());
+    p.extend_from_slice(&0u64.to_le_bytes());
+    p.extend_from_slice(&0u64.to_le_bytes());
+    p.push(1);
+    p.extend_from_slice(&4u32.to_le_bytes());
+    for t in [1u64, 2, 3, 4] {
+        p.extend_from_slice(&t.to_le_bytes());
+    }
+    match ExpHistogram::from_bytes(&rewrap(&p)) {
+        Err(DecodeError::Invalid {
+            field: "class length",
+            got: 4,
+            ..
+        }) => {}
+        other => panic!("expected a class-length error, got {other:?}"),
+    }
+    // Timestamps out of order.
+    let mut q = p.clone();
+    let len_at = q.len() - 4 * 8 - 4;
+    q[len_at..len_at + 4].copy_from_slice(&2u32.to_le_bytes());
+    q.truncate(len_at + 4);
+    q.extend_from_slice(&5u64.to_le_bytes());
+    q.extend_from_slice(&3u64.to_le_bytes());
+    assert!(matches!(
+        ExpHistogram::from_bytes(&rewrap(&q)),
+        Err(DecodeError::Invalid {
+            field: "timestamp",
+            got: 3,
+            ..
+        })
+    ));
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = ExpHistogram::from_bytes(&bytes);
+        let _ = BlockCounter::from_bytes(&bytes);
+    }
+
+    /// Random payloads inside a valid envelope reach the family decoders' own checks.
+    #[test]
+    fn random_payloads_never_panic(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        k in 1u32..5,
+        window in 1u64..50,
+        ticks in any::<bool>(),
+    ) {
+        let span = if ticks { Span::Ticks(window) } else { Span::Arrivals(window) };
+        let params = {
+            let h = ExpHistogram::new(span, k).unwrap().to_bytes();
+            codec::decode(&h).unwrap().params.to_vec()
+        };
+        let bytes = codec::encode(Family::ExpHistogram, 0, ItemHasher::default(), &params, &payload);
+        if let Ok(h) = ExpHistogram::from_bytes(&bytes) {
+            // Whatever decodes must answer without panicking and keep its bracket ordered.
+            let e = h.estimate();
+            prop_assert!(e.low <= e.value && e.value <= e.high);
+        }
+        let bparams = {
+            let b = BlockCounter::new(span, 1).unwrap().to_bytes();
+            codec::decode(&b).unwrap().params.to_vec()
+        };
+        let bytes = codec::encode(Family::BlockCounter, 0, ItemHasher::default(), &bparams, &payload);
+        if let Ok(b) = BlockCounter::from_bytes(&bytes) {
+            let e = b.estimate();
+            prop_assert!(e.low <= e.value && e.value <= e.high);
+        }
+    }
+
+    /// Mutating a real encoding's payload (and fixing the checksum) never panics.
+    #[test]
+    fn mutated_payloads_never_panic(idx in any::<usize>(), byte in any::<u8>(), cut in any::<usize>()) {
+        for h in sample_histograms().into_iter().take(4) {
+            let bytes = h.to_bytes();
+            let env = codec::decode(&bytes).unwrap();
+            let mut payload = env.payload.to_vec();
+            if !payload.is_empty() {
+                let i = idx % payload.len();
+                payload[i] = byte;
+                payload.truncate(payload.len() - cut % 3);
+            }
+            let again = codec::encode(Family::ExpHistogram, env.flags, env.hasher, env.params, &payload);
+            if let Ok(h) = ExpHistogram::from_bytes(&again) {
+                let e = h.estimate();
+                prop_assert!(e.low <= e.value && e.value <= e.high);
+            }
+        }
+    }
+}
+
+/// The committed vector: an arrivals window of 100 at k = 3 after 1,000 arrivals of a fixed
+/// pattern, interpolation on. Its bytes must decode and re-encode unchanged.
+#[test]
+fn committed_vector_decodes() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/vectors/exp_histogram_v1.bin"
+    );
+    let bytes = std::fs::read(path).expect("testdata/vectors/exp_histogram_v1.bin is committed");
+    let h = ExpHistogram::from_bytes(&bytes).unwrap();
+    // The pattern: a one at every arrival i with i % 3 != 0, for i in 0..1000.
+    let ones_in_window = (900..1_000).filter(|i| i % 3 != 0).count() as f64;
+    assert!(h.estimate().contains(ones_in_window));
+    assert_eq!(h.span(), Span::Arrivals(100));
+    assert_eq!(h.k(), 3);
+    assert!(h.interpolation());
+    let mut rebuilt = ExpHistogram::arrivals_with_k(100, 3)
+        .unwrap()
+        .with_interpolation();
+    for i in 0..1_000 {
+        rebuilt.push(i % 3 != 0).unwrap();
+    }
+    assert_eq!(
+        rebuilt.to_bytes(),
+        bytes,
+        "format v1 changed: bump the version"
+    );
+}
