@@ -27,6 +27,8 @@ struct Cli {
 enum Command {
     /// Count the ones in a sliding window (exponential histogram).
     Count(cmd::count::Args),
+    /// Count distinct lines (HyperLogLog), or merge saved sketches.
+    Distinct(cmd::distinct::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
     /// Regenerate a seed's measured tables from this implementation.
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Count(args) => cmd::count::run(args),
+        Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };

@@ -47,6 +47,13 @@ pub enum Method {
     Interpolated,
     /// Fixed blocks: whole blocks plus a proportional share of the oldest.
     BlockCounter,
+    /// HyperLogLog: Ertl's improved estimator over the register histogram (any sketch,
+    /// merged or not).
+    HllErtl,
+    /// HyperLogLog: the martingale (HIP) estimator of a sketch fed by one stream, unmerged.
+    HllHip,
+    /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
+    RedisPfcount,
 }
 
 impl fmt::Display for Method {
@@ -56,6 +63,9 @@ impl fmt::Display for Method {
             Method::ExpHistogram => "exp-histogram",
             Method::Interpolated => "interpolated",
             Method::BlockCounter => "block-counter",
+            Method::HllErtl => "hll-ertl",
+            Method::HllHip => "hll-hip",
+            Method::RedisPfcount => "redis-pfcount",
         })
     }
 }

@@ -3,6 +3,7 @@
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
 mod histogram;
+mod hll;
 
 use crate::output::Output;
 
@@ -17,6 +18,9 @@ pub enum Plate {
     HistogramError,
     /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
     HistogramBits,
+    /// Seed 003: HyperLogLog relative RMSE and bias (Ertl and HIP) from 1 to 10^7 distinct
+    /// items at p = 10, 12, 14, 200 seeded trials per point.
+    HllAccuracy,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -38,5 +42,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
+        Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
     }
 }
