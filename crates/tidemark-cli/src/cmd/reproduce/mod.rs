@@ -3,6 +3,7 @@
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
 mod histogram;
+mod sliding;
 
 use crate::output::Output;
 
@@ -17,6 +18,8 @@ pub enum Plate {
     HistogramError,
     /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
     HistogramBits,
+    /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
+    SlidingHll,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -38,5 +41,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
+        Plate::SlidingHll => sliding::run(&mut out),
     }
 }
