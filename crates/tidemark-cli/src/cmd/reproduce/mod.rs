@@ -4,6 +4,7 @@
 
 mod histogram;
 mod hll;
+mod sliding;
 
 use crate::output::Output;
 
@@ -21,6 +22,8 @@ pub enum Plate {
     /// Seed 003: HyperLogLog relative RMSE and bias (Ertl and HIP) from 1 to 10^7 distinct
     /// items at p = 10, 12, 14, 200 seeded trials per point.
     HllAccuracy,
+    /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
+    SlidingHll,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -43,5 +46,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
+        Plate::SlidingHll => sliding::run(&mut out),
     }
 }
