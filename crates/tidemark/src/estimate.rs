@@ -47,6 +47,14 @@ pub enum Method {
     Interpolated,
     /// Fixed blocks: whole blocks plus a proportional share of the oldest.
     BlockCounter,
+    /// Count-Min point query: the minimum over the rows (non-negative streams).
+    CountMinMin,
+    /// Count-Min point query: the median over the rows (general turnstile streams).
+    CountMinMedian,
+    /// Count-Min inner product: the minimum over the rows of the row-wise dot products.
+    CountMinInnerProduct,
+    /// Count-Min range sum: point queries over the dyadic intervals that cover the range.
+    CountMinDyadic,
 }
 
 impl fmt::Display for Method {
@@ -56,6 +64,10 @@ impl fmt::Display for Method {
             Method::ExpHistogram => "exp-histogram",
             Method::Interpolated => "interpolated",
             Method::BlockCounter => "block-counter",
+            Method::CountMinMin => "count-min",
+            Method::CountMinMedian => "count-min-median",
+            Method::CountMinInnerProduct => "count-min-inner-product",
+            Method::CountMinDyadic => "count-min-dyadic",
         })
     }
 }
