@@ -29,6 +29,8 @@ enum Command {
     Count(cmd::count::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
+    Freq(cmd::freq::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Count(args) => cmd::count::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Freq(args) => cmd::freq::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {
