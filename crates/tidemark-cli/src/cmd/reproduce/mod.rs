@@ -2,6 +2,7 @@
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
+mod countmin;
 mod histogram;
 
 use crate::output::Output;
@@ -17,6 +18,9 @@ pub enum Plate {
     HistogramError,
     /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
     HistogramBits,
+    /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
+    /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
+    CountminAccuracy,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -38,5 +42,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
+        Plate::CountminAccuracy => countmin::accuracy(args.json),
     }
 }
