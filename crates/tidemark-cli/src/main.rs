@@ -31,6 +31,8 @@ enum Command {
     Distinct(cmd::distinct::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
+    Freq(cmd::freq::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::Count(args) => cmd::count::run(args),
         Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Freq(args) => cmd::freq::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {

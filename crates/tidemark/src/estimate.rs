@@ -54,6 +54,14 @@ pub enum Method {
     HllHip,
     /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
     RedisPfcount,
+    /// Count-Min point query: the minimum over the rows (non-negative streams).
+    CountMinMin,
+    /// Count-Min point query: the median over the rows (general turnstile streams).
+    CountMinMedian,
+    /// Count-Min inner product: the minimum over the rows of the row-wise dot products.
+    CountMinInnerProduct,
+    /// Count-Min range sum: point queries over the dyadic intervals that cover the range.
+    CountMinDyadic,
 }
 
 impl fmt::Display for Method {
@@ -66,6 +74,10 @@ impl fmt::Display for Method {
             Method::HllErtl => "hll-ertl",
             Method::HllHip => "hll-hip",
             Method::RedisPfcount => "redis-pfcount",
+            Method::CountMinMin => "count-min",
+            Method::CountMinMedian => "count-min-median",
+            Method::CountMinInnerProduct => "count-min-inner-product",
+            Method::CountMinDyadic => "count-min-dyadic",
         })
     }
 }

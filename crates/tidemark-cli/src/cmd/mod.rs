@@ -3,4 +3,5 @@
 pub mod count;
 pub mod demo;
 pub mod distinct;
+pub mod freq;
 pub mod reproduce;

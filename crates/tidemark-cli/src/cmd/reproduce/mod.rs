@@ -2,6 +2,7 @@
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
+mod countmin;
 mod histogram;
 mod hll;
 mod sliding;
@@ -24,6 +25,9 @@ pub enum Plate {
     HllAccuracy,
     /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
     SlidingHll,
+    /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
+    /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
+    CountminAccuracy,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -47,5 +51,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramBits => histogram::bits(&mut out),
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
         Plate::SlidingHll => sliding::run(&mut out),
+        Plate::CountminAccuracy => countmin::accuracy(args.json),
     }
 }
