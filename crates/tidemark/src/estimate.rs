@@ -47,6 +47,12 @@ pub enum Method {
     Interpolated,
     /// Fixed blocks: whole blocks plus a proportional share of the oldest.
     BlockCounter,
+    /// A quotient filter's membership answer.
+    QuotientFilter,
+    /// A stack of quotient filters' membership answer.
+    StackedFilter,
+    /// The experimental lengthening filter's membership answer.
+    LengtheningFilter,
 }
 
 impl fmt::Display for Method {
@@ -56,6 +62,9 @@ impl fmt::Display for Method {
             Method::ExpHistogram => "exp-histogram",
             Method::Interpolated => "interpolated",
             Method::BlockCounter => "block-counter",
+            Method::QuotientFilter => "quotient-filter",
+            Method::StackedFilter => "stacked-filter",
+            Method::LengtheningFilter => "lengthening-filter",
         })
     }
 }

@@ -1,0 +1,203 @@
+//! Packed bit storage: fixed-width fields in a `Vec<u64>` and one-bit flags.
+//!
+//! Written for the quotient filter: remainders of `width` bits (1..=58) packed end to end
+//! with no padding between fields, so that a table of `2^q` slots holds exactly
+//! `2^q · width` remainder bits (plus one spare word, so that a field straddling two words
+//! can always read both without a bounds branch).
+
+/// `len` fields of `width` bits each, packed end to end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PackedArray {
+    width: u32,
+    mask: u64,
+    len: usize,
+    words: Vec<u64>,
+}
+
+/// The widest field a [`PackedArray`] holds: a field plus its offset must fit in 128 bits
+/// when read across two words, and 58 leaves the quotient filter room for any sane table.
+pub(crate) const MAX_WIDTH: u32 = 58;
+
+impl PackedArray {
+    /// `len` zero fields of `width` bits (`1..=MAX_WIDTH`).
+    pub(crate) fn new(width: u32, len: usize) -> Self {
+        debug_assert!((1..=MAX_WIDTH).contains(&width));
+        let bits = len * width as usize;
+        PackedArray {
+            width,
+            mask: (1u64 << width) - 1,
+            len,
+            words: vec![0; bits.div_ceil(64) + 1],
+        }
+    }
+
+    /// The backing words (for encoding): `⌈len·width/64⌉ + 1` of them.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The words an array of `len` fields of `width` bits is stored in.
+    pub(crate) fn word_count(width: u32, len: usize) -> usize {
+        (len * width as usize).div_ceil(64) + 1
+    }
+
+    /// An array over stored words, or `None` if their number is wrong or a bit beyond the
+    /// last field is set (so that every array has one encoding).
+    pub(crate) fn from_words(width: u32, len: usize, words: Vec<u64>) -> Option<Self> {
+        if !(1..=MAX_WIDTH).contains(&width) || words.len() != Self::word_count(width, len) {
+            return None;
+        }
+        let used = len * width as usize;
+        let (k, off) = (used / 64, used % 64);
+        let tail_clean = words[k] >> off == 0;
+        if !tail_clean || words[k + 1..].iter().any(|&w| w != 0) {
+            return None;
+        }
+        Some(PackedArray {
+            width,
+            mask: (1u64 << width) - 1,
+            len,
+            words,
+        })
+    }
+
+    /// The field width in bits.
+    #[cfg(test)]
+    pub(crate) fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// The number of fields.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Field `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        debug_assert!(i < self.len);
+        let bit = i * self.width as usize;
+        let (k, off) = (bit >> 6, (bit & 63) as u32);
+        let lo = self.words[k] >> off;
+        let v = if off + self.width > 64 {
+            lo | (self.words[k + 1] << (64 - off))
+        } else {
+            lo
+        };
+        v & self.mask
+    }
+
+    /// Sets field `i` to `v` (which must fit in the width).
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, v: u64) {
+        debug_assert!(i < self.len);
+        debug_assert!(v <= self.mask);
+        let bit = i * self.width as usize;
+        let (k, off) = (bit >> 6, (bit & 63) as u32);
+        self.words[k] = (self.words[k] & !(self.mask << off)) | (v << off);
+        if off + self.width > 64 {
+            let spill = 64 - off;
+            let hi_mask = self.mask >> spill;
+            self.words[k + 1] = (self.words[k + 1] & !hi_mask) | (v >> spill);
+        }
+    }
+}
+
+/// A vector of one-bit flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct BitVec {
+    words: Vec<u64>,
+}
+
+impl BitVec {
+    /// `len` cleared flags.
+    pub(crate) fn new(len: usize) -> Self {
+        BitVec {
+            words: vec![0; len.div_ceil(64)],
+        }
+    }
+
+    /// Flag `i`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> bool {
+        (self.words[i >> 6] >> (i & 63)) & 1 == 1
+    }
+
+    /// Sets flag `i` to `v`.
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, v: bool) {
+        let w = &mut self.words[i >> 6];
+        let m = 1u64 << (i & 63);
+        if v {
+            *w |= m;
+        } else {
+            *w &= !m;
+        }
+    }
+
+    /// The backing words (for encoding).
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The words `len` flags are stored in.
+    pub(crate) fn word_count(len: usize) -> usize {
+        len.div_ceil(64)
+    }
+
+    /// Flags over stored words, or `None` if their number is wrong or a bit past `len` is
+    /// set.
+    pub(crate) fn from_words(len: usize, words: Vec<u64>) -> Option<Self> {
+        if words.len() != Self::word_count(len) {
+            return None;
+        }
+        if len % 64 != 0 && words[len / 64] >> (len % 64) != 0 {
+            return None;
+        }
+        Some(BitVec { words })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    #[test]
+    fn packed_fields_match_a_plain_vector_at_every_width() {
+        let mut rng = Pcg64::seed_from_u64(7);
+        for width in 1..=MAX_WIDTH {
+            let len = 301;
+            let mut a = PackedArray::new(width, len);
+            let mut model = vec![0u64; len];
+            assert_eq!((a.width(), a.len()), (width, len));
+            for _ in 0..2_000 {
+                let i = rng.random_range(0..len);
+                let v = rng.random::<u64>() >> (64 - width);
+                a.set(i, v);
+                model[i] = v;
+            }
+            for (i, &m) in model.iter().enumerate() {
+                assert_eq!(a.get(i), m, "width {width}, field {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn flags_match_a_plain_vector() {
+        let mut rng = Pcg64::seed_from_u64(8);
+        let mut b = BitVec::new(200);
+        let mut model = [false; 200];
+        for _ in 0..5_000 {
+            let i = rng.random_range(0..200);
+            let v = rng.random_bool(0.5);
+            b.set(i, v);
+            model[i] = v;
+        }
+        for (i, &m) in model.iter().enumerate() {
+            assert_eq!(b.get(i), m);
+        }
+    }
+}
