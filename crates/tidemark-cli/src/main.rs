@@ -29,6 +29,8 @@ enum Command {
     Count(cmd::count::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Build, query and describe resizable quotient filters ("seen before?").
+    Filter(cmd::filter::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Count(args) => cmd::count::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Filter(args) => cmd::filter::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {

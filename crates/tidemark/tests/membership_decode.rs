@@ -128,3 +128,78 @@ proptest! {
         let _ = LengtheningFilter::from_bytes(&b);
     }
 }
+
+fn vector(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../../testdata/vectors/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|_| panic!("testdata/vectors/{name} is committed"))
+}
+
+/// Forecast 100 at 1%, reserve 2, keys 0..1000 (four doublings), then every fifth removed.
+fn committed_qf() -> QuotientFilter {
+    let mut f = QuotientFilter::with_reserve(100, 0.01, 2).unwrap();
+    for i in 0..1_000u64 {
+        f.insert(&i.to_le_bytes()).unwrap();
+    }
+    for i in (0..1_000u64).step_by(5) {
+        assert!(f.remove(&i.to_le_bytes()));
+    }
+    f
+}
+
+/// Forecast 50 at 2%, keys 0..500 (four layers).
+fn committed_stack() -> StackedFilter {
+    let mut s = StackedFilter::new(50, 0.02).unwrap();
+    for i in 0..500u64 {
+        s.insert(&i.to_le_bytes());
+    }
+    s
+}
+
+/// Forecast 50 at 2%, one bit a doubling, keys 0..300.
+fn committed_lengthening() -> LengtheningFilter {
+    let mut t = LengtheningFilter::new(50, 0.02, 1).unwrap();
+    for i in 0..300u64 {
+        t.insert(&i.to_le_bytes()).unwrap();
+    }
+    t
+}
+
+/// The committed vectors decode, hold their keys, and equal what this build writes for the
+/// same inserts: a change to format v1 fails here.
+#[test]
+fn committed_vectors_decode_and_reencode_byte_for_byte() {
+    let b = vector("quotient_filter_v1.bin");
+    let f = QuotientFilter::from_bytes(&b).unwrap();
+    assert_eq!((f.len(), f.fingerprint_bits(), f.reserve()), (800, 16, 2));
+    assert!((0..1_000u64)
+        .filter(|i| i % 5 != 0)
+        .all(|i| f.contains(&i.to_le_bytes())));
+    assert_eq!(
+        committed_qf().to_bytes(),
+        b,
+        "format v1 changed: bump the version"
+    );
+
+    let b = vector("stacked_filter_v1.bin");
+    let s = StackedFilter::from_bytes(&b).unwrap();
+    assert_eq!(s.len(), 500);
+    assert!((0..500u64).all(|i| s.contains(&i.to_le_bytes())));
+    assert_eq!(
+        committed_stack().to_bytes(),
+        b,
+        "format v1 changed: bump the version"
+    );
+
+    let b = vector("lengthening_filter_v1.bin");
+    let t = LengtheningFilter::from_bytes(&b).unwrap();
+    assert_eq!(t.len(), 300);
+    assert!((0..300u64).all(|i| t.contains(&i.to_le_bytes())));
+    assert_eq!(
+        committed_lengthening().to_bytes(),
+        b,
+        "format v1 changed: bump the version"
+    );
+}

@@ -2,4 +2,5 @@
 
 pub mod count;
 pub mod demo;
+pub mod filter;
 pub mod reproduce;
