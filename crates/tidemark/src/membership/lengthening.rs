@@ -145,6 +145,13 @@ impl LengtheningFilter {
         (0..self.gens.len()).any(|g| self.gens[g].contains(&self.fp(hash, g)))
     }
 
+    /// Whether the item's fingerprint matches one stored in generation `g` (false for a
+    /// generation that does not exist): each generation's share of the false positives.
+    pub fn matches_generation(&self, item: &[u8], g: usize) -> bool {
+        let hash = self.hasher.hash(item);
+        g < self.gens.len() && self.gens[g].contains(&self.fp(hash, g))
+    }
+
     /// The membership answer as an [`Estimate`].
     pub fn query(&self, item: &[u8]) -> Estimate {
         membership_estimate(self.contains(item), self.fpr(), Method::LengtheningFilter)

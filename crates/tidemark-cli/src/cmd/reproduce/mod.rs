@@ -2,6 +2,7 @@
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
+mod filters;
 mod histogram;
 
 use crate::output::Output;
@@ -17,6 +18,11 @@ pub enum Plate {
     HistogramError,
     /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
     HistogramBits,
+    /// Seed 004: rate and bits against growth (1× to 256×) for reserves 0, 5, 7, lengthening
+    /// by 1 and 2 bits, and the stack, with the key at which each table dies.
+    Filters,
+    /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
+    FiltersGenerations,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -38,5 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
+        Plate::Filters => filters::growth(&mut out),
+        Plate::FiltersGenerations => filters::generations(&mut out),
     }
 }
