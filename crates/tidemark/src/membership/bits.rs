@@ -141,6 +141,64 @@ impl BitVec {
         &self.words
     }
 
+    /// The highest `i ≤ at` whose flag is clear, without wrapping below 0.
+    #[inline]
+    pub(crate) fn prev_clear(&self, at: usize) -> Option<usize> {
+        let mut k = at >> 6;
+        let off = at & 63;
+        let mut w = !self.words[k] & (u64::MAX >> (63 - off));
+        loop {
+            if w != 0 {
+                return Some(k * 64 + 63 - w.leading_zeros() as usize);
+            }
+            if k == 0 {
+                return None;
+            }
+            k -= 1;
+            w = !self.words[k];
+        }
+    }
+
+    /// Set flags in `from..=to` (`from ≤ to`).
+    #[inline]
+    pub(crate) fn count_ones(&self, from: usize, to: usize) -> u32 {
+        let (kf, kt) = (from >> 6, to >> 6);
+        let lo = u64::MAX << (from & 63);
+        let hi = u64::MAX >> (63 - (to & 63));
+        if kf == kt {
+            return (self.words[kf] & lo & hi).count_ones();
+        }
+        let mut n = (self.words[kf] & lo).count_ones() + (self.words[kt] & hi).count_ones();
+        for w in &self.words[kf + 1..kt] {
+            n += w.count_ones();
+        }
+        n
+    }
+
+    /// The index of the `k`-th (1-based) clear flag at or after `from`, if it lies below
+    /// `limit` (no wrapping).
+    #[inline]
+    pub(crate) fn select_clear(&self, from: usize, mut k: u32, limit: usize) -> Option<usize> {
+        let mut i = from >> 6;
+        let mut w = !self.words[i] & (u64::MAX << (from & 63));
+        loop {
+            let c = w.count_ones();
+            if c >= k {
+                for _ in 1..k {
+                    w &= w - 1;
+                }
+                let pos = i * 64 + w.trailing_zeros() as usize;
+                return (pos < limit).then_some(pos);
+            }
+            k -= c;
+            i += 1;
+            if i >= self.words.len() {
+                return None;
+            }
+            w = !self.words[i];
+        }
+    }
+
     /// The words `len` flags are stored in.
     pub(crate) fn word_count(len: usize) -> usize {
         len.div_ceil(64)

@@ -384,9 +384,31 @@ impl QuotientFilter {
         removed
     }
 
-    /// The slot where quotient `fq`'s run starts (or would start). `fq` must be in use.
+    /// The slot where quotient `fq`'s run starts (or would start). `fq` must be in use and
+    /// marked occupied.
+    ///
+    /// Word at a time: the cluster starts at the last unshifted slot at or before `fq`; if
+    /// `k` quotients in `[start, fq]` are occupied, `fq`'s run starts where the `k − 1` runs
+    /// before it end, which is the `k`-th slot from the cluster start with no continuation
+    /// bit (run heads, then the empty slot that ends the cluster). A cluster that wraps past
+    /// the end of the table takes the slot-by-slot walk.
     #[inline]
     fn run_start(&self, fq: usize) -> usize {
+        let fast = self.shifted.prev_clear(fq).and_then(|b| {
+            let k = self.occupied.count_ones(b, fq);
+            self.continuation.select_clear(b, k, 1usize << self.q)
+        });
+        let s = match fast {
+            Some(s) => s,
+            None => self.run_start_walk(fq),
+        };
+        #[cfg(test)]
+        debug_assert_eq!(s, self.run_start_walk(fq));
+        s
+    }
+
+    /// [`QuotientFilter::run_start`] slot by slot, wrapping around the table.
+    fn run_start_walk(&self, fq: usize) -> usize {
         let mask = self.mask();
         let mut b = fq;
         while self.shifted.get(b) {
