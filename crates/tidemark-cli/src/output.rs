@@ -93,6 +93,8 @@ fn human(v: &Value) -> String {
             Some(f) if n.is_f64() => {
                 if f.fract() == 0.0 && f.abs() < 1e15 {
                     format!("{f:.0}")
+                } else if f.abs() < 1.0 {
+                    format!("{f:.4}")
                 } else {
                     format!("{f:.2}")
                 }

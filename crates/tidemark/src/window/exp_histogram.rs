@@ -52,6 +52,9 @@ pub struct ExpHistogram {
     worst_merges: u64,
     /// The earliest time the oldest bucket's ones can have arrived.
     span_start: u64,
+    /// The clock reading at which the oldest bucket leaves the window (`u64::MAX` with no
+    /// buckets): a zero or a quiet tick costs one comparison against it.
+    expires_at: u64,
 }
 
 /// One bucket, as [`ExpHistogram::buckets`] lists them.
@@ -125,6 +128,7 @@ impl ExpHistogram {
             merges: 0,
             worst_merges: 0,
             span_start: 0,
+            expires_at: u64::MAX,
         })
     }
 
@@ -172,7 +176,9 @@ impl ExpHistogram {
         }
         self.now += 1;
         self.started = true;
-        self.expire();
+        if self.now >= self.expires_at {
+            self.expire();
+        }
         self.add(self.now, value);
         Ok(())
     }
@@ -205,7 +211,9 @@ impl ExpHistogram {
         }
         self.now = tick;
         self.started = true;
-        self.expire();
+        if self.now >= self.expires_at {
+            self.expire();
+        }
         Ok(())
     }
 
@@ -232,6 +240,18 @@ impl ExpHistogram {
                 _ => break,
             }
         }
+        self.update_expiry();
+    }
+
+    /// Recomputes when the oldest bucket leaves the window.
+    #[inline]
+    fn update_expiry(&mut self) {
+        self.expires_at = match self.used {
+            0 => u64::MAX,
+            used => self.classes[used - 1]
+                .front()
+                .map_or(u64::MAX, |&t| t.saturating_add(self.span.length())),
+        };
     }
 
     fn drop_empty_top(&mut self) {
@@ -274,6 +294,8 @@ impl ExpHistogram {
             .expect("window total overflowed u64");
         self.merges += merges;
         self.worst_merges = self.worst_merges.max(merges);
+        // The oldest bucket changes when the first one arrives or a merge reaches the top.
+        self.update_expiry();
     }
 
     /// The common case: one one, and the cascade it may start.
@@ -486,7 +508,14 @@ impl ExpHistogram {
             merges: parts.merges,
             worst_merges: parts.worst_merges,
             span_start: parts.span_start,
+            expires_at: u64::MAX,
         }
+        .with_expiry()
+    }
+
+    fn with_expiry(mut self) -> Self {
+        self.update_expiry();
+        self
     }
 }
 
