@@ -104,30 +104,44 @@ impl PackedArray {
     }
 }
 
-/// A vector of one-bit flags.
+/// The quotient filter's three metadata flags per slot, interleaved by blocks of 64 slots
+/// (`words[3·b + field]` holds field `field` of slots `64·b .. 64·b + 63`), so that a
+/// lookup's three flags of a slot share a cache line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct BitVec {
+pub(crate) struct Meta {
     words: Vec<u64>,
 }
 
-impl BitVec {
-    /// `len` cleared flags.
+/// `is_occupied`.
+pub(crate) const OCC: usize = 0;
+/// `is_continuation`.
+pub(crate) const CONT: usize = 1;
+/// `is_shifted`.
+pub(crate) const SHIFT: usize = 2;
+
+impl Meta {
+    /// `len` slots with every flag clear.
     pub(crate) fn new(len: usize) -> Self {
-        BitVec {
-            words: vec![0; len.div_ceil(64)],
+        Meta {
+            words: vec![0; 3 * Self::word_count(len)],
         }
     }
 
-    /// Flag `i`.
     #[inline]
-    pub(crate) fn get(&self, i: usize) -> bool {
-        (self.words[i >> 6] >> (i & 63)) & 1 == 1
+    fn word(&self, field: usize, block: usize) -> u64 {
+        self.words[3 * block + field]
     }
 
-    /// Sets flag `i` to `v`.
+    /// Flag `field` of slot `i`.
     #[inline]
-    pub(crate) fn set(&mut self, i: usize, v: bool) {
-        let w = &mut self.words[i >> 6];
+    pub(crate) fn get(&self, field: usize, i: usize) -> bool {
+        (self.word(field, i >> 6) >> (i & 63)) & 1 == 1
+    }
+
+    /// Sets flag `field` of slot `i` to `v`.
+    #[inline]
+    pub(crate) fn set(&mut self, field: usize, i: usize, v: bool) {
+        let w = &mut self.words[3 * (i >> 6) + field];
         let m = 1u64 << (i & 63);
         if v {
             *w |= m;
@@ -136,17 +150,46 @@ impl BitVec {
         }
     }
 
-    /// The backing words (for encoding).
-    pub(crate) fn words(&self) -> &[u64] {
-        &self.words
+    /// Whether slot `i` holds a remainder: occupied or shifted (a continuation is always
+    /// shifted).
+    #[inline]
+    pub(crate) fn in_use(&self, i: usize) -> bool {
+        let b = 3 * (i >> 6);
+        ((self.words[b + OCC] | self.words[b + SHIFT]) >> (i & 63)) & 1 == 1
     }
 
-    /// The highest `i ≤ at` whose flag is clear, without wrapping below 0.
+    /// One field's words in slot order (for encoding).
+    pub(crate) fn field_words(&self, field: usize) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().skip(field).step_by(3).copied()
+    }
+
+    /// The words `len` flags of one field are stored in.
+    pub(crate) fn word_count(len: usize) -> usize {
+        len.div_ceil(64)
+    }
+
+    /// Flags from three fields' words, or `None` if their number is wrong or a bit past
+    /// `len` is set.
+    pub(crate) fn from_fields(len: usize, fields: [Vec<u64>; 3]) -> Option<Self> {
+        let n = Self::word_count(len);
+        let mut words = vec![0; 3 * n];
+        for (f, ws) in fields.iter().enumerate() {
+            if ws.len() != n || (len % 64 != 0 && ws[len / 64] >> (len % 64) != 0) {
+                return None;
+            }
+            for (b, &w) in ws.iter().enumerate() {
+                words[3 * b + f] = w;
+            }
+        }
+        Some(Meta { words })
+    }
+
+    /// The highest `i ≤ at` whose `field` flag is clear, without wrapping below 0.
     #[inline]
-    pub(crate) fn prev_clear(&self, at: usize) -> Option<usize> {
+    pub(crate) fn prev_clear(&self, field: usize, at: usize) -> Option<usize> {
         let mut k = at >> 6;
         let off = at & 63;
-        let mut w = !self.words[k] & (u64::MAX >> (63 - off));
+        let mut w = !self.word(field, k) & (u64::MAX >> (63 - off));
         loop {
             if w != 0 {
                 return Some(k * 64 + 63 - w.leading_zeros() as usize);
@@ -155,32 +198,40 @@ impl BitVec {
                 return None;
             }
             k -= 1;
-            w = !self.words[k];
+            w = !self.word(field, k);
         }
     }
 
-    /// Set flags in `from..=to` (`from ≤ to`).
+    /// Set `field` flags in `from..=to` (`from ≤ to`).
     #[inline]
-    pub(crate) fn count_ones(&self, from: usize, to: usize) -> u32 {
+    pub(crate) fn count_ones(&self, field: usize, from: usize, to: usize) -> u32 {
         let (kf, kt) = (from >> 6, to >> 6);
         let lo = u64::MAX << (from & 63);
         let hi = u64::MAX >> (63 - (to & 63));
         if kf == kt {
-            return (self.words[kf] & lo & hi).count_ones();
+            return (self.word(field, kf) & lo & hi).count_ones();
         }
-        let mut n = (self.words[kf] & lo).count_ones() + (self.words[kt] & hi).count_ones();
-        for w in &self.words[kf + 1..kt] {
-            n += w.count_ones();
+        let mut n =
+            (self.word(field, kf) & lo).count_ones() + (self.word(field, kt) & hi).count_ones();
+        for k in kf + 1..kt {
+            n += self.word(field, k).count_ones();
         }
         n
     }
 
-    /// The index of the `k`-th (1-based) clear flag at or after `from`, if it lies below
-    /// `limit` (no wrapping).
+    /// The index of the `k`-th (1-based) clear `field` flag at or after `from`, if it lies
+    /// below `limit` (no wrapping).
     #[inline]
-    pub(crate) fn select_clear(&self, from: usize, mut k: u32, limit: usize) -> Option<usize> {
+    pub(crate) fn select_clear(
+        &self,
+        field: usize,
+        from: usize,
+        mut k: u32,
+        limit: usize,
+    ) -> Option<usize> {
+        let blocks = self.words.len() / 3;
         let mut i = from >> 6;
-        let mut w = !self.words[i] & (u64::MAX << (from & 63));
+        let mut w = !self.word(field, i) & (u64::MAX << (from & 63));
         loop {
             let c = w.count_ones();
             if c >= k {
@@ -192,28 +243,11 @@ impl BitVec {
             }
             k -= c;
             i += 1;
-            if i >= self.words.len() {
+            if i >= blocks {
                 return None;
             }
-            w = !self.words[i];
+            w = !self.word(field, i);
         }
-    }
-
-    /// The words `len` flags are stored in.
-    pub(crate) fn word_count(len: usize) -> usize {
-        len.div_ceil(64)
-    }
-
-    /// Flags over stored words, or `None` if their number is wrong or a bit past `len` is
-    /// set.
-    pub(crate) fn from_words(len: usize, words: Vec<u64>) -> Option<Self> {
-        if words.len() != Self::word_count(len) {
-            return None;
-        }
-        if len % 64 != 0 && words[len / 64] >> (len % 64) != 0 {
-            return None;
-        }
-        Some(BitVec { words })
     }
 }
 
@@ -244,18 +278,40 @@ mod tests {
     }
 
     #[test]
-    fn flags_match_a_plain_vector() {
+    fn flags_and_word_queries_match_plain_vectors() {
         let mut rng = Pcg64::seed_from_u64(8);
-        let mut b = BitVec::new(200);
-        let mut model = [false; 200];
+        let len = 300;
+        let mut b = Meta::new(len);
+        let mut model = vec![[false; 3]; len];
         for _ in 0..5_000 {
-            let i = rng.random_range(0..200);
-            let v = rng.random_bool(0.5);
-            b.set(i, v);
-            model[i] = v;
+            let i = rng.random_range(0..len);
+            let f = rng.random_range(0..3);
+            let v = rng.random_bool(0.7);
+            b.set(f, i, v);
+            model[i][f] = v;
         }
-        for (i, &m) in model.iter().enumerate() {
-            assert_eq!(b.get(i), m);
+        for f in 0..3 {
+            for (i, m) in model.iter().enumerate() {
+                assert_eq!(b.get(f, i), m[f]);
+                let prev = (0..=i).rev().find(|&j| !model[j][f]);
+                assert_eq!(b.prev_clear(f, i), prev);
+                for to in i..(i + 70).min(len) {
+                    let n = (i..=to).filter(|&j| model[j][f]).count() as u32;
+                    assert_eq!(b.count_ones(f, i, to), n);
+                }
+                for k in 1..5u32 {
+                    let want = (i..len).filter(|&j| !model[j][f]).nth(k as usize - 1);
+                    assert_eq!(
+                        b.select_clear(f, i, k, len),
+                        want,
+                        "field {f} from {i} k {k}"
+                    );
+                }
+            }
+            let words: Vec<u64> = b.field_words(f).collect();
+            assert_eq!(words.len(), Meta::word_count(len));
         }
+        let fields = [0, 1, 2].map(|f| b.field_words(f).collect::<Vec<u64>>());
+        assert_eq!(Meta::from_fields(len, fields), Some(b));
     }
 }

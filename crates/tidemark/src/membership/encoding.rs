@@ -24,7 +24,7 @@
 
 use std::collections::HashSet;
 
-use super::bits::{BitVec, PackedArray, MAX_WIDTH};
+use super::bits::{Meta, PackedArray, MAX_WIDTH};
 use super::lengthening::LengtheningFilter;
 use super::quotient::{grow_at, QuotientFilter, MAX_QUOTIENT_BITS};
 use super::stacked::StackedFilter;
@@ -56,8 +56,8 @@ impl QuotientFilter {
             .u8(self.reserve as u8);
         let mut payload = Writer::new();
         payload.u8(self.q as u8).u64(self.len);
-        for v in [&self.occupied, &self.continuation, &self.shifted] {
-            for &w in v.words() {
+        for field in 0..3 {
+            for w in self.meta.field_words(field) {
                 payload.u64(w);
             }
         }
@@ -133,7 +133,7 @@ impl QuotientFilter {
         }
         let slots = 1usize << q;
         let width = p - q;
-        let flag_words = BitVec::word_count(slots);
+        let flag_words = Meta::word_count(slots);
         let rem_words = PackedArray::word_count(width, slots);
         let needed = (3 * flag_words + rem_words) as u64 * 8;
         if needed != r.remaining() as u64 {
@@ -146,13 +146,11 @@ impl QuotientFilter {
         }
         let toff = r.offset();
         let bad_tail = |field| Reader::invalid(field, toff, "no bits past the last slot", 1);
-        let occupied = BitVec::from_words(slots, read_words(&mut r, flag_words, "occupied")?)
-            .ok_or_else(|| bad_tail("occupied"))?;
-        let continuation =
-            BitVec::from_words(slots, read_words(&mut r, flag_words, "continuation")?)
-                .ok_or_else(|| bad_tail("continuation"))?;
-        let shifted = BitVec::from_words(slots, read_words(&mut r, flag_words, "shifted")?)
-            .ok_or_else(|| bad_tail("shifted"))?;
+        let occupied = read_words(&mut r, flag_words, "occupied")?;
+        let continuation = read_words(&mut r, flag_words, "continuation")?;
+        let shifted = read_words(&mut r, flag_words, "shifted")?;
+        let meta = Meta::from_fields(slots, [occupied, continuation, shifted])
+            .ok_or_else(|| bad_tail("metadata"))?;
         let rems =
             PackedArray::from_words(width, slots, read_words(&mut r, rem_words, "remainders")?)
                 .ok_or_else(|| bad_tail("remainders"))?;
@@ -164,9 +162,7 @@ impl QuotientFilter {
             q,
             reserve,
             len,
-            occupied,
-            continuation,
-            shifted,
+            meta,
             rems,
         };
         f.validate()

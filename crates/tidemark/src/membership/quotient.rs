@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::bits::{BitVec, PackedArray, MAX_WIDTH};
+use super::bits::{Meta, PackedArray, CONT, MAX_WIDTH, OCC, SHIFT};
 use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
@@ -113,9 +113,8 @@ pub struct QuotientFilter {
     pub(crate) reserve: u32,
     /// Keys held.
     pub(crate) len: u64,
-    pub(crate) occupied: BitVec,
-    pub(crate) continuation: BitVec,
-    pub(crate) shifted: BitVec,
+    /// The three metadata flags of every slot.
+    pub(crate) meta: Meta,
     pub(crate) rems: PackedArray,
 }
 
@@ -185,9 +184,7 @@ impl QuotientFilter {
             q,
             reserve,
             len: 0,
-            occupied: BitVec::new(n),
-            continuation: BitVec::new(n),
-            shifted: BitVec::new(n),
+            meta: Meta::new(n),
             rems: PackedArray::new(p - q, n),
         }
     }
@@ -299,7 +296,7 @@ impl QuotientFilter {
 
     #[inline]
     fn in_use(&self, i: usize) -> bool {
-        self.occupied.get(i) || self.shifted.get(i)
+        self.meta.in_use(i)
     }
 
     /// Inserts an item. Errors only when the table is full and cannot double again.
@@ -338,7 +335,7 @@ impl QuotientFilter {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (fq, fr) = self.split(hash);
-        if !self.occupied.get(fq) {
+        if !self.meta.get(OCC, fq) {
             return false;
         }
         let mask = self.mask();
@@ -352,7 +349,7 @@ impl QuotientFilter {
                 return false;
             }
             s = (s + 1) & mask;
-            if !self.continuation.get(s) {
+            if !self.meta.get(CONT, s) {
                 return false;
             }
         }
@@ -394,9 +391,13 @@ impl QuotientFilter {
     /// the end of the table takes the slot-by-slot walk.
     #[inline]
     fn run_start(&self, fq: usize) -> usize {
-        let fast = self.shifted.prev_clear(fq).and_then(|b| {
-            let k = self.occupied.count_ones(b, fq);
-            self.continuation.select_clear(b, k, 1usize << self.q)
+        // An unshifted home slot starts a cluster, and so its own run.
+        if !self.meta.get(SHIFT, fq) {
+            return fq;
+        }
+        let fast = self.meta.prev_clear(SHIFT, fq).and_then(|b| {
+            let k = self.meta.count_ones(OCC, b, fq);
+            self.meta.select_clear(CONT, b, k, 1usize << self.q)
         });
         let s = match fast {
             Some(s) => s,
@@ -411,20 +412,20 @@ impl QuotientFilter {
     fn run_start_walk(&self, fq: usize) -> usize {
         let mask = self.mask();
         let mut b = fq;
-        while self.shifted.get(b) {
+        while self.meta.get(SHIFT, b) {
             b = b.wrapping_sub(1) & mask;
         }
         let mut s = b;
         while b != fq {
             loop {
                 s = (s + 1) & mask;
-                if !self.continuation.get(s) {
+                if !self.meta.get(CONT, s) {
                     break;
                 }
             }
             loop {
                 b = (b + 1) & mask;
-                if self.occupied.get(b) {
+                if self.meta.get(OCC, b) {
                     break;
                 }
             }
@@ -435,19 +436,19 @@ impl QuotientFilter {
     #[inline]
     fn write(&mut self, i: usize, rem: u64, cont: bool, shifted: bool) {
         self.rems.set(i, rem);
-        self.continuation.set(i, cont);
-        self.shifted.set(i, shifted);
+        self.meta.set(CONT, i, cont);
+        self.meta.set(SHIFT, i, shifted);
     }
 
     fn insert_fp(&mut self, fq: usize, fr: u64) {
         if !self.in_use(fq) {
             self.rems.set(fq, fr);
-            self.occupied.set(fq, true);
+            self.meta.set(OCC, fq, true);
             return;
         }
         let mask = self.mask();
-        let had_run = self.occupied.get(fq);
-        self.occupied.set(fq, true);
+        let had_run = self.meta.get(OCC, fq);
+        self.meta.set(OCC, fq, true);
         let start = self.run_start(fq);
         let mut s = start;
         let mut cont = false;
@@ -459,7 +460,7 @@ impl QuotientFilter {
                     break;
                 }
                 s = (s + 1) & mask;
-                if !self.continuation.get(s) {
+                if !self.meta.get(CONT, s) {
                     break;
                 }
             }
@@ -476,7 +477,7 @@ impl QuotientFilter {
         loop {
             let was_used = self.in_use(i);
             let old_rem = self.rems.get(i);
-            let old_cont = self.continuation.get(i);
+            let old_cont = self.meta.get(CONT, i);
             self.write(i, rem, c, sh);
             if !was_used {
                 break;
@@ -490,7 +491,7 @@ impl QuotientFilter {
     }
 
     fn remove_fp(&mut self, fq: usize, fr: u64) -> bool {
-        if !self.occupied.get(fq) {
+        if !self.meta.get(OCC, fq) {
             return false;
         }
         let mask = self.mask();
@@ -505,13 +506,13 @@ impl QuotientFilter {
                 return false;
             }
             d = (d + 1) & mask;
-            if !self.continuation.get(d) {
+            if !self.meta.get(CONT, d) {
                 return false;
             }
         }
         let head_removed = d == start;
-        if head_removed && !self.continuation.get((d + 1) & mask) {
-            self.occupied.set(fq, false);
+        if head_removed && !self.meta.get(CONT, (d + 1) & mask) {
+            self.meta.set(OCC, fq, false);
         }
         // Shift the rest of the cluster one place left, re-deriving each moved run head's
         // shifted bit from its quotient (tracked through the occupied bits in order).
@@ -520,12 +521,12 @@ impl QuotientFilter {
         let mut first = true;
         loop {
             let n = (i + 1) & mask;
-            if !self.shifted.get(n) {
+            if !self.meta.get(SHIFT, n) {
                 self.write(i, 0, false, false);
                 break;
             }
             let rem = self.rems.get(n);
-            let (c, sh) = if self.continuation.get(n) {
+            let (c, sh) = if self.meta.get(CONT, n) {
                 if first && head_removed {
                     (false, i != fq)
                 } else {
@@ -534,7 +535,7 @@ impl QuotientFilter {
             } else {
                 loop {
                     cur_q = (cur_q + 1) & mask;
-                    if self.occupied.get(cur_q) {
+                    if self.meta.get(OCC, cur_q) {
                         break;
                     }
                 }
@@ -561,13 +562,13 @@ impl QuotientFilter {
             if !self.in_use(i) {
                 continue;
             }
-            if !self.continuation.get(i) {
-                if !self.shifted.get(i) {
+            if !self.meta.get(CONT, i) {
+                if !self.meta.get(SHIFT, i) {
                     cur_q = i;
                 } else {
                     loop {
                         cur_q = (cur_q + 1) & mask;
-                        if self.occupied.get(cur_q) {
+                        if self.meta.get(OCC, cur_q) {
                             break;
                         }
                     }
@@ -613,9 +614,9 @@ impl QuotientFilter {
         for j in 1..=n {
             let lin = e + j;
             let i = lin & mask;
-            let occ = self.occupied.get(i);
-            let cont = self.continuation.get(i);
-            let sh = self.shifted.get(i);
+            let occ = self.meta.get(OCC, i);
+            let cont = self.meta.get(CONT, i);
+            let sh = self.meta.get(SHIFT, i);
             if occ {
                 pending.push_back(lin);
             }
@@ -685,7 +686,7 @@ impl Appender {
             None => (lq, false),
         };
         let slot = pos & (n - 1);
-        t.occupied.set(q, true);
+        t.meta.set(OCC, q, true);
         t.write(slot, rem, cont, pos != lq);
         self.last = Some((lq, pos));
     }
