@@ -23,6 +23,9 @@ pub enum Plate {
     Filters,
     /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
     FiltersGenerations,
+    /// Seed 004's open question: rebuilding from the store against a stack and a large
+    /// reserve, over a thousandfold growth.
+    FiltersRebuild,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -46,5 +49,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramBits => histogram::bits(&mut out),
         Plate::Filters => filters::growth(&mut out),
         Plate::FiltersGenerations => filters::generations(&mut out),
+        Plate::FiltersRebuild => filters::rebuild(&mut out),
     }
 }
