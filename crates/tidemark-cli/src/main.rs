@@ -33,6 +33,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
     Freq(cmd::freq::Args),
+    /// Build, query and describe resizable quotient filters ("seen before?").
+    Filter(cmd::filter::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Freq(args) => cmd::freq::run(args),
+        Command::Filter(args) => cmd::filter::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {

@@ -62,6 +62,12 @@ pub enum Method {
     CountMinInnerProduct,
     /// Count-Min range sum: point queries over the dyadic intervals that cover the range.
     CountMinDyadic,
+    /// A quotient filter's membership answer.
+    QuotientFilter,
+    /// A stack of quotient filters' membership answer.
+    StackedFilter,
+    /// The experimental lengthening filter's membership answer.
+    LengtheningFilter,
 }
 
 impl fmt::Display for Method {
@@ -78,6 +84,9 @@ impl fmt::Display for Method {
             Method::CountMinMedian => "count-min-median",
             Method::CountMinInnerProduct => "count-min-inner-product",
             Method::CountMinDyadic => "count-min-dyadic",
+            Method::QuotientFilter => "quotient-filter",
+            Method::StackedFilter => "stacked-filter",
+            Method::LengtheningFilter => "lengthening-filter",
         })
     }
 }

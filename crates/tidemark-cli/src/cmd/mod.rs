@@ -3,5 +3,6 @@
 pub mod count;
 pub mod demo;
 pub mod distinct;
+pub mod filter;
 pub mod freq;
 pub mod reproduce;

@@ -3,6 +3,7 @@
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
 mod countmin;
+mod filters;
 mod histogram;
 mod hll;
 mod sliding;
@@ -28,6 +29,14 @@ pub enum Plate {
     /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
     /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
     CountminAccuracy,
+    /// Seed 004: rate and bits against growth (1× to 256×) for reserves 0, 5, 7, lengthening
+    /// by 1 and 2 bits, and the stack, with the key at which each table dies.
+    Filters,
+    /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
+    FiltersGenerations,
+    /// Seed 004's open question: rebuilding from the store against a stack and a large
+    /// reserve, over a thousandfold growth.
+    FiltersRebuild,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -52,5 +61,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
         Plate::SlidingHll => sliding::run(&mut out),
         Plate::CountminAccuracy => countmin::accuracy(args.json),
+        Plate::Filters => filters::growth(&mut out),
+        Plate::FiltersGenerations => filters::generations(&mut out),
+        Plate::FiltersRebuild => filters::rebuild(&mut out),
     }
 }
