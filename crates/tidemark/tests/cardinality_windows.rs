@@ -76,6 +76,49 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Any window, not just bucket boundaries: the sliding registers equal the register-wise
+    /// maximum over exactly the events inside the window (a brute-force model keeping every
+    /// event), with events out of order, across rebases and expiry.
+    #[test]
+    fn sliding_registers_equal_brute_force_for_every_window(
+        seed in any::<u64>(),
+        p in 4u8..=8,
+        retention in 1u64..200,
+        late in 0u64..50,
+    ) {
+        let mut s = SlidingHll::new(p, retention).unwrap();
+        let hasher = s.hasher();
+        let mut kept: Vec<(usize, u8, u64)> = Vec::new();
+        for (k, (item, tick)) in stream(seed, 1_500, 400, late).into_iter().enumerate() {
+            if s.insert_u64(item, tick).is_ok() {
+                let (i, r) = tidemark::cardinality::split(hasher.hash_u64(item), p);
+                kept.push((i, r, tick));
+            }
+            if k % 150 != 149 {
+                continue;
+            }
+            let now = s.newest().unwrap();
+            if k % 300 == 299 {
+                // Expire what the longest window no longer reaches.
+                s.expire((now + 1).saturating_sub(retention));
+            }
+            for w in 1..=retention {
+                let from = (now + 1).saturating_sub(w);
+                let mut model = vec![0u8; 1 << p];
+                for &(i, r, t) in &kept {
+                    if t >= from && t <= now {
+                        model[i] = model[i].max(r);
+                    }
+                }
+                prop_assert_eq!(s.registers(now, w).unwrap(), model, "window {} at {}", w, now);
+            }
+        }
+    }
+}
+
 #[test]
 fn late_events_go_to_their_own_bucket_and_too_late_ones_are_refused() {
     let mut ring = RingWindow::new(10, 60, 5).unwrap();

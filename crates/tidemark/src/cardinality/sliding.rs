@@ -29,7 +29,7 @@
 //! base, in 26. Retention is therefore limited to `2^26 − 1` ticks (777 days of seconds); when
 //! a tick passes the base's range, pairs older than the retention are expired and the base
 //! moves. Lists of up to [`INLINE`] pairs live inline beside their length (13 bytes a
-//! register); longer ones move to a side table.
+//! register); longer ones move to a pool of side lists, the slot keeping the list's index.
 //!
 //! ```
 //! use tidemark::cardinality::SlidingHll;
@@ -48,8 +48,6 @@
 //! assert!((last_hour.value - exact.len() as f64).abs() < 0.1 * exact.len() as f64);
 //! assert!(s.count(119, 61).is_err()); // longer than the retention
 //! ```
-
-use std::collections::HashMap;
 
 use super::registers::{estimate_registers, max_rank, split, z_score, DEFAULT_CONFIDENCE};
 use super::{MAX_PRECISION, MIN_PRECISION};
@@ -161,8 +159,10 @@ pub struct SlidingHll {
     /// Pairs older than this were expired.
     horizon: u64,
     slots: Vec<Slot>,
-    /// Lists longer than [`INLINE`], by register.
-    long: HashMap<u32, Vec<u32>>,
+    /// Lists longer than [`INLINE`]; a slot holding one keeps its index in `inline[0]`.
+    long: Vec<Vec<u32>>,
+    /// Indices of `long` entries not in use.
+    free: Vec<u32>,
 }
 
 /// Two sketches are equal when they answer alike: same shape, hash, clock and lists (however
@@ -221,7 +221,8 @@ impl SlidingHll {
             newest: None,
             horizon: 0,
             slots: vec![Slot::default(); 1 << p],
-            long: HashMap::new(),
+            long: Vec::new(),
+            free: Vec::new(),
         })
     }
 
@@ -317,32 +318,46 @@ impl SlidingHll {
         if slot.len as usize <= INLINE {
             &slot.inline[..slot.len as usize]
         } else {
-            &self.long[&(i as u32)]
+            &self.long[slot.inline[0] as usize]
         }
     }
 
-    /// Edits register `i`'s list through a stack copy, then stores it inline or aside (a side
-    /// list keeps its allocation, sized to what it holds).
-    #[inline]
+    /// Edits register `i`'s list through a stack copy, then stores it inline or in the pool.
     fn edit(&mut self, i: usize, f: impl FnOnce(&mut ListBuf, u64)) {
         let mut buf = ListBuf::default();
         buf.extend_from_slice(self.list(i));
         f(&mut buf, self.base);
-        debug_assert!(buf.len() <= max_rank(self.p) as usize);
+        self.store(i, &buf);
+    }
+
+    /// Stores `list` as register `i`'s pairs.
+    fn store(&mut self, i: usize, list: &[u32]) {
+        debug_assert!(list.len() <= max_rank(self.p) as usize);
         let slot = &mut self.slots[i];
-        let was_long = slot.len as usize > INLINE;
-        slot.len = buf.len() as u8;
-        if buf.len() <= INLINE {
-            slot.inline[..buf.len()].copy_from_slice(&buf);
-            slot.inline[buf.len()..].fill(0);
-            if was_long {
-                self.long.remove(&(i as u32));
+        let pooled = (slot.len as usize > INLINE).then_some(slot.inline[0]);
+        slot.len = list.len() as u8;
+        if list.len() <= INLINE {
+            slot.inline[..list.len()].copy_from_slice(list);
+            slot.inline[list.len()..].fill(0);
+            if let Some(index) = pooled {
+                self.long[index as usize].clear(); // keep the allocation for reuse
+                self.free.push(index);
             }
         } else {
-            let list = self.long.entry(i as u32).or_default();
-            list.clear();
-            list.extend_from_slice(&buf);
-            list.shrink_to_fit();
+            let index = match pooled {
+                Some(index) => index,
+                None => match self.free.pop() {
+                    Some(index) => index,
+                    None => {
+                        self.long.push(Vec::new());
+                        (self.long.len() - 1) as u32
+                    }
+                },
+            };
+            slot.inline = [index, 0, 0];
+            let pool = &mut self.long[index as usize];
+            pool.clear();
+            pool.extend_from_slice(list);
         }
     }
 
@@ -367,6 +382,18 @@ impl SlidingHll {
                 slot.len = n as u8 + 1;
                 return;
             }
+        }
+        if len > INLINE {
+            // A pooled list: edit it where it is; it only leaves the pool when it shrinks.
+            let list = &mut self.long[slot.inline[0] as usize];
+            insert_pair_vec(list, offset, rank);
+            if list.len() <= INLINE {
+                let short: ListBuf = ListBuf::from_slice(list);
+                self.store(i, &short);
+            } else {
+                slot.len = list.len() as u8;
+            }
+            return;
         }
         self.edit(i, |list, _| insert_pair(list, offset, rank));
     }
@@ -440,16 +467,16 @@ impl SlidingHll {
         let longest = self.slots.iter().map(|s| s.len as usize).max().unwrap_or(0);
         let long_bytes: usize = self
             .long
-            .values()
-            .map(|v| v.capacity() * 4 + core::mem::size_of::<Vec<u32>>() + 4)
-            .sum();
+            .iter()
+            .map(|v| v.capacity() * 4 + core::mem::size_of::<Vec<u32>>())
+            .sum::<usize>()
+            + self.free.capacity() * 4;
         SlidingStats {
             pairs,
             pairs_per_register: pairs as f64 / self.slots.len() as f64,
             longest,
             bytes: core::mem::size_of::<Self>()
                 + self.slots.len() * core::mem::size_of::<Slot>()
-                + self.long.capacity() * (core::mem::size_of::<(u32, Vec<u32>)>() + 1)
                 + long_bytes,
         }
     }
@@ -528,6 +555,12 @@ impl core::ops::DerefMut for ListBuf {
 }
 
 impl ListBuf {
+    fn from_slice(items: &[u32]) -> Self {
+        let mut b = ListBuf::default();
+        b.extend_from_slice(items);
+        b
+    }
+
     fn extend_from_slice(&mut self, items: &[u32]) {
         self.pairs[self.len..self.len + items.len()].copy_from_slice(items);
         self.len += items.len();
@@ -550,6 +583,25 @@ impl ListBuf {
         self.pairs.copy_within(n..self.len, 0);
         self.len -= n;
     }
+}
+
+/// [`insert_pair`] on a pooled list, in place.
+fn insert_pair_vec(list: &mut Vec<u32>, offset: u64, rank: u8) {
+    if list.last().is_some_and(|&p| offset_of(p) <= offset) {
+        // In order: drop trailing pairs the new one dominates, then append.
+        while list.last().is_some_and(|&p| rank_of(p) <= rank) {
+            list.pop();
+        }
+        if list.last().is_some_and(|&p| offset_of(p) == offset) {
+            return;
+        }
+        list.push(pack(offset, rank));
+        return;
+    }
+    let mut buf = ListBuf::from_slice(list);
+    insert_pair(&mut buf, offset, rank);
+    list.clear();
+    list.extend_from_slice(&buf);
 }
 
 /// Places (offset, rank) into a list ordered by offset, ranks strictly decreasing.
