@@ -29,6 +29,10 @@ enum Command {
     Count(cmd::count::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
+    Run(cmd::run::Args),
+    /// Window estimates with error bars from a store's sketches.
+    Query(cmd::query::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -38,6 +42,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Count(args) => cmd::count::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Query(args) => cmd::query::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {

@@ -2,4 +2,6 @@
 
 pub mod count;
 pub mod demo;
+pub mod query;
 pub mod reproduce;
+pub mod run;
