@@ -35,6 +35,10 @@ enum Command {
     Freq(cmd::freq::Args),
     /// Build, query and describe resizable quotient filters ("seen before?").
     Filter(cmd::filter::Args),
+    /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
+    Run(cmd::run::Args),
+    /// Window estimates with error bars from a store's sketches.
+    Query(cmd::query::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
 }
@@ -47,6 +51,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Freq(args) => cmd::freq::run(args),
         Command::Filter(args) => cmd::filter::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Query(args) => cmd::query::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     match result {

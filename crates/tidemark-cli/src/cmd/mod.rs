@@ -5,4 +5,6 @@ pub mod demo;
 pub mod distinct;
 pub mod filter;
 pub mod freq;
+pub mod query;
 pub mod reproduce;
+pub mod run;
