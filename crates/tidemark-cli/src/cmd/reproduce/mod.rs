@@ -26,6 +26,8 @@ pub enum Plate {
     HllAccuracy,
     /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
     SlidingHll,
+    /// Seed 003: the sliding HyperLogLog's memory against its retention, beside the ring.
+    SlidingMemory,
     /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
     /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
     CountminAccuracy,
@@ -60,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramBits => histogram::bits(&mut out),
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
         Plate::SlidingHll => sliding::run(&mut out),
+        Plate::SlidingMemory => sliding::memory(&mut out),
         Plate::CountminAccuracy => countmin::accuracy(args.json),
         Plate::Filters => filters::growth(&mut out),
         Plate::FiltersGenerations => filters::generations(&mut out),

@@ -64,3 +64,47 @@ pub fn run(out: &mut Output) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Memory of the sliding sketch against its retention, beside a ring of minute buckets
+/// covering the same retention and one dense sketch: p = 12, the seed's 2,000 events a minute
+/// (ticks are seconds) from 50,000 users, after twice the retention.
+pub fn memory(out: &mut Output) -> anyhow::Result<()> {
+    let p = 12u8;
+    let dense = {
+        let mut h = Hll::new(p)?;
+        (0..100_000u64).for_each(|i| h.insert_u64(i));
+        h.bytes()
+    };
+    for retention in [600u64, 3_600, 21_600, 86_400] {
+        let mut sliding = SlidingHll::new(p, retention)?;
+        let mut ring = RingWindow::new(p, 60, (retention / 60) as u32)?;
+        let mut rng = Pcg64::seed_from_u64(retention);
+        let seconds = 2 * retention;
+        for second in 0..seconds {
+            // 2,000 a minute: 33 or 34 a second.
+            let n = 2_000 * (second + 1) / 60 - 2_000 * second / 60;
+            for _ in 0..n {
+                let user = rng.random_range(0..50_000u64);
+                sliding.insert_u64(user, second)?;
+                ring.insert_u64(user, second)?;
+            }
+            if second % 600 == 599 {
+                sliding.expire((second + 1).saturating_sub(retention));
+            }
+        }
+        let stats = sliding.stats();
+        out.emit(
+            &Record::new()
+                .field("retention_s", retention)
+                .field("pairs", stats.pairs as u64)
+                .field("pairs_per_reg", stats.pairs_per_register)
+                .field("longest", stats.longest as u64)
+                .field("sliding_bytes", stats.bytes as u64)
+                .field("encoded_bytes", sliding.to_bytes().len() as u64)
+                .field("ring_bytes", ring.bytes() as u64)
+                .field("dense_bytes", dense as u64)
+                .field("sliding_over_dense", stats.bytes as f64 / dense as f64),
+        )?;
+    }
+    Ok(())
+}
