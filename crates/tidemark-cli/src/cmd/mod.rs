@@ -3,6 +3,7 @@
 pub mod count;
 pub mod demo;
 pub mod distinct;
+pub mod distinct_window;
 pub mod filter;
 pub mod freq;
 pub mod query;
