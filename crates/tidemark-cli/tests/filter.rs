@@ -277,3 +277,25 @@ fn reproduce_filters_generations_shows_where_the_rate_lives() {
     assert!((share(&rows[0]) - 32.1).abs() < 2.0, "{}", share(&rows[0]));
     assert!((share(&rows[6]) - 68.0).abs() < 2.0, "{}", share(&rows[6]));
 }
+
+#[test]
+fn a_reserve_past_the_hash_names_the_reserve_flag() {
+    let f = temp("reserve.tdmk");
+    let out = tidemark(
+        &[
+            "filter",
+            "build",
+            "--capacity",
+            "1000",
+            "--fpr",
+            "0.01",
+            "--reserve",
+            "60",
+            "--save",
+            f.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --reserve"));
+}

@@ -134,9 +134,15 @@ impl QuotientFilter {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(ParamError::new("fpr", "in (0, 1)", fpr));
         }
-        let p = fingerprint_bits_for(capacity, fpr)
-            .checked_add(reserve)
-            .ok_or_else(|| ParamError::new("reserve", "at most 64 bits in all", reserve))?;
+        let p = fingerprint_bits_for(capacity, fpr) + reserve.min(64);
+        if p > 64 {
+            let name = if reserve > 0 { "reserve" } else { "fpr" };
+            return Err(ParamError::new(
+                name,
+                "a fingerprint of at most 64 bits (log2(capacity/fpr) + reserve ≤ 64)",
+                if reserve > 0 { reserve as f64 } else { fpr },
+            ));
+        }
         let q = quotient_bits_for(capacity);
         if p <= q {
             return Err(ParamError::new(
