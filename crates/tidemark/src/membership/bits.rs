@@ -74,7 +74,7 @@ impl PackedArray {
     }
 
     /// Field `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.len);
         let bit = i * self.width as usize;
@@ -89,7 +89,7 @@ impl PackedArray {
     }
 
     /// Sets field `i` to `v` (which must fit in the width).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, i: usize, v: u64) {
         debug_assert!(i < self.len);
         debug_assert!(v <= self.mask);
@@ -127,19 +127,19 @@ impl Meta {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn word(&self, field: usize, block: usize) -> u64 {
         self.words[3 * block + field]
     }
 
     /// Flag `field` of slot `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, field: usize, i: usize) -> bool {
         (self.word(field, i >> 6) >> (i & 63)) & 1 == 1
     }
 
     /// Sets flag `field` of slot `i` to `v`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, field: usize, i: usize, v: bool) {
         let w = &mut self.words[3 * (i >> 6) + field];
         let m = 1u64 << (i & 63);
@@ -152,7 +152,7 @@ impl Meta {
 
     /// Whether slot `i` holds a remainder: occupied or shifted (a continuation is always
     /// shifted).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn in_use(&self, i: usize) -> bool {
         let b = 3 * (i >> 6);
         ((self.words[b + OCC] | self.words[b + SHIFT]) >> (i & 63)) & 1 == 1
@@ -185,7 +185,7 @@ impl Meta {
     }
 
     /// The highest `i ≤ at` whose `field` flag is clear, without wrapping below 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prev_clear(&self, field: usize, at: usize) -> Option<usize> {
         let mut k = at >> 6;
         let off = at & 63;
@@ -203,7 +203,7 @@ impl Meta {
     }
 
     /// Set `field` flags in `from..=to` (`from ≤ to`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn count_ones(&self, field: usize, from: usize, to: usize) -> u32 {
         let (kf, kt) = (from >> 6, to >> 6);
         let lo = u64::MAX << (from & 63);
@@ -221,7 +221,7 @@ impl Meta {
 
     /// The index of the `k`-th (1-based) clear `field` flag at or after `from`, if it lies
     /// below `limit` (no wrapping).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select_clear(
         &self,
         field: usize,
