@@ -104,6 +104,48 @@ impl PackedArray {
     }
 }
 
+/// `SELECT_IN_BYTE[b][j]`: the position of the `j`-th (0-based) set bit of byte `b` (8 if
+/// there is none).
+const SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut t = [[8u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (mut i, mut j) = (0, 0);
+        while i < 8 {
+            if (b >> i) & 1 == 1 {
+                t[b][j] = i as u8;
+                j += 1;
+            }
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The position of the `j`-th (0-based) set bit of `w`, which must have more than `j`:
+/// broadword select (Vigna 2008) — per-byte popcounts, their prefix sums by one multiply, a
+/// byte-wise comparison with `j` to pick the byte, and a table within the byte.
+#[inline(always)]
+pub(crate) fn select_in_word(w: u64, j: u32) -> u32 {
+    const L8: u64 = 0x0101_0101_0101_0101;
+    const H8: u64 = 0x8080_8080_8080_8080;
+    debug_assert!(j < w.count_ones());
+    let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
+    s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
+    s = (s + (s >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i of `prefix` is the number of set bits in bytes 0..=i (at most 64).
+    let prefix = s.wrapping_mul(L8);
+    let y = j as u64 * L8;
+    // High bit of byte i set when prefix_i ≤ j: the bytes wholly before the target bit.
+    let le = ((((y | H8) - (prefix & !H8)) ^ prefix ^ y) & H8) >> 7;
+    let bytes_before = (le.wrapping_mul(L8) >> 56) as u32;
+    let shift = bytes_before * 8;
+    let before = ((prefix << 8) >> shift) & 0xff;
+    let byte = ((w >> shift) & 0xff) as usize;
+    shift + SELECT_IN_BYTE[byte][(j as u64 - before) as usize] as u32
+}
+
 /// The quotient filter's three metadata flags per slot, interleaved by blocks of 64 slots
 /// (`words[3·b + field]` holds field `field` of slots `64·b .. 64·b + 63`), so that a
 /// lookup's three flags of a slot share a cache line.
@@ -235,10 +277,7 @@ impl Meta {
         loop {
             let c = w.count_ones();
             if c >= k {
-                for _ in 1..k {
-                    w &= w - 1;
-                }
-                let pos = i * 64 + w.trailing_zeros() as usize;
+                let pos = i * 64 + select_in_word(w, k - 1) as usize;
                 return (pos < limit).then_some(pos);
             }
             k -= c;
@@ -273,6 +312,24 @@ mod tests {
             }
             for (i, &m) in model.iter().enumerate() {
                 assert_eq!(a.get(i), m, "width {width}, field {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn broadword_select_matches_a_scan() {
+        let mut rng = Pcg64::seed_from_u64(9);
+        let mut words = vec![u64::MAX, 1, 1 << 63, 0x8000_0000_0000_0001, 0xff00];
+        for _ in 0..2_000 {
+            // Sparse, dense and even words.
+            let a: u64 = rng.random();
+            let b: u64 = rng.random();
+            words.extend([a, a & b, a | b]);
+        }
+        for w in words.into_iter().filter(|&w| w != 0) {
+            let set: Vec<u32> = (0..64).filter(|&i| (w >> i) & 1 == 1).collect();
+            for (j, &pos) in set.iter().enumerate() {
+                assert_eq!(select_in_word(w, j as u32), pos, "word {w:#x}, j {j}");
             }
         }
     }
