@@ -243,12 +243,16 @@ impl CountMin {
     /// (the stream broke its promise); a mass past `2^63 − 1`.
     #[inline]
     pub fn update_hash(&mut self, h: u64, count: i64) -> Result<(), FrequencyError> {
-        // The common case first: a positive count, plain update, mass far from the limit.
-        if count > 0 && !self.conservative {
+        // The common case first: a positive count that keeps the mass within bounds.
+        if count > 0 {
             // mass ≤ 2^63 − 1 and count < 2^63: the sum cannot wrap a u64.
             let mass = self.mass + count as u64;
             if mass <= i64::MAX as u64 {
-                self.table.add(h, count);
+                if self.conservative {
+                    self.table.add_conservative(h, count);
+                } else {
+                    self.table.add(h, count);
+                }
                 self.mass = mass;
                 self.total += count;
                 return Ok(());
