@@ -47,6 +47,13 @@ pub enum Method {
     Interpolated,
     /// Fixed blocks: whole blocks plus a proportional share of the oldest.
     BlockCounter,
+    /// HyperLogLog: Ertl's improved estimator over the register histogram (any sketch,
+    /// merged or not).
+    HllErtl,
+    /// HyperLogLog: the martingale (HIP) estimator of a sketch fed by one stream, unmerged.
+    HllHip,
+    /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
+    RedisPfcount,
     /// Count-Min point query: the minimum over the rows (non-negative streams).
     CountMinMin,
     /// Count-Min point query: the median over the rows (general turnstile streams).
@@ -55,6 +62,12 @@ pub enum Method {
     CountMinInnerProduct,
     /// Count-Min range sum: point queries over the dyadic intervals that cover the range.
     CountMinDyadic,
+    /// A quotient filter's membership answer.
+    QuotientFilter,
+    /// A stack of quotient filters' membership answer.
+    StackedFilter,
+    /// The experimental lengthening filter's membership answer.
+    LengtheningFilter,
 }
 
 impl fmt::Display for Method {
@@ -64,10 +77,16 @@ impl fmt::Display for Method {
             Method::ExpHistogram => "exp-histogram",
             Method::Interpolated => "interpolated",
             Method::BlockCounter => "block-counter",
+            Method::HllErtl => "hll-ertl",
+            Method::HllHip => "hll-hip",
+            Method::RedisPfcount => "redis-pfcount",
             Method::CountMinMin => "count-min",
             Method::CountMinMedian => "count-min-median",
             Method::CountMinInnerProduct => "count-min-inner-product",
             Method::CountMinDyadic => "count-min-dyadic",
+            Method::QuotientFilter => "quotient-filter",
+            Method::StackedFilter => "stacked-filter",
+            Method::LengtheningFilter => "lengthening-filter",
         })
     }
 }

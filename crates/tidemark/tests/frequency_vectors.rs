@@ -52,7 +52,8 @@ fn committed_vectors_decode_and_answer() {
         assert!(cm.point(&x.to_le_bytes()).value >= c as f64, "item {x}");
     }
 
-    let bytes = std::fs::read(DYADIC).expect("testdata/vectors/countmin_dyadic_v1.bin is committed");
+    let bytes =
+        std::fs::read(DYADIC).expect("testdata/vectors/countmin_dyadic_v1.bin is committed");
     let dy = DyadicCountMin::from_bytes(&bytes).unwrap();
     assert_eq!(dy.to_bytes(), bytes);
     for (&x, &c) in &exact {

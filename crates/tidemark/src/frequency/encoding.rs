@@ -3,7 +3,8 @@
 //! ```text
 //! Count-Min (family 32), flags bit 0 = conservative update (plain, cash register only)
 //!   params:  kind u8 (0 plain CountMin, 1 DyadicCountMin),
-//!            row-hash family u8 (1 = multiply-add-shift on 128 bits, multiply-shift columns),
+//!            row-hash family u8 (2 = multiply-add-shift on two 32-bit halves, multiply-shift
+//!                               columns; 1, Carter–Wegman, is no longer read),
 //!            model u8 (0 cash register, 1 non-negative turnstile, 2 general turnstile),
 //!            width u32 (1..=2^26), depth u8 (1..=64), width × depth ≤ 2^27,
 //!            dyadic only: bits u8 (1..=60; model 0 or 1)
@@ -231,7 +232,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         return Err(Reader::invalid(
             "row-hash family",
             foff,
-            "1 (multiply-add-shift)",
+            "2 (multiply-add-shift; 1 was Carter–Wegman, no longer read)",
             family as u64,
         ));
     }

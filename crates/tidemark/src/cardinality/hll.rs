@@ -1,0 +1,658 @@
+//! [`Hll`]: the HyperLogLog sketch, exact → sparse → dense.
+
+use core::fmt;
+
+use super::redis;
+use super::registers::{
+    bracket, ertl_from_histogram, fold, histogram, max_rank, split, z_score, DEFAULT_CONFIDENCE,
+    ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION,
+};
+use super::sets::{capacity_for, ExactSet, SparseMap, SPARSE_PRECISION};
+use crate::error::{MergeError, ParamError};
+use crate::estimate::{Estimate, Method};
+use crate::hash::ItemHasher;
+
+/// The precision of Redis's HyperLogLogs.
+pub const REDIS_PRECISION: u8 = 14;
+
+/// Which form a sketch currently holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Representation {
+    /// The set of item hashes: counts exactly.
+    Exact,
+    /// (index, rank) pairs at the sparse precision (2^25 registers): near-exact.
+    Sparse,
+    /// `2^p` registers, one byte each.
+    Dense,
+}
+
+impl Representation {
+    /// A lower-case name for messages and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Representation::Exact => "exact",
+            Representation::Sparse => "sparse",
+            Representation::Dense => "dense",
+        }
+    }
+}
+
+impl fmt::Display for Representation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Repr {
+    Exact(ExactSet),
+    Sparse(SparseMap),
+    Dense(Vec<u8>),
+}
+
+/// The martingale (HIP) state: the running estimate, and Σ 2^(64 − r) over the registers of
+/// the current representation (exact integers, so the change probability never drifts).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hip {
+    pub(crate) value: f64,
+    pub(crate) sum: u128,
+}
+
+#[inline]
+fn weight(rank: u8) -> u128 {
+    1u128 << (64 - rank as u32)
+}
+
+/// A HyperLogLog sketch of precision `p` (4..=18): `2^p` registers once dense.
+///
+/// See the [module documentation](super) for the theory. Inserting is idempotent, merging is
+/// the register-wise maximum, and every answer is an [`Estimate`].
+///
+/// ```
+/// use tidemark::cardinality::{Hll, Representation};
+/// use tidemark::Method;
+///
+/// let mut h = Hll::new(12).unwrap();
+/// for i in 0..100u64 {
+///     h.insert_u64(i);
+///     h.insert_u64(i); // twice changes nothing
+/// }
+/// assert_eq!(h.representation(), Representation::Exact);
+/// assert_eq!(h.estimate().value, 100.0);
+///
+/// for i in 0..100_000u64 {
+///     h.insert_u64(i);
+/// }
+/// assert_eq!(h.representation(), Representation::Dense);
+/// let e = h.estimate();
+/// assert_eq!(e.method, Method::HllHip);
+/// assert!(e.contains(100_000.0) || (e.value - 100_000.0).abs() < 0.06 * 100_000.0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Hll {
+    pub(crate) p: u8,
+    pub(crate) hasher: ItemHasher,
+    pub(crate) confidence: f64,
+    z: f64,
+    pub(crate) redis: bool,
+    /// Redis's cached cardinality, when valid: PFCOUNT answers it without recounting.
+    pub(crate) cache: Option<u64>,
+    pub(crate) repr: Repr,
+    pub(crate) hip: Option<Hip>,
+}
+
+impl Hll {
+    /// A sketch of precision `p` hashing with xxh3 ([`ItemHasher::default`]).
+    pub fn new(p: u8) -> Result<Hll, ParamError> {
+        Hll::with_hasher(p, ItemHasher::default())
+    }
+
+    /// A sketch of precision `p` hashing with `hasher`.
+    pub fn with_hasher(p: u8, hasher: ItemHasher) -> Result<Hll, ParamError> {
+        if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
+            return Err(ParamError::new("precision", "in 4..=18", p));
+        }
+        let m = 1usize << p;
+        let repr = if 8 * 4 <= m {
+            Repr::Exact(ExactSet::with_capacity(4))
+        } else {
+            Repr::Sparse(SparseMap::with_capacity(4))
+        };
+        let mut h = Hll {
+            p,
+            hasher,
+            confidence: DEFAULT_CONFIDENCE,
+            z: z_score(DEFAULT_CONFIDENCE).expect("0.95 is a valid confidence"),
+            redis: false,
+            cache: None,
+            repr,
+            hip: None,
+        };
+        h.hip = Some(Hip {
+            value: 0.0,
+            sum: h.fresh_hip_sum(),
+        });
+        Ok(h)
+    }
+
+    /// A sketch in Redis mode: MurmurHash64A with Redis's seed, `p = 14`, counted as PFCOUNT
+    /// counts, and exportable as a Redis `HYLL` value.
+    pub fn redis() -> Hll {
+        let mut h = Hll::with_hasher(REDIS_PRECISION, ItemHasher::redis())
+            .expect("14 is a valid precision");
+        h.redis = true;
+        h
+    }
+
+    /// The same sketch answering with brackets at `confidence` (in (0, 1); default 0.95).
+    pub fn with_confidence(mut self, confidence: f64) -> Result<Hll, ParamError> {
+        self.z = z_score(confidence)?;
+        self.confidence = confidence;
+        Ok(self)
+    }
+
+    /// The precision `p`.
+    pub fn precision(&self) -> u8 {
+        self.p
+    }
+
+    /// The hash and seed items are hashed with.
+    pub fn hasher(&self) -> ItemHasher {
+        self.hasher
+    }
+
+    /// The confidence of the brackets.
+    pub fn confidence(&self) -> f64 {
+        self.confidence
+    }
+
+    /// Whether the sketch is in Redis mode (counts as PFCOUNT does).
+    pub fn is_redis(&self) -> bool {
+        self.redis
+    }
+
+    /// Whether the martingale (HIP) estimate is available: the sketch was fed by one stream
+    /// and never merged (nor imported from a form that does not carry it).
+    pub fn has_hip(&self) -> bool {
+        self.hip.is_some()
+    }
+
+    /// The current representation.
+    pub fn representation(&self) -> Representation {
+        match self.repr {
+            Repr::Exact(_) => Representation::Exact,
+            Repr::Sparse(_) => Representation::Sparse,
+            Repr::Dense(_) => Representation::Dense,
+        }
+    }
+
+    /// Bytes held: the struct itself plus its heap (a table's full capacity, not just its
+    /// entries).
+    pub fn bytes(&self) -> usize {
+        core::mem::size_of::<Hll>()
+            + match &self.repr {
+                Repr::Exact(s) => s.heap_bytes(),
+                Repr::Sparse(s) => s.heap_bytes(),
+                Repr::Dense(r) => r.len(),
+            }
+    }
+
+    /// Whether nothing was ever inserted or merged in.
+    pub fn is_empty(&self) -> bool {
+        match &self.repr {
+            Repr::Exact(s) => s.len() == 0,
+            Repr::Sparse(s) => s.len() == 0,
+            Repr::Dense(r) => r.iter().all(|&x| x == 0),
+        }
+    }
+
+    /// Inserts an item's bytes.
+    #[inline]
+    pub fn insert(&mut self, item: &[u8]) {
+        let h = self.hasher.hash(item);
+        self.insert_hash(h);
+    }
+
+    /// Inserts a `u64` item (hashed as its 8 little-endian bytes).
+    #[inline]
+    pub fn insert_u64(&mut self, item: u64) {
+        let h = self.hasher.hash_u64(item);
+        self.insert_hash(h);
+    }
+
+    /// Inserts an item by its hash, as computed by [`Hll::hasher`]. Hashing with another
+    /// function gives a sketch that looks right and counts garbage.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: u64) {
+        if let Repr::Dense(regs) = &mut self.repr {
+            let (i, r) = split(hash, self.p);
+            let old = regs[i];
+            if r > old {
+                regs[i] = r;
+                self.cache = None;
+                if let Some(hip) = &mut self.hip {
+                    let m = (1u64 << self.p) as f64;
+                    hip.value += m * 18_446_744_073_709_551_616.0 / hip.sum as f64;
+                    hip.sum = hip.sum - weight(old) + weight(r);
+                }
+            }
+        } else {
+            self.insert_small(hash);
+        }
+    }
+
+    #[cold]
+    fn insert_small(&mut self, hash: u64) {
+        loop {
+            match &mut self.repr {
+                Repr::Exact(set) => {
+                    if set.full() {
+                        if set.contains(hash) {
+                            return;
+                        }
+                        self.grow();
+                        continue;
+                    }
+                    if set.insert(hash) {
+                        self.cache = None;
+                        if let Some(hip) = &mut self.hip {
+                            hip.value += 1.0;
+                        }
+                    }
+                    return;
+                }
+                Repr::Sparse(map) => {
+                    let (i, r) = split(hash, SPARSE_PRECISION);
+                    if map.full() {
+                        if map.get(i as u32) >= r {
+                            return;
+                        }
+                        self.grow();
+                        continue;
+                    }
+                    if let Some(old) = map.update(i as u32, r) {
+                        self.cache = None;
+                        if let Some(hip) = &mut self.hip {
+                            let m = (1u64 << SPARSE_PRECISION) as f64;
+                            hip.value += m * 18_446_744_073_709_551_616.0 / hip.sum as f64;
+                            hip.sum = hip.sum - weight(old) + weight(r);
+                        }
+                    }
+                    return;
+                }
+                Repr::Dense(_) => {
+                    self.insert_hash(hash);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Raises sparse register `index` (at the sparse precision) to `rank`, as a merge does.
+    fn insert_sparse_entry(&mut self, index: u32, rank: u8) {
+        loop {
+            match &mut self.repr {
+                Repr::Exact(_) => {
+                    self.convert_exact();
+                    continue;
+                }
+                Repr::Sparse(map) => {
+                    if map.full() {
+                        if map.get(index) >= rank {
+                            return;
+                        }
+                        self.grow();
+                        continue;
+                    }
+                    if map.update(index, rank).is_some() {
+                        self.cache = None;
+                    }
+                    return;
+                }
+                Repr::Dense(regs) => {
+                    let (i, r) = fold(index as usize, rank, SPARSE_PRECISION, self.p);
+                    if r > regs[i] {
+                        regs[i] = r;
+                        self.cache = None;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn m(&self) -> usize {
+        1usize << self.p
+    }
+
+    /// Grows the current table, or moves to the next representation when the grown table
+    /// would hold more bytes than the dense registers.
+    fn grow(&mut self) {
+        let m = self.m();
+        match &self.repr {
+            Repr::Exact(set) => {
+                if 8 * 2 * set.capacity() <= m {
+                    self.repr = Repr::Exact(set.grown());
+                } else {
+                    self.convert_exact();
+                }
+            }
+            Repr::Sparse(map) => {
+                if 4 * 2 * map.capacity() <= m {
+                    self.repr = Repr::Sparse(map.grown());
+                } else {
+                    self.convert_sparse();
+                }
+            }
+            Repr::Dense(_) => {}
+        }
+    }
+
+    /// Exact → sparse (or dense, when the sparse table would not be smaller than it).
+    fn convert_exact(&mut self) {
+        let Repr::Exact(set) = &self.repr else {
+            return;
+        };
+        let cap = capacity_for(set.len() + 1);
+        if 4 * cap > self.m() {
+            let regs = self.registers();
+            self.repr = Repr::Dense(regs);
+        } else {
+            let mut map = SparseMap::with_capacity(cap);
+            for h in set.iter() {
+                let (i, r) = split(h, SPARSE_PRECISION);
+                map.update(i as u32, r);
+            }
+            self.repr = Repr::Sparse(map);
+        }
+        self.reset_hip_sum();
+    }
+
+    /// Sparse → dense.
+    fn convert_sparse(&mut self) {
+        let regs = self.registers();
+        self.repr = Repr::Dense(regs);
+        self.reset_hip_sum();
+    }
+
+    fn reset_hip_sum(&mut self) {
+        if self.hip.is_some() {
+            let sum = self.fresh_hip_sum();
+            if let Some(hip) = &mut self.hip {
+                hip.sum = sum;
+            }
+        }
+    }
+
+    /// Σ 2^(64 − r) over the registers of the current representation (for the exact set, the
+    /// change probability is 1 and the sum is unused).
+    pub(crate) fn fresh_hip_sum(&self) -> u128 {
+        match &self.repr {
+            Repr::Exact(_) => 0,
+            Repr::Sparse(map) => {
+                let zeros = (1u128 << SPARSE_PRECISION) - map.len() as u128;
+                zeros * weight(0) + map.iter().map(|(_, r)| weight(r)).sum::<u128>()
+            }
+            Repr::Dense(regs) => regs.iter().map(|&r| weight(r)).sum(),
+        }
+    }
+
+    /// The dense registers at precision `p` (one byte each, index and rank as
+    /// [`super::split`] makes them), whatever the representation.
+    pub fn registers(&self) -> Vec<u8> {
+        let mut regs = vec![0u8; self.m()];
+        match &self.repr {
+            Repr::Exact(set) => {
+                for h in set.iter() {
+                    let (i, r) = split(h, self.p);
+                    regs[i] = regs[i].max(r);
+                }
+            }
+            Repr::Sparse(map) => {
+                for (i, r) in map.iter() {
+                    let (i, r) = fold(i as usize, r, SPARSE_PRECISION, self.p);
+                    regs[i] = regs[i].max(r);
+                }
+            }
+            Repr::Dense(r) => regs.copy_from_slice(r),
+        }
+        regs
+    }
+
+    /// The register histogram and precision Ertl's estimator reads: the sparse precision for
+    /// the exact and sparse forms, `p` for dense.
+    fn ertl_histogram(&self) -> ([u32; 65], u8) {
+        match &self.repr {
+            Repr::Dense(regs) => (histogram(regs), self.p),
+            Repr::Sparse(map) => (sparse_histogram(map.iter(), map.len()), SPARSE_PRECISION),
+            Repr::Exact(set) => {
+                let mut map = SparseMap::with_capacity(capacity_for(set.len()));
+                for h in set.iter() {
+                    let (i, r) = split(h, SPARSE_PRECISION);
+                    map.update(i as u32, r);
+                }
+                (sparse_histogram(map.iter(), map.len()), SPARSE_PRECISION)
+            }
+        }
+    }
+
+    /// The answer: exact while the exact form holds; in Redis mode, PFCOUNT's count; else the
+    /// martingale (HIP) estimate when available, Ertl's improved estimate otherwise.
+    pub fn estimate(&self) -> Estimate {
+        if self.redis {
+            return self.estimate_redis();
+        }
+        if let Repr::Exact(set) = &self.repr {
+            return Estimate::exact(set.len() as f64);
+        }
+        self.estimate_hip().unwrap_or_else(|| self.estimate_ertl())
+    }
+
+    /// Ertl's improved estimate (any sketch), at the sparse precision for the exact and sparse
+    /// forms and at `p` for dense, with a ± z·σ bracket.
+    pub fn estimate_ertl(&self) -> Estimate {
+        let (h, p) = self.ertl_histogram();
+        let value = ertl_from_histogram(&h, p);
+        let rse = ERTL_RSE / ((1u64 << p) as f64).sqrt();
+        bracket(value, rse, self.z, self.confidence, Method::HllErtl)
+    }
+
+    /// The martingale (HIP) estimate, if the sketch was fed by one stream and never merged.
+    pub fn estimate_hip(&self) -> Option<Estimate> {
+        let hip = self.hip.as_ref()?;
+        let p = match self.repr {
+            Repr::Exact(_) => return Some(Estimate::exact(hip.value)),
+            Repr::Sparse(_) => SPARSE_PRECISION,
+            Repr::Dense(_) => self.p,
+        };
+        let rse = HIP_RSE / ((1u64 << p) as f64).sqrt();
+        Some(bracket(
+            hip.value,
+            rse,
+            self.z,
+            self.confidence,
+            Method::HllHip,
+        ))
+    }
+
+    /// The count Redis's PFCOUNT gives for these registers (folded to `p = 14` registers if
+    /// the sketch is not dense); a valid cached cardinality imported with a Redis value is
+    /// answered as PFCOUNT answers it, without recounting. Only meaningful in Redis mode.
+    pub fn pfcount(&self) -> u64 {
+        if let Some(c) = self.cache {
+            return c;
+        }
+        redis::pfcount_registers(&self.registers())
+    }
+
+    fn estimate_redis(&self) -> Estimate {
+        let value = self.pfcount() as f64;
+        let rse = ERTL_RSE / (self.m() as f64).sqrt();
+        bracket(value, rse, self.z, self.confidence, Method::RedisPfcount)
+    }
+
+    /// Merges `other` in: afterwards this sketch is the sketch of the union (register-wise
+    /// maximum). A larger precision folds down to the smaller one; different hashes or seeds
+    /// are refused. The merged sketch answers with Ertl's estimator (HIP holds only for one
+    /// stream), unless `other` was empty.
+    pub fn merge(&mut self, other: &Hll) -> Result<(), MergeError> {
+        if self.hasher != other.hasher {
+            return Err(MergeError::HashMismatch {
+                ours: self.hasher,
+                theirs: other.hasher,
+            });
+        }
+        if other.p < self.p {
+            // The fold re-expresses the same items at the smaller precision: HIP's running
+            // value stays an unbiased estimate of this stream, so only a Redis cache goes.
+            self.cache = None;
+            self.fold_to(other.p);
+        }
+        if other.is_empty() {
+            self.redis = self.redis && self.p == REDIS_PRECISION;
+            return Ok(());
+        }
+        self.hip = None;
+        self.cache = None;
+        self.redis = self.redis && other.redis && self.p == REDIS_PRECISION;
+        match &other.repr {
+            Repr::Exact(set) => {
+                for h in set.iter() {
+                    self.insert_hash(h);
+                }
+            }
+            Repr::Sparse(map) => {
+                for (i, r) in map.iter() {
+                    self.insert_sparse_entry(i, r);
+                }
+            }
+            Repr::Dense(theirs) => {
+                if !matches!(self.repr, Repr::Dense(_)) {
+                    let regs = self.registers();
+                    self.repr = Repr::Dense(regs);
+                }
+                let (p, from) = (self.p, other.p);
+                let Repr::Dense(ours) = &mut self.repr else {
+                    unreachable!("made dense above");
+                };
+                if from == p {
+                    for (a, &b) in ours.iter_mut().zip(theirs) {
+                        *a = (*a).max(b);
+                    }
+                } else {
+                    for (i, &r) in theirs.iter().enumerate() {
+                        if r > 0 {
+                            let (j, s) = fold(i, r, from, p);
+                            ours[j] = ours[j].max(s);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lowers the precision to `p` (≤ the current one), as a sketch of precision `p` fed the
+    /// same items would be.
+    fn fold_to(&mut self, p: u8) {
+        debug_assert!(p <= self.p);
+        let from = self.p;
+        self.p = p;
+        let m = self.m();
+        match &self.repr {
+            Repr::Exact(set) if 8 * set.capacity() > m => self.convert_exact(),
+            Repr::Sparse(map) if 4 * map.capacity() > m => self.convert_sparse(),
+            Repr::Dense(regs) => {
+                let mut out = vec![0u8; m];
+                for (i, &r) in regs.iter().enumerate() {
+                    if r > 0 {
+                        let (j, s) = fold(i, r, from, p);
+                        out[j] = out[j].max(s);
+                    }
+                }
+                self.repr = Repr::Dense(out);
+            }
+            _ => {}
+        }
+        self.reset_hip_sum();
+        debug_assert!(self.registers().iter().all(|&r| r <= max_rank(p)));
+    }
+
+    /// Builds a sketch from its parts (decoders and Redis import); the parts were validated.
+    pub(crate) fn from_parts(
+        p: u8,
+        hasher: ItemHasher,
+        confidence: f64,
+        redis: bool,
+        cache: Option<u64>,
+        repr: Repr,
+        hip_value: Option<f64>,
+    ) -> Result<Hll, ParamError> {
+        let z = z_score(confidence)?;
+        let mut h = Hll {
+            p,
+            hasher,
+            confidence,
+            z,
+            redis,
+            cache,
+            repr,
+            hip: None,
+        };
+        if let Some(value) = hip_value {
+            h.hip = Some(Hip {
+                value,
+                sum: h.fresh_hip_sum(),
+            });
+        }
+        Ok(h)
+    }
+
+    /// The HIP running value (for the encoder).
+    pub(crate) fn hip_value(&self) -> Option<f64> {
+        self.hip.as_ref().map(|h| h.value)
+    }
+}
+
+/// The histogram of a sparse map at the sparse precision.
+fn sparse_histogram(entries: impl Iterator<Item = (u32, u8)>, len: usize) -> [u32; 65] {
+    let mut h = [0u32; 65];
+    h[0] = (1u32 << SPARSE_PRECISION) - len as u32;
+    for (_, r) in entries {
+        h[r as usize] += 1;
+    }
+    h
+}
+
+impl PartialEq for Hll {
+    /// Equal parameters, mode, HIP state and contents (tables compared as sets, whatever
+    /// their slot order).
+    fn eq(&self, other: &Hll) -> bool {
+        let same_repr = match (&self.repr, &other.repr) {
+            (Repr::Exact(a), Repr::Exact(b)) => {
+                let mut x: Vec<u64> = a.iter().collect();
+                let mut y: Vec<u64> = b.iter().collect();
+                x.sort_unstable();
+                y.sort_unstable();
+                x == y
+            }
+            (Repr::Sparse(a), Repr::Sparse(b)) => {
+                let mut x: Vec<(u32, u8)> = a.iter().collect();
+                let mut y: Vec<(u32, u8)> = b.iter().collect();
+                x.sort_unstable();
+                y.sort_unstable();
+                x == y
+            }
+            (Repr::Dense(a), Repr::Dense(b)) => a == b,
+            _ => false,
+        };
+        same_repr
+            && self.p == other.p
+            && self.hasher == other.hasher
+            && self.confidence == other.confidence
+            && self.redis == other.redis
+            && self.cache == other.cache
+            && self.hip == other.hip
+    }
+}
