@@ -86,6 +86,22 @@ mod update {
             });
     }
 
+    /// The same updates with the item hash computed outside the timed loop: the cost of the
+    /// d row functions and counters alone.
+    #[divan::bench]
+    fn tidemark_prehashed(bencher: Bencher) {
+        let hasher = tidemark::ItemHasher::default();
+        let hashes: Vec<u64> = zipf_items().iter().map(|x| hasher.hash_u64(*x)).collect();
+        bencher
+            .counter(ItemsCount::new(hashes.len()))
+            .with_inputs(|| CountMin::with_dimensions(W, D, Model::CashRegister).unwrap())
+            .bench_local_refs(|cm| {
+                for &h in &hashes {
+                    cm.update_hash(h, 1).unwrap();
+                }
+            });
+    }
+
     #[divan::bench]
     fn tidemark_conservative(bencher: Bencher) {
         let items = zipf_items();
@@ -296,5 +312,64 @@ mod beyond_point {
         let a = tidemark_filled(false);
         let b = tidemark_filled(false);
         bencher.bench_local(|| a.inner_product(&b).unwrap().value);
+    }
+}
+
+/// The row-hash family alone: 5 columns of w = 2048 for each of 100,000 pre-hashed keys.
+/// tidemark's multiply-add-shift beside Carter–Wegman's `(a·x + b) mod (2^61 − 1)` (written
+/// here for the comparison), the family the issue suggested.
+mod row_hash {
+    use super::*;
+    use tidemark::hash::PairwiseHash;
+
+    const P: u64 = (1 << 61) - 1;
+
+    fn keys() -> Vec<u64> {
+        let h = tidemark::ItemHasher::default();
+        zipf_items().iter().map(|&x| h.hash_u64(x)).collect()
+    }
+
+    #[divan::bench]
+    fn multiply_add_shift_32x2(bencher: Bencher) {
+        let keys = keys();
+        let rows = PairwiseHash::rows(1, 0, D);
+        bencher
+            .counter(ItemsCount::new(keys.len()))
+            .bench_local(|| {
+                let mut s = 0usize;
+                for &x in &keys {
+                    for h in &rows {
+                        s = s.wrapping_add(h.column(divan::black_box(x), W));
+                    }
+                }
+                s
+            });
+    }
+
+    #[divan::bench]
+    fn carter_wegman_mod_p(bencher: Bencher) {
+        let keys = keys();
+        let mut rng = Pcg64::seed_from_u64(1);
+        let rows: Vec<(u64, u64)> = (0..D)
+            .map(|_| (rng.random_range(1..P), rng.random_range(0..P)))
+            .collect();
+        bencher
+            .counter(ItemsCount::new(keys.len()))
+            .bench_local(|| {
+                let mut s = 0usize;
+                for &x in &keys {
+                    let x = divan::black_box(x);
+                    let x = (x & P) + (x >> 61);
+                    let x = if x >= P { x - P } else { x };
+                    for &(a, b) in &rows {
+                        let v = a as u128 * x as u128 + b as u128;
+                        let r = (v as u64 & P) + (v >> 61) as u64;
+                        let r = (r & P) + (r >> 61);
+                        let r = if r >= P { r - P } else { r };
+                        s = s.wrapping_add(((r as u128 * W as u128) >> 61) as usize);
+                    }
+                }
+                s
+            });
     }
 }

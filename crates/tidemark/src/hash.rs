@@ -161,52 +161,55 @@ pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
     h
 }
 
-/// The Mersenne prime `p = 2^61 − 1`, the modulus of Count-Min's row hashes.
-pub const MERSENNE_61: u64 = (1 << 61) - 1;
-
 /// The identifier of the row-hash family below, recorded in Count-Min encodings so that a
-/// future family can never be mistaken for this one.
-pub const PAIRWISE_FAMILY_ID: u8 = 1;
+/// future family can never be mistaken for this one. (1 was Carter–Wegman mod `2^61 − 1`,
+/// written by an earlier build of format version 1 and no longer read.)
+pub const PAIRWISE_FAMILY_ID: u8 = 2;
 
-/// One function of the Carter–Wegman family `h(x) = ((a·x + b) mod p)` with `p = 2^61 − 1`,
-/// `a ∈ [1, p)` and `b ∈ [0, p)`, mapped onto `w` columns by `⌊h·w / 2^61⌋`.
+/// One function of the multiply-add-shift family on 64-bit keys split into two 32-bit
+/// halves, `h(x) = ⌊((a·x_lo + b·x_hi + c) mod 2^64) / 2^32⌋` with `a`, `b`, `c` 64-bit,
+/// mapped onto `w` columns by `⌊h·w / 2^32⌋`: the pairwise-independent family of Count-Min's
+/// rows.
 ///
 /// # Pairwise independence
 ///
-/// For two distinct keys `x ≠ y` of `[0, p)`, the map `(a, b) ↦ (a·x + b, a·y + b) mod p` is a
-/// bijection from `[1, p) × [0, p)` onto the pairs of *distinct* residues (the system
-/// `a·(x − y) = u − v` has exactly one solution `a` when `u ≠ v`, since `p` is prime). So with
-/// `(a, b)` uniform, `(h(x), h(y))` is uniform over distinct pairs — the family is pairwise
-/// independent in Carter and Wegman's sense — and two keys share a column with probability at
-/// most `⌈2^61/w⌉ / (p − 1) ≈ 1/w` (each column receives at most `⌈2^61/w⌉` residues). That
-/// collision probability is the only property Count-Min's analysis uses (Cormode and
-/// Muthukrishnan need `Pr[h(x) = h(y)] ≤ 1/w`; with `w = ⌈e/ε⌉` that is `ε/e`).
+/// Dietzfelbinger ("Universal hashing and k-wise independent random variables via integer
+/// arithmetic without primes", STACS 1996; Thorup, "High speed hashing for integers and
+/// strings", 2015, §3.3) shows that for keys that are vectors of `k`-bit characters, `w̄`-bit
+/// arithmetic with `w̄ ≥ k + l − 1`, and multipliers and offset uniform in `[0, 2^w̄)`,
+/// `x ↦ ((Σ a_i·x_i + c) mod 2^w̄) >> (w̄ − l)` is *strongly universal*: for two distinct keys
+/// the pair of `l`-bit outputs is uniform over all `2^2l` pairs. Here the characters are the
+/// two 32-bit halves of the key, `k = l = 32` and `w̄ = 64 ≥ 63`. The columns come from a
+/// multiply-shift (`⌊h·w/2^32⌋`), which gives each column `⌊2^32/w⌋` or `⌈2^32/w⌉` of the `2^32`
+/// outputs, so two distinct keys share a column with probability at most `⌈2^32/w⌉/2^32`
+/// (exactly `1/w` for a power-of-two `w`, and within a factor `1 + w/2^32 ≤ 1 + 2^−6` of it
+/// for any `w ≤ 2^26`). That collision probability is the only property Count-Min's analysis
+/// uses (Cormode and Muthukrishnan need `Pr[h(x) = h(y)] ≤ 1/w`, i.e. `ε/e`); tidemark's
+/// sketches report `ε = e·⌈2^32/w⌉/2^32` so that their bounds are exact.
 ///
-/// Keys are `u64`. A key of `[0, p)` is used as is (the dyadic layers of
-/// [`crate::frequency::DyadicCountMin`] feed integer prefixes below `2^60` directly); a larger
-/// key — a 64-bit item hash — is first folded into `[0, p)`, so two item hashes that agree
-/// modulo `p` (probability about `2^−61`) collide in every row.
+/// Carter and Wegman's `((a·x + b) mod (2^61 − 1))` is the textbook alternative; this family
+/// needs two plain 64-bit multiplications and no modular reduction, and measured several times
+/// faster per row on this machine (`row_hash` in `benches/benches/countmin.rs`), which is most
+/// of an update's cost.
 ///
-/// The columns come from a multiply-shift (`⌊h·w/2^61⌋`) rather than `h mod w`: it costs a
-/// multiplication instead of a division and keeps each column's share of residues within one
-/// of `2^61/w`, which is what the bound above needs.
+/// Keys are the item's 64-bit hash for [`crate::frequency::CountMin`], and the integer
+/// prefixes themselves for the layers of [`crate::frequency::DyadicCountMin`] (the paper's
+/// setting: a pairwise family applied to the integer item).
 ///
-/// # Deriving `a` and `b`
+/// # Deriving the coefficients
 ///
-/// A sketch stores only its hasher's seed: the `d` pairs are drawn from SplitMix64 seeded with
-/// the seed mixed with a stream number (0 for a plain Count-Min sketch, `1 + layer` for a
-/// dyadic layer) — see [`PairwiseHash::rows`]. The draws reduce 64-bit outputs modulo `p − 1`
-/// and `p`, which skews any value's probability by at most `2^−61` relative: negligible. Two sketches with the same seed, stream and depth have the same functions;
-/// merging compares the coefficients themselves.
+/// A sketch stores only its hasher's seed: the `d` triples are drawn from SplitMix64 seeded
+/// with the seed mixed with a stream number (0 for a plain Count-Min sketch, `1 + layer` for a
+/// dyadic layer) — see [`PairwiseHash::rows`]. Two sketches with the same seed, stream and
+/// depth have the same functions; merging compares the coefficients themselves.
 ///
 /// ```
-/// use tidemark::hash::{PairwiseHash, MERSENNE_61};
+/// use tidemark::hash::PairwiseHash;
 ///
 /// let rows = PairwiseHash::rows(7, 0, 3);
 /// assert_eq!(rows.len(), 3);
 /// for h in &rows {
 ///     assert!(h.column(12345, 100) < 100);
-///     assert!(h.value(12345) < MERSENNE_61);
 /// }
 /// assert_eq!(rows, PairwiseHash::rows(7, 0, 3));
 /// assert_ne!(rows, PairwiseHash::rows(8, 0, 3));
@@ -215,67 +218,49 @@ pub const PAIRWISE_FAMILY_ID: u8 = 1;
 pub struct PairwiseHash {
     a: u64,
     b: u64,
+    c: u64,
 }
 
 impl PairwiseHash {
-    /// The function with coefficients `a` (in `[1, p)`) and `b` (in `[0, p)`), or `None`
-    /// outside those ranges.
-    pub fn new(a: u64, b: u64) -> Option<PairwiseHash> {
-        ((1..MERSENNE_61).contains(&a) && b < MERSENNE_61).then_some(PairwiseHash { a, b })
+    /// The function with multipliers `a` (low half), `b` (high half) and offset `c`.
+    pub fn new(a: u64, b: u64, c: u64) -> PairwiseHash {
+        PairwiseHash { a, b, c }
     }
 
     /// The `d` row functions for `seed` and `stream`, drawn deterministically.
     pub fn rows(seed: u64, stream: u64, d: usize) -> Vec<PairwiseHash> {
         let mut state = seed ^ stream.wrapping_add(1).wrapping_mul(0xd1b5_4a32_d192_ed03);
         (0..d)
-            .map(|_| {
-                let a = 1 + splitmix64(&mut state) % (MERSENNE_61 - 1);
-                let b = splitmix64(&mut state) % MERSENNE_61;
-                PairwiseHash { a, b }
+            .map(|_| PairwiseHash {
+                a: splitmix64(&mut state),
+                b: splitmix64(&mut state),
+                c: splitmix64(&mut state),
             })
             .collect()
     }
 
-    /// The multiplier `a`.
-    pub fn a(&self) -> u64 {
-        self.a
+    /// The coefficients `(a, b, c)`.
+    pub fn coefficients(&self) -> (u64, u64, u64) {
+        (self.a, self.b, self.c)
     }
 
-    /// The offset `b`.
-    pub fn b(&self) -> u64 {
-        self.b
-    }
-
-    /// `(a·x + b) mod p`, after folding `x` into `[0, p)`.
+    /// `⌊((a·x_lo + b·x_hi + c) mod 2^64) / 2^32⌋`, a 32-bit value.
     #[inline]
-    pub fn value(&self, x: u64) -> u64 {
-        let x = fold61(x);
-        let v = (self.a as u128) * (x as u128) + self.b as u128;
-        // v < 2^122: fold the high bits down twice (2^61 ≡ 1 mod p), then one subtraction.
-        let r = (v as u64 & MERSENNE_61) as u128 + (v >> 61);
-        let r = (r as u64 & MERSENNE_61) + (r >> 61) as u64;
-        if r >= MERSENNE_61 {
-            r - MERSENNE_61
-        } else {
-            r
-        }
+    pub fn value(&self, x: u64) -> u32 {
+        let lo = x & 0xffff_ffff;
+        let hi = x >> 32;
+        (self
+            .a
+            .wrapping_mul(lo)
+            .wrapping_add(self.b.wrapping_mul(hi))
+            .wrapping_add(self.c)
+            >> 32) as u32
     }
 
-    /// The column of `x` among `w`: `⌊value(x)·w / 2^61⌋`, in `[0, w)`.
+    /// The column of `x` among `w ≤ 2^32`: `⌊value(x)·w / 2^32⌋`, in `[0, w)`.
     #[inline]
     pub fn column(&self, x: u64, w: usize) -> usize {
-        ((self.value(x) as u128 * w as u128) >> 61) as usize
-    }
-}
-
-/// `x mod (2^61 − 1)`.
-#[inline]
-fn fold61(x: u64) -> u64 {
-    let r = (x & MERSENNE_61) + (x >> 61);
-    if r >= MERSENNE_61 {
-        r - MERSENNE_61
-    } else {
-        r
+        ((self.value(x) as u64 * w as u64) >> 32) as usize
     }
 }
 
@@ -336,23 +321,17 @@ mod tests {
     }
 
     #[test]
-    fn pairwise_value_matches_exact_modular_arithmetic() {
-        let h = PairwiseHash::new(MERSENNE_61 - 2, MERSENNE_61 - 1).unwrap();
-        for x in [
-            0u64,
-            1,
-            2,
-            MERSENNE_61 - 1,
-            MERSENNE_61,
-            u64::MAX,
-            0x1234_5678_9abc,
-        ] {
-            let xr = x as u128 % MERSENNE_61 as u128;
-            let want = (h.a() as u128 * xr + h.b() as u128) % MERSENNE_61 as u128;
-            assert_eq!(h.value(x) as u128, want, "x = {x}");
+    fn pairwise_value_is_the_high_half_of_a_wrapping_affine_map() {
+        // Checked against exact 128-bit arithmetic reduced mod 2^64.
+        let h = PairwiseHash::new(u64::MAX - 2, 0x8000_0000_0000_0001, u64::MAX);
+        for x in [0u64, 1, 2, 0xdead_beef, 0xffff_ffff_0000_0001, u64::MAX] {
+            let (lo, hi) = ((x & 0xffff_ffff) as u128, (x >> 32) as u128);
+            let exact =
+                (u64::MAX - 2) as u128 * lo + 0x8000_0000_0000_0001u128 * hi + u64::MAX as u128;
+            let want = ((exact % (1u128 << 64)) >> 32) as u32;
+            assert_eq!(h.value(x), want, "x = {x:#x}");
         }
-        assert!(PairwiseHash::new(0, 1).is_none());
-        assert!(PairwiseHash::new(1, MERSENNE_61).is_none());
+        assert_eq!(PairwiseHash::new(0, 0, 7 << 32).value(123), 7);
     }
 
     #[test]

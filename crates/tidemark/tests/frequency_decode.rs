@@ -65,7 +65,7 @@ fn round_trips_are_identity() {
 fn a_hand_built_plain_sketch_decodes_as_written() {
     // Width 1: every item lands in column 0, so each row's one counter is the total.
     let mut params = Writer::new();
-    params.u8(0).u8(1).u8(0).u32(1).u8(2); // plain, Carter–Wegman, cash register, w 1, d 2
+    params.u8(0).u8(2).u8(0).u32(1).u8(2); // plain, multiply-add-shift, cash register, w 1, d 2
     let mut payload = Writer::new();
     payload.i64(42).u64(42).i64(42).i64(42);
     let bytes = codec::encode(
@@ -106,7 +106,7 @@ fn a_hand_built_plain_sketch_decodes_as_written() {
 fn a_hand_built_dyadic_sketch_decodes_as_written() {
     // bits 1, w 1, d 2: layer 0 has 2 ≤ 1·2 prefixes, so it is exact: counts of items 0, 1.
     let mut params = Writer::new();
-    params.u8(1).u8(1).u8(1).u32(1).u8(2).u8(1);
+    params.u8(1).u8(2).u8(1).u32(1).u8(2).u8(1); // dyadic, family 2, turnstile, w 1, d 2, bits 1
     let mut payload = Writer::new();
     payload.i64(10).u64(14).i64(3).i64(7);
     let bytes = codec::encode(
@@ -130,9 +130,10 @@ fn each_field_check_fires() {
     // Re-encode with one parameter byte changed, so the checksum is right and the field
     // check itself must catch it.
     let env = codec::decode(&good).unwrap();
-    let cases: [(usize, u8, &str); 5] = [
+    let cases: [(usize, u8, &str); 6] = [
         (0, 7, "kind"),
         (1, 9, "row-hash family"),
+        (1, 1, "row-hash family"), // Carter–Wegman, an earlier build's family
         (2, 3, "model"),
         (7, 0, "depth"),
         (7, 65, "depth"),

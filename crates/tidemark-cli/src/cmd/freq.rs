@@ -44,6 +44,18 @@ impl From<ModelArg> for Model {
 
 /// Arguments of `tidemark freq`.
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = "\
+Input lines are ITEM (one occurrence) or ITEM COUNT (a signed integer; negative counts need \
+--model turnstile or general). Blank lines are skipped; any other bad line stops with its \
+file and line named, exit code 2.
+
+Items are opaque strings, hashed, except when an answer needs their order: --range and \
+--quantile, and --heavy/--top under a turnstile model (found by descending dyadic layers), \
+need every item to be an integer in [0, 2^BITS); a line whose item is not is an error. \
+--join takes a sketch saved by --save with the same --epsilon and --delta.
+
+Each answer is a row: kind (total, point, heavy, top, range, quantile, join), item, \
+estimate, low, high, confidence (the probability that [low, high] holds the truth).")]
 pub struct Args {
     /// Error bound ε: point queries within ε‖a‖₁ (w = ⌈e/ε⌉ columns).
     #[arg(long, default_value_t = 0.001)]

@@ -80,9 +80,12 @@ pub(crate) fn check_dimensions(width: usize, depth: usize) -> Result<(), ParamEr
     Ok(())
 }
 
-/// The ε a width guarantees, `e/w` (at most the ε asked for).
+/// The ε a width guarantees: `e` times the row functions' collision probability
+/// `⌈2^32/w⌉/2^32` (exactly `e/w` for a power-of-two `w`, at most `(e/w)(1 + w/2^32)` else;
+/// see [`PairwiseHash`]).
 pub(crate) fn epsilon_of(width: usize) -> f64 {
-    core::f64::consts::E / width as f64
+    let per_column = (1u64 << 32).div_ceil(width as u64);
+    core::f64::consts::E * per_column as f64 / (1u64 << 32) as f64
 }
 
 /// The δ a depth guarantees, `e^−d` (at most the δ asked for).
@@ -106,7 +109,8 @@ impl CountMin {
         CountMin::with_dimensions(w, d, model)
     }
 
-    /// A sketch of `width` columns and `depth` rows; its bounds use `ε = e/w`, `δ = e^−d`.
+    /// A sketch of `width` columns and `depth` rows; its bounds use `ε ≈ e/w` (see
+    /// [`CountMin::epsilon`]) and `δ = e^−d`.
     pub fn with_dimensions(
         width: usize,
         depth: usize,
@@ -190,7 +194,9 @@ impl CountMin {
         self.conservative
     }
 
-    /// The ε the width guarantees: `e/w`.
+    /// The ε the width guarantees: `e·⌈2^32/w⌉/2^32`, i.e. `e/w` for a power-of-two `w` and
+    /// within a factor `1 + w/2^32` of it otherwise (the row functions' collision probability
+    /// times `e`).
     pub fn epsilon(&self) -> f64 {
         epsilon_of(self.width())
     }
@@ -225,6 +231,7 @@ impl CountMin {
     }
 
     /// Adds `count` to `item`'s frequency.
+    #[inline]
     pub fn update(&mut self, item: &[u8], count: i64) -> Result<(), FrequencyError> {
         self.update_hash(self.hasher.hash(item), count)
     }
@@ -236,6 +243,27 @@ impl CountMin {
     /// (the stream broke its promise); a mass past `2^63 − 1`.
     #[inline]
     pub fn update_hash(&mut self, h: u64, count: i64) -> Result<(), FrequencyError> {
+        // The common case first: a positive count that keeps the mass within bounds.
+        if count > 0 {
+            // mass ≤ 2^63 − 1 and count < 2^63: the sum cannot wrap a u64.
+            let mass = self.mass + count as u64;
+            if mass <= i64::MAX as u64 {
+                if self.conservative {
+                    self.table.add_conservative(h, count);
+                } else {
+                    self.table.add(h, count);
+                }
+                self.mass = mass;
+                self.total += count;
+                return Ok(());
+            }
+        }
+        self.update_hash_checked(h, count)
+    }
+
+    /// Every case, with every check.
+    #[cold]
+    fn update_hash_checked(&mut self, h: u64, count: i64) -> Result<(), FrequencyError> {
         let mass = add_mass(self.mass, count)?;
         if count < 0 {
             match self.model {
@@ -265,6 +293,7 @@ impl CountMin {
     }
 
     /// The point query for `item`: see [`CountMin::point_hash`].
+    #[inline]
     pub fn point(&self, item: &[u8]) -> Estimate {
         self.point_hash(self.hasher.hash(item))
     }
@@ -275,6 +304,7 @@ impl CountMin {
     /// `[max(0, value − ε‖a‖₁), value]` holds the truth with probability `1 − δ` (and its upper
     /// end always). General turnstile (Theorem 2): the median over the rows;
     /// `value ± 3ε‖a‖₁` with probability `1 − δ^(1/4)`.
+    #[inline]
     pub fn point_hash(&self, h: u64) -> Estimate {
         let eps = self.epsilon();
         match self.model {

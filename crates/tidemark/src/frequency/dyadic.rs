@@ -9,8 +9,8 @@ use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
 use crate::hash::{ItemHasher, PairwiseHash};
 
-/// The widest universe: items below `2^60`, so every prefix is a key of the pairwise family
-/// (which is exact on `[0, 2^61 − 1)`).
+/// The widest universe: items below `2^60` (ample for integer items, and far from the shifts'
+/// and sums' 64-bit limits).
 pub const MAX_BITS: u32 = 60;
 
 /// One dyadic layer: the counts of the prefixes `x >> l`.
@@ -155,7 +155,7 @@ impl DyadicCountMin {
         self.hasher
     }
 
-    /// The per-interval ε, `e/w`.
+    /// The per-interval ε, `e·⌈2^32/w⌉/2^32` (`e/w` for a power-of-two `w`).
     pub fn epsilon(&self) -> f64 {
         epsilon_of(self.width)
     }

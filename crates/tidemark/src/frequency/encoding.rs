@@ -3,7 +3,8 @@
 //! ```text
 //! Count-Min (family 32), flags bit 0 = conservative update (plain, cash register only)
 //!   params:  kind u8 (0 plain CountMin, 1 DyadicCountMin),
-//!            row-hash family u8 (1 = Carter–Wegman mod 2^61 − 1, multiply-shift columns),
+//!            row-hash family u8 (2 = multiply-add-shift on two 32-bit halves, multiply-shift
+//!                               columns; 1, Carter–Wegman, is no longer read),
 //!            model u8 (0 cash register, 1 non-negative turnstile, 2 general turnstile),
 //!            width u32 (1..=2^26), depth u8 (1..=64), width × depth ≤ 2^27,
 //!            dyadic only: bits u8 (1..=60; model 0 or 1)
@@ -231,7 +232,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         return Err(Reader::invalid(
             "row-hash family",
             foff,
-            "1 (Carter–Wegman mod 2^61 − 1)",
+            "2 (multiply-add-shift; 1 was Carter–Wegman, no longer read)",
             family as u64,
         ));
     }
@@ -313,11 +314,11 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             hasher,
             model,
             conservative,
-            table: Table {
+            table: Table::from_parts(
                 width,
-                rows: PairwiseHash::rows(hasher.seed(), super::count_min::PLAIN_STREAM, depth),
+                PairwiseHash::rows(hasher.seed(), super::count_min::PLAIN_STREAM, depth),
                 counters,
-            },
+            ),
             total,
             mass,
         }));
@@ -333,11 +334,11 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         } else {
             let counters = read_counters(&mut r, width * depth, mass, true)?;
             check_sums(&counters, width, total, false, coff)?;
-            layers.push(Layer::Sketch(Table {
+            layers.push(Layer::Sketch(Table::from_parts(
                 width,
-                rows: layer_rows(hasher.seed(), l, depth),
+                layer_rows(hasher.seed(), l, depth),
                 counters,
-            }));
+            )));
         }
     }
     r.finish()?;

@@ -17,8 +17,9 @@
 //!
 //! A `d × w` matrix of counters, `w = ⌈e/ε⌉`, `d = ⌈ln(1/δ)⌉`, and `d` functions `h_j` from a
 //! pairwise-independent family. An update `(i, c)` adds `c` to `count[j][h_j(i)]` in every
-//! row: `d` counters touched, whatever the matrix's size. The functions are Carter–Wegman's
-//! `((a·x + b) mod (2^61 − 1))` mapped onto `w` columns, with `x` the item's 64-bit hash
+//! row: `d` counters touched, whatever the matrix's size. The functions are Dietzfelbinger's
+//! multiply-add-shift `⌊((a·x + b) mod 2^128) / 2^64⌋` (strongly universal, hence pairwise
+//! independent) mapped onto `w` columns, with `x` the item's 64-bit hash
 //! ([`crate::hash::PairwiseHash`] has the family and the proof of its pairwise independence);
 //! the `d` pairs `(a, b)` derive from the hasher's seed, so a sketch stores only the seed, and
 //! sketches of different hashers, seeds, widths or depths refuse to merge.
@@ -38,8 +39,9 @@
 //!
 //! and the [`Estimate`](crate::Estimate) is `[max(0, â_i − ε‖a‖₁), â_i]` with confidence
 //! `1 − δ`. In the general turnstile the median over rows is within `±3ε‖a‖₁` with
-//! probability `1 − δ^(1/4)`. tidemark reports the `ε = e/w` and `δ = e^−d` of the actual
-//! dimensions (no worse than those asked for), and in the general turnstile uses `Σ|c|`,
+//! probability `1 − δ^(1/4)`. tidemark reports the ε and `δ = e^−d` of the actual
+//! dimensions: `ε = e·⌈2^32/w⌉/2^32`, the row functions' exact collision bound times `e`
+//! (`e/w` for a power-of-two `w`, otherwise within `1 + w/2^32` of it), and in the general turnstile uses `Σ|c|`,
 //! an upper bound of `‖a‖₁`, since the sketch cannot know `‖a‖₁` itself.
 //!
 //! Conservative update ([`CountMin::conservative`]) is offered for the cash register; it is
