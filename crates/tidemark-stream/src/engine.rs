@@ -54,6 +54,61 @@ impl Hasher for KeyHasher {
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes, held inline when short (an IP address, a user id) so that finding a key in
+/// a bucket's table does not chase a pointer per event. Hashes, compares and orders exactly as
+/// its bytes do, so tables are looked up by `&[u8]`.
+#[derive(Clone)]
+pub(crate) enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    #[inline]
+    fn new(b: &[u8]) -> Key {
+        if b.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..b.len()].copy_from_slice(b);
+            Key::Inline {
+                len: b.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(b.into())
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..*len as usize],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
 /// One key's summary of one bucket, of whichever kind its metric is.
 #[derive(Clone, Debug)]
 pub enum Summary {
@@ -114,6 +169,9 @@ impl Summary {
 pub struct MetricShape {
     kind: Kind,
     width: u64,
+    /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
+    /// than copying one.
+    empty_distinct: Option<DistinctBucket>,
 }
 
 impl MetricShape {
@@ -122,6 +180,10 @@ impl MetricShape {
         MetricShape {
             kind: m.kind,
             width: m.bucket,
+            empty_distinct: match m.kind {
+                Kind::Distinct { precision } => Some(DistinctBucket::new(precision)),
+                _ => None,
+            },
         }
     }
 
@@ -129,7 +191,11 @@ impl MetricShape {
     pub fn empty(&self, start: u64) -> Summary {
         match self.kind {
             Kind::Count { .. } => Summary::Count(CountBucket::new(start, self.width)),
-            Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
+            Kind::Distinct { .. } => Summary::Distinct(
+                self.empty_distinct
+                    .clone()
+                    .expect("a distinct shape holds its empty bucket"),
+            ),
             Kind::Frequency { .. } => unreachable!("refused when the engine is built"),
         }
     }
@@ -236,7 +302,7 @@ pub struct Counters {
 
 struct OpenBucket {
     start: u64,
-    keys: FastMap<Box<[u8]>, Summary>,
+    keys: FastMap<Key, Box<Summary>>,
 }
 
 enum WindowState {
@@ -258,7 +324,7 @@ struct MetricState {
     /// Buckets with start < closed_until are closed; `None` before the first event.
     closed_until: Option<u64>,
     open: VecDeque<OpenBucket>,
-    windows: FastMap<Box<[u8]>, KeyWindow>,
+    windows: FastMap<Key, KeyWindow>,
     counters: Counters,
 }
 
@@ -439,7 +505,7 @@ impl Engine {
             None => {
                 let mut s = m.shape.empty(start);
                 s.add(item);
-                bucket.keys.insert(key.into(), s);
+                bucket.keys.insert(Key::new(key), Box::new(s));
             }
         }
     }
@@ -468,12 +534,13 @@ impl Engine {
         let end = b.start + width;
         m.counters.buckets += b.keys.len() as u64;
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(Box<[u8]>, Summary)> = b.keys.into_iter().collect();
-        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut keys: Vec<(Key, Box<Summary>)> = b.keys.into_iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         for (key, s) in keys {
+            let s = *s;
             out.closed.push(ClosedBucket {
                 metric: i,
-                key: key.clone(),
+                key: key.as_bytes().into(),
                 start: b.start,
                 bytes: s.to_bytes(),
             });
@@ -496,8 +563,8 @@ impl Engine {
         // Slide every live window to this bucket's end, evaluate, and forget empty ones.
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);
-        let mut evaluated: Vec<(&Box<[u8]>, &mut KeyWindow)> = m.windows.iter_mut().collect();
-        evaluated.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
+        evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut empty = Vec::new();
         for (key, w) in evaluated {
             let est = match &mut w.state {
@@ -518,6 +585,26 @@ impl Engine {
                         continue;
                     }
                     if m.cfg.alerts.is_empty() {
+                        continue;
+                    }
+                    // A window of exact buckets whose counts sum to no more than every
+                    // rule's limit cannot fire (the union is exact and at most the sum):
+                    // reset the streaks without merging. Most keys are small.
+                    let min_limit = m
+                        .cfg
+                        .alerts
+                        .iter()
+                        .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
+                        .fold(f64::INFINITY, f64::min);
+                    let mut sum = 0.0;
+                    let mut all_exact = true;
+                    for (_, s) in r.iter() {
+                        let e = s.estimate();
+                        all_exact &= e.low == e.high;
+                        sum += e.high;
+                    }
+                    if all_exact && sum <= min_limit {
+                        w.streak.iter_mut().for_each(|s| *s = 0);
                         continue;
                     }
                     let mut acc = r[0].1.clone();
@@ -541,7 +628,7 @@ impl Engine {
                         out.alerts.push(Alert {
                             metric: i,
                             rule: ri,
-                            key: key.clone(),
+                            key: key.as_bytes().into(),
                             bucket: b.start,
                             window_end: end,
                             estimate: est,
@@ -584,17 +671,19 @@ impl Engine {
             for b in &m.open {
                 w.u64(b.start).u64(b.keys.len() as u64);
                 let mut keys: Vec<_> = b.keys.iter().collect();
-                keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
                 for (k, s) in keys {
                     let bytes = s.to_bytes();
+                    let k = k.as_bytes();
                     w.u64(k.len() as u64).raw(k);
                     w.u64(bytes.len() as u64).raw(&bytes);
                 }
             }
             let mut keys: Vec<_> = m.windows.iter().collect();
-            keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             w.u64(keys.len() as u64);
             for (k, kw) in keys {
+                let k = k.as_bytes();
                 w.u64(k.len() as u64).raw(k);
                 for &s in &kw.streak {
                     w.u32(s);
@@ -676,7 +765,7 @@ impl Engine {
                     let k = bytes_field(&mut r, "key").map_err(bad)?;
                     let s = bytes_field(&mut r, "summary").map_err(bad)?;
                     let s = m.shape.decode(&s, start).map_err(bad)?;
-                    map.insert(k.into_boxed_slice(), s);
+                    map.insert(Key::new(&k), Box::new(s));
                 }
                 m.open.push_back(OpenBucket { start, keys: map });
             }
@@ -695,8 +784,7 @@ impl Engine {
                     }
                     _ => WindowState::Ring(VecDeque::new()),
                 };
-                m.windows
-                    .insert(k.into_boxed_slice(), KeyWindow { state, streak });
+                m.windows.insert(Key::new(&k), KeyWindow { state, streak });
             }
             if let (Kind::Distinct { .. }, Some(until)) = (m.cfg.kind, m.closed_until) {
                 let from = until.saturating_sub(m.cfg.window);
@@ -710,7 +798,7 @@ impl Engine {
                     until,
                     &mut |key, start, bytes| match shape.decode(bytes, start) {
                         Ok(s) => {
-                            let w = windows.entry(key.into()).or_insert_with(|| KeyWindow {
+                            let w = windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
                                 state: WindowState::Ring(VecDeque::new()),
                                 streak: vec![0; rules],
                             });
