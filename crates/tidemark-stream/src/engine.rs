@@ -302,7 +302,10 @@ pub struct Counters {
 
 struct OpenBucket {
     start: u64,
-    keys: FastMap<Key, Box<Summary>>,
+    /// Key → index into `summaries`: small table entries, summaries packed in one vector
+    /// (one allocation per bucket instead of one per key).
+    keys: FastMap<Key, u32>,
+    summaries: Vec<Summary>,
 }
 
 enum WindowState {
@@ -495,17 +498,21 @@ impl Engine {
                 OpenBucket {
                     start,
                     keys: FastMap::default(),
+                    summaries: Vec::new(),
                 },
             );
             idx += 1;
         }
         let bucket = &mut m.open[idx - 1];
-        match bucket.keys.get_mut(key) {
-            Some(s) => s.add(item),
+        match bucket.keys.get(key) {
+            Some(&i) => bucket.summaries[i as usize].add(item),
             None => {
                 let mut s = m.shape.empty(start);
                 s.add(item);
-                bucket.keys.insert(Key::new(key), Box::new(s));
+                let i =
+                    u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
+                bucket.summaries.push(s);
+                bucket.keys.insert(Key::new(key), i);
             }
         }
     }
@@ -534,10 +541,13 @@ impl Engine {
         let end = b.start + width;
         m.counters.buckets += b.keys.len() as u64;
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(Key, Box<Summary>)> = b.keys.into_iter().collect();
+        let mut keys: Vec<(Key, u32)> = b.keys.into_iter().collect();
         keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        for (key, s) in keys {
-            let s = *s;
+        let mut summaries: Vec<Option<Summary>> = b.summaries.into_iter().map(Some).collect();
+        for (key, si) in keys {
+            let s = summaries[si as usize]
+                .take()
+                .expect("each summary belongs to one key");
             out.closed.push(ClosedBucket {
                 metric: i,
                 key: key.as_bytes().into(),
@@ -672,8 +682,8 @@ impl Engine {
                 w.u64(b.start).u64(b.keys.len() as u64);
                 let mut keys: Vec<_> = b.keys.iter().collect();
                 keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-                for (k, s) in keys {
-                    let bytes = s.to_bytes();
+                for (k, &i) in keys {
+                    let bytes = b.summaries[i as usize].to_bytes();
                     let k = k.as_bytes();
                     w.u64(k.len() as u64).raw(k);
                     w.u64(bytes.len() as u64).raw(&bytes);
@@ -761,13 +771,27 @@ impl Engine {
                 let start = r.u64("bucket start").map_err(bad)?;
                 let keys = r.count("bucket keys", 16, u64::MAX).map_err(bad)?;
                 let mut map = FastMap::default();
+                let mut summaries = Vec::new();
                 for _ in 0..keys {
                     let k = bytes_field(&mut r, "key").map_err(bad)?;
                     let s = bytes_field(&mut r, "summary").map_err(bad)?;
                     let s = m.shape.decode(&s, start).map_err(bad)?;
-                    map.insert(Key::new(&k), Box::new(s));
+                    let i = summaries.len() as u32;
+                    if map.insert(Key::new(&k), i).is_some() {
+                        return Err(bad(DecodeError::Invalid {
+                            field: "bucket keys",
+                            offset: r.offset(),
+                            expected: "each key once a bucket",
+                            got: k.len() as u64,
+                        }));
+                    }
+                    summaries.push(s);
                 }
-                m.open.push_back(OpenBucket { start, keys: map });
+                m.open.push_back(OpenBucket {
+                    start,
+                    keys: map,
+                    summaries,
+                });
             }
             let keys = r.count("windows", 8, u64::MAX).map_err(bad)?;
             let rules = m.cfg.alerts.len();
