@@ -27,8 +27,14 @@ struct Cli {
 enum Command {
     /// Count the ones in a sliding window (exponential histogram).
     Count(cmd::count::Args),
+    /// Count distinct lines (HyperLogLog), or merge saved sketches.
+    Distinct(cmd::distinct::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
+    Freq(cmd::freq::Args),
+    /// Build, query and describe resizable quotient filters ("seen before?").
+    Filter(cmd::filter::Args),
     /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
     Run(cmd::run::Args),
     /// Window estimates with error bars from a store's sketches.
@@ -41,7 +47,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Count(args) => cmd::count::run(args),
+        Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Freq(args) => cmd::freq::run(args),
+        Command::Filter(args) => cmd::filter::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),

@@ -2,6 +2,10 @@
 
 pub mod count;
 pub mod demo;
+pub mod distinct;
+pub mod distinct_window;
+pub mod filter;
+pub mod freq;
 pub mod query;
 pub mod reproduce;
 pub mod run;

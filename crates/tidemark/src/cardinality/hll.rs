@@ -503,14 +503,18 @@ impl Hll {
                 theirs: other.hasher,
             });
         }
+        if other.p < self.p {
+            // The fold re-expresses the same items at the smaller precision: HIP's running
+            // value stays an unbiased estimate of this stream, so only a Redis cache goes.
+            self.cache = None;
+            self.fold_to(other.p);
+        }
         if other.is_empty() {
+            self.redis = self.redis && self.p == REDIS_PRECISION;
             return Ok(());
         }
         self.hip = None;
         self.cache = None;
-        if other.p < self.p {
-            self.fold_to(other.p);
-        }
         self.redis = self.redis && other.redis && self.p == REDIS_PRECISION;
         match &other.repr {
             Repr::Exact(set) => {

@@ -2,7 +2,11 @@
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
+mod countmin;
+mod filters;
 mod histogram;
+mod hll;
+mod sliding;
 
 use crate::output::Output;
 
@@ -17,6 +21,24 @@ pub enum Plate {
     HistogramError,
     /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
     HistogramBits,
+    /// Seed 003: HyperLogLog relative RMSE and bias (Ertl and HIP) from 1 to 10^7 distinct
+    /// items at p = 10, 12, 14, 200 seeded trials per point.
+    HllAccuracy,
+    /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
+    SlidingHll,
+    /// Seed 003: the sliding HyperLogLog's memory against its retention, beside the ring.
+    SlidingMemory,
+    /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
+    /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
+    CountminAccuracy,
+    /// Seed 004: rate and bits against growth (1× to 256×) for reserves 0, 5, 7, lengthening
+    /// by 1 and 2 bits, and the stack, with the key at which each table dies.
+    Filters,
+    /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
+    FiltersGenerations,
+    /// Seed 004's open question: rebuilding from the store against a stack and a large
+    /// reserve, over a thousandfold growth.
+    FiltersRebuild,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -38,5 +60,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
+        Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
+        Plate::SlidingHll => sliding::run(&mut out),
+        Plate::SlidingMemory => sliding::memory(&mut out),
+        Plate::CountminAccuracy => countmin::accuracy(args.json),
+        Plate::Filters => filters::growth(&mut out),
+        Plate::FiltersGenerations => filters::generations(&mut out),
+        Plate::FiltersRebuild => filters::rebuild(&mut out),
     }
 }

@@ -1,0 +1,172 @@
+//! `tidemark distinct`: distinct lines by HyperLogLog, or the union of saved sketches.
+//!
+//! Each input line (without its line ending) is one item. `--merge` instead reads saved
+//! sketches, tidemark's own files or Redis `HYLL` values (as `GET` returns them), merges them
+//! and reports the count of the union. `--save` writes the sketch: tidemark's format, or a
+//! Redis value with `--redis`.
+
+use std::path::PathBuf;
+
+use tidemark::cardinality::{z_score, Hll};
+use tidemark::Bracket;
+
+use crate::input::for_each_line;
+use crate::output::{Output, Record};
+use crate::UsageError;
+
+/// Arguments of `tidemark distinct`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Precision p (4..=18): 2^p registers, standard error about 1.04/√(2^p).
+    #[arg(long, value_name = "P")]
+    pub precision: Option<u8>,
+    /// Redis mode: MurmurHash64A, p = 14, counted as PFCOUNT counts; --save writes a Redis
+    /// HYLL value.
+    #[arg(long)]
+    pub redis: bool,
+    /// Confidence of the [low, high] bracket, in (0, 1).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Write the sketch to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Merge saved sketches (the FILES) instead of reading lines.
+    #[arg(long)]
+    pub merge: bool,
+    /// Distinct items over the last W ticks: lines are `TICK ITEM`.
+    #[arg(long, value_name = "W")]
+    pub window: Option<u64>,
+    /// With --window: bucket width of the ring of per-bucket sketches (default ⌈W/60⌉).
+    #[arg(long, value_name = "B")]
+    pub bucket: Option<u64>,
+    /// With --window: one sliding HyperLogLog (exact window edges) instead of the ring.
+    #[arg(long)]
+    pub sliding: bool,
+    /// With --window: print the estimate every T ticks, not only at the end.
+    #[arg(long, value_name = "T")]
+    pub every: Option<u64>,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Input files (standard input if none); with --merge, the sketches.
+    pub files: Vec<PathBuf>,
+}
+
+/// Runs `tidemark distinct`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(UsageError::flag(
+            "--confidence",
+            format!("expected a number in (0, 1), got {}", args.confidence),
+        ));
+    }
+    if let Some(window) = args.window {
+        if let Some(p) = args.precision.filter(|p| !(4..=18).contains(p)) {
+            return Err(UsageError::flag(
+                "--precision",
+                format!("expected 4..=18, got {p}"),
+            ));
+        }
+        return super::distinct_window::run(&args, window);
+    }
+    for (flag, given) in [
+        ("--bucket", args.bucket.is_some()),
+        ("--sliding", args.sliding),
+        ("--every", args.every.is_some()),
+    ] {
+        if given {
+            return Err(UsageError::flag(flag, "only with --window"));
+        }
+    }
+    if let Some(p) = args.precision {
+        if args.redis && p != 14 {
+            return Err(UsageError::flag(
+                "--precision",
+                format!("Redis mode has p = 14, got {p}"),
+            ));
+        }
+        if !(4..=18).contains(&p) {
+            return Err(UsageError::flag(
+                "--precision",
+                format!("expected 4..=18, got {p}"),
+            ));
+        }
+    }
+    let h = if args.merge {
+        if args.precision.is_some() {
+            return Err(UsageError::flag(
+                "--precision",
+                "not with --merge: the sketches carry their precision",
+            ));
+        }
+        if args.files.is_empty() {
+            return Err(UsageError::flag(
+                "--merge",
+                "expected at least one sketch file",
+            ));
+        }
+        merge_files(&args.files)?
+    } else {
+        let mut h = if args.redis {
+            Hll::redis()
+        } else {
+            Hll::new(args.precision.unwrap_or(14)).expect("precision checked above")
+        };
+        for_each_line(&args.files, |_, line| {
+            h.insert(line.as_bytes());
+            Ok(())
+        })?;
+        h
+    };
+    let h = h
+        .with_confidence(args.confidence)
+        .map_err(|e| UsageError::flag("--confidence", e))?;
+    if let Some(path) = &args.save {
+        let bytes = if args.redis {
+            h.to_redis()
+                .map_err(|e| UsageError::flag("--redis", format!("cannot save as Redis: {e}")))?
+        } else {
+            h.to_bytes()
+        };
+        std::fs::write(path, bytes).map_err(|e| UsageError::file(path.display(), e))?;
+    }
+    let mut out = Output::new(args.json);
+    out.emit(&record(&h, args.confidence))?;
+    Ok(())
+}
+
+/// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
+/// their magic.
+fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
+    let mut acc: Option<Hll> = None;
+    for path in files {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| UsageError::file(&name, e))?;
+        let h = if bytes.starts_with(b"HYLL") {
+            Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?
+        } else {
+            Hll::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?
+        };
+        match &mut acc {
+            None => acc = Some(h),
+            Some(a) => a.merge(&h).map_err(|e| UsageError::file(&name, e))?,
+        }
+    }
+    Ok(acc.expect("at least one file"))
+}
+
+fn record(h: &Hll, confidence: f64) -> Record {
+    let e = h.estimate();
+    // σ is the bracket's upper half-width over z (the lower end may be clamped at zero).
+    let std_error = if e.bracket == Bracket::Guaranteed {
+        0.0
+    } else {
+        (e.high - e.value) / z_score(confidence).expect("confidence checked")
+    };
+    Record::new()
+        .estimate(&e)
+        .field("std_error", std_error)
+        .field("representation", h.representation().name())
+        .field("bytes", h.bytes() as u64)
+        .field("method", e.method.to_string())
+}

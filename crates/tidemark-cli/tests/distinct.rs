@@ -1,0 +1,164 @@
+//! `tidemark distinct` end to end: exact small counts, brackets around large ones, saved
+//! sketches (native and Redis) merging into the union, and errors that exit 2.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn tidemark(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn one_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    serde_json::from_str(lines[0]).unwrap()
+}
+
+fn lines(range: std::ops::Range<u64>) -> String {
+    range.map(|i| format!("user-{i}\n")).collect()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tidemark-distinct-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn small_inputs_are_counted_exactly_with_every_field() {
+    // Repeated lines, an empty line and CRLF endings: distinct lines are what counts.
+    let input = "a\nb\na\n\nc\r\nb\n";
+    let truth = ["a", "b", "", "c"].iter().collect::<HashSet<_>>().len() as f64;
+    let r = one_json(&tidemark(&["distinct", "--json"], input.as_bytes()));
+    for field in [
+        "estimate",
+        "low",
+        "high",
+        "std_error",
+        "representation",
+        "bytes",
+    ] {
+        assert!(r.get(field).is_some(), "missing {field}: {r}");
+    }
+    assert_eq!(r["estimate"].as_f64().unwrap(), truth);
+    assert_eq!(r["low"].as_f64().unwrap(), truth);
+    assert_eq!(r["high"].as_f64().unwrap(), truth);
+    assert_eq!(r["std_error"].as_f64().unwrap(), 0.0);
+    assert_eq!(r["representation"], "exact");
+}
+
+#[test]
+fn large_inputs_get_a_bracket_of_the_stated_width() {
+    let n = 60_000u64;
+    let r = one_json(&tidemark(
+        &["distinct", "--precision", "10", "--json"],
+        lines(0..n).as_bytes(),
+    ));
+    let (est, low, high, se) = (
+        r["estimate"].as_f64().unwrap(),
+        r["low"].as_f64().unwrap(),
+        r["high"].as_f64().unwrap(),
+        r["std_error"].as_f64().unwrap(),
+    );
+    assert_eq!(r["representation"], "dense");
+    // HIP at p = 10: σ ≈ 0.83/32 = 2.6%; 5σ is out of reach for a fixed input.
+    assert!((est - n as f64).abs() < 5.0 * 0.026 * n as f64, "{r}");
+    assert!((high - est - 1.959_964 * se).abs() < 1e-6 * est);
+    assert!(low < est && est < high);
+    assert!(r["bytes"].as_u64().unwrap() >= 1024);
+}
+
+#[test]
+fn saved_sketches_merge_into_the_union_native_and_redis() {
+    let (a, b, c) = (temp("a.tdmk"), temp("b.tdmk"), temp("c.hyll"));
+    let (a_s, b_s, c_s) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+    );
+    // Exact unions count exactly: 0..300 ∪ 200..500 = 500 lines.
+    assert!(
+        tidemark(&["distinct", "--save", a_s], lines(0..300).as_bytes())
+            .status
+            .success()
+    );
+    assert!(
+        tidemark(&["distinct", "--save", b_s], lines(200..500).as_bytes())
+            .status
+            .success()
+    );
+    let r = one_json(&tidemark(&["distinct", "--merge", a_s, b_s, "--json"], b""));
+    assert_eq!(r["estimate"].as_f64().unwrap(), 500.0);
+
+    // Redis values merge with Redis values; the union's count is PFCOUNT's count of the union.
+    let d = temp("d.hyll");
+    let d_s = d.to_str().unwrap();
+    assert!(tidemark(
+        &["distinct", "--redis", "--save", c_s],
+        lines(0..3_000).as_bytes()
+    )
+    .status
+    .success());
+    assert!(tidemark(
+        &["distinct", "--redis", "--save", d_s],
+        lines(2_000..9_000).as_bytes()
+    )
+    .status
+    .success());
+    assert!(std::fs::read(&c).unwrap().starts_with(b"HYLL"));
+    let merged = one_json(&tidemark(&["distinct", "--merge", c_s, d_s, "--json"], b""));
+    let all = one_json(&tidemark(
+        &["distinct", "--redis", "--json"],
+        lines(0..9_000).as_bytes(),
+    ));
+    assert_eq!(merged["estimate"], all["estimate"]);
+
+    // A native and a Redis sketch hash differently: refused, exit 2, naming the file.
+    let out = tidemark(&["distinct", "--merge", a_s, c_s], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("c.hyll"));
+}
+
+#[test]
+fn bad_flags_and_bad_files_exit_2() {
+    let junk = temp("junk.bin");
+    std::fs::write(&junk, b"not a sketch").unwrap();
+    let junk_s = junk.to_str().unwrap();
+    for args in [
+        vec!["distinct", "--precision", "3"],
+        vec!["distinct", "--precision", "19"],
+        vec!["distinct", "--redis", "--precision", "12"],
+        vec!["distinct", "--confidence", "1.5"],
+        vec!["distinct", "--merge"],
+        vec!["distinct", "--merge", junk_s],
+        vec!["distinct", "--merge", "/nonexistent/file"],
+        vec!["distinct", "--bogus"],
+    ] {
+        let out = tidemark(&args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    // A line that is not UTF-8 names the file and line.
+    let bad = temp("bad.txt");
+    std::fs::write(&bad, b"ok\n\xff\xfe\n").unwrap();
+    let out = tidemark(&["distinct", bad.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.txt:2"));
+}
