@@ -765,10 +765,36 @@ impl Engine {
             ] {
                 *v = r.u64("counter").map_err(bad)?;
             }
+            let off = r.offset();
             m.closed_until = opt(&mut r).map_err(bad)?;
+            let width = m.cfg.bucket;
+            // Every time the engine adds to must stay far from u64::MAX: ends are start + width.
+            let aligned = |t: u64| t % width == 0 && t <= u64::MAX / 2;
+            if m.closed_until.is_some_and(|c| !aligned(c)) {
+                return Err(bad(Reader::invalid(
+                    "closed until",
+                    off,
+                    "a multiple of the bucket width",
+                    m.closed_until.unwrap_or(0),
+                )));
+            }
             let buckets = r.count("open buckets", 16, u64::MAX).map_err(bad)?;
+            let mut previous: Option<u64> = None;
             for _ in 0..buckets {
+                let off = r.offset();
                 let start = r.u64("bucket start").map_err(bad)?;
+                if !aligned(start)
+                    || previous.is_some_and(|p| start <= p)
+                    || m.closed_until.is_none_or(|c| start < c)
+                {
+                    return Err(bad(Reader::invalid(
+                        "bucket start",
+                        off,
+                        "aligned, increasing, and not before closed-until",
+                        start,
+                    )));
+                }
+                previous = Some(start);
                 let keys = r.count("bucket keys", 16, u64::MAX).map_err(bad)?;
                 let mut map = FastMap::default();
                 let mut summaries = Vec::new();
@@ -803,8 +829,17 @@ impl Engine {
                 }
                 let h = bytes_field(&mut r, "histogram").map_err(bad)?;
                 let state = match m.cfg.kind {
-                    Kind::Count { .. } => {
-                        WindowState::Hist(CountWindow::from_bytes(&h).map_err(bad)?)
+                    Kind::Count { epsilon } => {
+                        let w = CountWindow::from_bytes(&h).map_err(bad)?;
+                        if !w.matches(m.cfg.window, epsilon) {
+                            return Err(bad(Reader::invalid(
+                                "histogram",
+                                r.offset(),
+                                "the metric's window and ε",
+                                m.cfg.window,
+                            )));
+                        }
+                        WindowState::Hist(w)
                     }
                     _ => WindowState::Ring(VecDeque::new()),
                 };
