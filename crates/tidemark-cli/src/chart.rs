@@ -40,6 +40,9 @@ pub struct Chart {
     pub log_y: bool,
     /// The y axis label.
     pub y_label: &'static str,
+    /// Only rows whose fields have these values (`""`: only rows that have the field), for
+    /// plates that print several tables.
+    pub only: &'static [(&'static str, &'static str)],
 }
 
 /// A number from a record field: JSON numbers, and numeric strings (some plates format
@@ -81,7 +84,13 @@ fn scale(v: f64, log: bool) -> Option<f64> {
 fn series(chart: &Chart, records: &[Record]) -> Vec<Series> {
     let mut groups: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    for r in records {
+    let wanted = |r: &Record| {
+        chart.only.iter().all(|&(field, value)| match r.get(field) {
+            None => false,
+            Some(v) => value.is_empty() || label(v) == value,
+        })
+    };
+    for r in records.iter().filter(|r| wanted(r)) {
         let key = chart
             .group
             .and_then(|g| r.get(g))
@@ -138,7 +147,7 @@ fn series(chart: &Chart, records: &[Record]) -> Vec<Series> {
 
 fn tick(v: f64, log: bool) -> String {
     if log {
-        let p = 10f64.powf(v);
+        // Label the decades only: 3.162 under a log axis reads as noise.
         if (v - v.round()).abs() < 1e-9 {
             let k = v.round() as i32;
             return if (0..=6).contains(&k) {
@@ -147,7 +156,7 @@ fn tick(v: f64, log: bool) -> String {
                 format!("1e{k}")
             };
         }
-        return short(p);
+        return String::new();
     }
     short(v)
 }

@@ -14,6 +14,7 @@ const fn chart(title: &'static str, x: &'static str, ys: &'static [&'static str]
         log_x: false,
         log_y: false,
         y_label: "",
+        only: &[],
     }
 }
 
@@ -113,10 +114,11 @@ const SLIDING_MEMORY: &[Chart] = &[Chart {
 
 const COUNTMIN_ACCURACY: &[Chart] = &[Chart {
     group: Some("stream"),
+    only: &[("d", "5"), ("delta", "")],
     log_x: true,
     y_label: "error / (ε‖a‖₁)",
     ..chart(
-        "Count-Min point queries: mean and worst error in units of the bound",
+        "Count-Min point queries (d = 5): mean and worst error in units of the bound",
         "w",
         &["mean_err", "worst_err"],
     )
