@@ -42,6 +42,8 @@ enum Command {
     Query(cmd::query::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
+    /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
+    BenchReport(cmd::bench_report::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
+        Command::BenchReport(args) => cmd::bench_report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench_report;
 pub mod count;
 pub mod demo;
 pub mod distinct;
