@@ -3,6 +3,7 @@
 //! Exit codes: 0 success; 2 bad input or arguments (the message names the file and line, or
 //! the flag); 1 an internal failure. Nothing panics on input.
 
+mod chart;
 mod cmd;
 mod error;
 mod input;

@@ -488,3 +488,86 @@ fn demo_flags_the_scanner_not_the_health_checker() {
     assert!(summary["dropped"].as_u64().unwrap() > 0);
     assert!(summary["late"].as_u64().unwrap() > 0);
 }
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_examples_run_and_a_store_refuses_another_config() {
+    let d = dir("examples");
+    // examples/requests.toml: JSON Lines, RFC 3339 times, a count and a distinct metric.
+    let requests = repo_root().join("examples/requests.toml");
+    let mut jsonl = String::new();
+    for i in 0..1_200u64 {
+        let s = i / 4;
+        jsonl.push_str(&format!(
+            "{{\"time\": \"2024-01-01T00:{:02}:{:02}Z\", \"user\": \"u{}\", \"path\": \"/p{}\"}}\n",
+            s / 60,
+            s % 60,
+            i % 2,
+            i % 7
+        ));
+    }
+    // Past the 2-minute lateness: merged into its stored bucket.
+    jsonl.push_str("{\"time\": \"2024-01-01T00:00:10Z\", \"user\": \"u0\", \"path\": \"/late\"}\n");
+    let db = d.join("r.db");
+    let out = tidemark(&["run", "--config", s(&requests), "--db", s(&db)], &jsonl);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2 merged late"),
+        "one per metric"
+    );
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "requests",
+            "--key",
+            "u0",
+            "--window",
+            "1m",
+            "--at",
+            "2024-01-01T00:01:00Z",
+            "--json",
+        ],
+        "",
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Minute 0 holds 240 events, 120 of u0, plus the merged late one.
+    assert_eq!(row["estimate"].as_f64(), Some(121.0));
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "pages",
+            "--key",
+            "u1",
+            "--window",
+            "1h",
+            "--json",
+        ],
+        "",
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // u1 is every odd i: paths i % 7 over odd i cover all 7.
+    assert_eq!(row["estimate"].as_f64(), Some(7.0));
+
+    // The same store under the fan-out config: refused, exit 2, nothing changed.
+    let fanout = repo_root().join("examples/fanout.toml");
+    let out = tidemark(
+        &["run", "--config", s(&fanout), "--db", s(&db)],
+        "ts,src_ip,dst_ip,dst_port\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another config"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -54,6 +54,61 @@ impl Hasher for KeyHasher {
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes, held inline when short (an IP address, a user id) so that finding a key in
+/// a bucket's table does not chase a pointer per event. Hashes, compares and orders exactly as
+/// its bytes do, so tables are looked up by `&[u8]`.
+#[derive(Clone)]
+pub(crate) enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    #[inline]
+    fn new(b: &[u8]) -> Key {
+        if b.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..b.len()].copy_from_slice(b);
+            Key::Inline {
+                len: b.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(b.into())
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..*len as usize],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
 /// One key's summary of one bucket, of whichever kind its metric is.
 #[derive(Clone, Debug)]
 pub enum Summary {
@@ -114,6 +169,9 @@ impl Summary {
 pub struct MetricShape {
     kind: Kind,
     width: u64,
+    /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
+    /// than copying one.
+    empty_distinct: Option<DistinctBucket>,
 }
 
 impl MetricShape {
@@ -122,6 +180,10 @@ impl MetricShape {
         MetricShape {
             kind: m.kind,
             width: m.bucket,
+            empty_distinct: match m.kind {
+                Kind::Distinct { precision } => Some(DistinctBucket::new(precision)),
+                _ => None,
+            },
         }
     }
 
@@ -129,7 +191,11 @@ impl MetricShape {
     pub fn empty(&self, start: u64) -> Summary {
         match self.kind {
             Kind::Count { .. } => Summary::Count(CountBucket::new(start, self.width)),
-            Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
+            Kind::Distinct { .. } => Summary::Distinct(
+                self.empty_distinct
+                    .clone()
+                    .expect("a distinct shape holds its empty bucket"),
+            ),
             Kind::Frequency { .. } => unreachable!("refused when the engine is built"),
         }
     }
@@ -236,7 +302,10 @@ pub struct Counters {
 
 struct OpenBucket {
     start: u64,
-    keys: FastMap<Box<[u8]>, Summary>,
+    /// Key → index into `summaries`: small table entries, summaries packed in one vector
+    /// (one allocation per bucket instead of one per key).
+    keys: FastMap<Key, u32>,
+    summaries: Vec<Summary>,
 }
 
 enum WindowState {
@@ -258,7 +327,7 @@ struct MetricState {
     /// Buckets with start < closed_until are closed; `None` before the first event.
     closed_until: Option<u64>,
     open: VecDeque<OpenBucket>,
-    windows: FastMap<Box<[u8]>, KeyWindow>,
+    windows: FastMap<Key, KeyWindow>,
     counters: Counters,
 }
 
@@ -429,17 +498,21 @@ impl Engine {
                 OpenBucket {
                     start,
                     keys: FastMap::default(),
+                    summaries: Vec::new(),
                 },
             );
             idx += 1;
         }
         let bucket = &mut m.open[idx - 1];
-        match bucket.keys.get_mut(key) {
-            Some(s) => s.add(item),
+        match bucket.keys.get(key) {
+            Some(&i) => bucket.summaries[i as usize].add(item),
             None => {
                 let mut s = m.shape.empty(start);
                 s.add(item);
-                bucket.keys.insert(key.into(), s);
+                let i =
+                    u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
+                bucket.summaries.push(s);
+                bucket.keys.insert(Key::new(key), i);
             }
         }
     }
@@ -468,12 +541,16 @@ impl Engine {
         let end = b.start + width;
         m.counters.buckets += b.keys.len() as u64;
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(Box<[u8]>, Summary)> = b.keys.into_iter().collect();
-        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (key, s) in keys {
+        let mut keys: Vec<(Key, u32)> = b.keys.into_iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut summaries: Vec<Option<Summary>> = b.summaries.into_iter().map(Some).collect();
+        for (key, si) in keys {
+            let s = summaries[si as usize]
+                .take()
+                .expect("each summary belongs to one key");
             out.closed.push(ClosedBucket {
                 metric: i,
-                key: key.clone(),
+                key: key.as_bytes().into(),
                 start: b.start,
                 bytes: s.to_bytes(),
             });
@@ -496,8 +573,8 @@ impl Engine {
         // Slide every live window to this bucket's end, evaluate, and forget empty ones.
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);
-        let mut evaluated: Vec<(&Box<[u8]>, &mut KeyWindow)> = m.windows.iter_mut().collect();
-        evaluated.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
+        evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut empty = Vec::new();
         for (key, w) in evaluated {
             let est = match &mut w.state {
@@ -518,6 +595,26 @@ impl Engine {
                         continue;
                     }
                     if m.cfg.alerts.is_empty() {
+                        continue;
+                    }
+                    // A window of exact buckets whose counts sum to no more than every
+                    // rule's limit cannot fire (the union is exact and at most the sum):
+                    // reset the streaks without merging. Most keys are small.
+                    let min_limit = m
+                        .cfg
+                        .alerts
+                        .iter()
+                        .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
+                        .fold(f64::INFINITY, f64::min);
+                    let mut sum = 0.0;
+                    let mut all_exact = true;
+                    for (_, s) in r.iter() {
+                        let e = s.estimate();
+                        all_exact &= e.low == e.high;
+                        sum += e.high;
+                    }
+                    if all_exact && sum <= min_limit {
+                        w.streak.iter_mut().for_each(|s| *s = 0);
                         continue;
                     }
                     let mut acc = r[0].1.clone();
@@ -541,7 +638,7 @@ impl Engine {
                         out.alerts.push(Alert {
                             metric: i,
                             rule: ri,
-                            key: key.clone(),
+                            key: key.as_bytes().into(),
                             bucket: b.start,
                             window_end: end,
                             estimate: est,
@@ -584,17 +681,19 @@ impl Engine {
             for b in &m.open {
                 w.u64(b.start).u64(b.keys.len() as u64);
                 let mut keys: Vec<_> = b.keys.iter().collect();
-                keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (k, s) in keys {
-                    let bytes = s.to_bytes();
+                keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                for (k, &i) in keys {
+                    let bytes = b.summaries[i as usize].to_bytes();
+                    let k = k.as_bytes();
                     w.u64(k.len() as u64).raw(k);
                     w.u64(bytes.len() as u64).raw(&bytes);
                 }
             }
             let mut keys: Vec<_> = m.windows.iter().collect();
-            keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             w.u64(keys.len() as u64);
             for (k, kw) in keys {
+                let k = k.as_bytes();
                 w.u64(k.len() as u64).raw(k);
                 for &s in &kw.streak {
                     w.u32(s);
@@ -666,19 +765,59 @@ impl Engine {
             ] {
                 *v = r.u64("counter").map_err(bad)?;
             }
+            let off = r.offset();
             m.closed_until = opt(&mut r).map_err(bad)?;
+            let width = m.cfg.bucket;
+            // Every time the engine adds to must stay far from u64::MAX: ends are start + width.
+            let aligned = |t: u64| t % width == 0 && t <= u64::MAX / 2;
+            if m.closed_until.is_some_and(|c| !aligned(c)) {
+                return Err(bad(Reader::invalid(
+                    "closed until",
+                    off,
+                    "a multiple of the bucket width",
+                    m.closed_until.unwrap_or(0),
+                )));
+            }
             let buckets = r.count("open buckets", 16, u64::MAX).map_err(bad)?;
+            let mut previous: Option<u64> = None;
             for _ in 0..buckets {
+                let off = r.offset();
                 let start = r.u64("bucket start").map_err(bad)?;
+                if !aligned(start)
+                    || previous.is_some_and(|p| start <= p)
+                    || m.closed_until.is_none_or(|c| start < c)
+                {
+                    return Err(bad(Reader::invalid(
+                        "bucket start",
+                        off,
+                        "aligned, increasing, and not before closed-until",
+                        start,
+                    )));
+                }
+                previous = Some(start);
                 let keys = r.count("bucket keys", 16, u64::MAX).map_err(bad)?;
                 let mut map = FastMap::default();
+                let mut summaries = Vec::new();
                 for _ in 0..keys {
                     let k = bytes_field(&mut r, "key").map_err(bad)?;
                     let s = bytes_field(&mut r, "summary").map_err(bad)?;
                     let s = m.shape.decode(&s, start).map_err(bad)?;
-                    map.insert(k.into_boxed_slice(), s);
+                    let i = summaries.len() as u32;
+                    if map.insert(Key::new(&k), i).is_some() {
+                        return Err(bad(DecodeError::Invalid {
+                            field: "bucket keys",
+                            offset: r.offset(),
+                            expected: "each key once a bucket",
+                            got: k.len() as u64,
+                        }));
+                    }
+                    summaries.push(s);
                 }
-                m.open.push_back(OpenBucket { start, keys: map });
+                m.open.push_back(OpenBucket {
+                    start,
+                    keys: map,
+                    summaries,
+                });
             }
             let keys = r.count("windows", 8, u64::MAX).map_err(bad)?;
             let rules = m.cfg.alerts.len();
@@ -690,13 +829,21 @@ impl Engine {
                 }
                 let h = bytes_field(&mut r, "histogram").map_err(bad)?;
                 let state = match m.cfg.kind {
-                    Kind::Count { .. } => {
-                        WindowState::Hist(CountWindow::from_bytes(&h).map_err(bad)?)
+                    Kind::Count { epsilon } => {
+                        let w = CountWindow::from_bytes(&h).map_err(bad)?;
+                        if !w.matches(m.cfg.window, epsilon) {
+                            return Err(bad(Reader::invalid(
+                                "histogram",
+                                r.offset(),
+                                "the metric's window and ε",
+                                m.cfg.window,
+                            )));
+                        }
+                        WindowState::Hist(w)
                     }
                     _ => WindowState::Ring(VecDeque::new()),
                 };
-                m.windows
-                    .insert(k.into_boxed_slice(), KeyWindow { state, streak });
+                m.windows.insert(Key::new(&k), KeyWindow { state, streak });
             }
             if let (Kind::Distinct { .. }, Some(until)) = (m.cfg.kind, m.closed_until) {
                 let from = until.saturating_sub(m.cfg.window);
@@ -710,7 +857,7 @@ impl Engine {
                     until,
                     &mut |key, start, bytes| match shape.decode(bytes, start) {
                         Ok(s) => {
-                            let w = windows.entry(key.into()).or_insert_with(|| KeyWindow {
+                            let w = windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
                                 state: WindowState::Ring(VecDeque::new()),
                                 streak: vec![0; rules],
                             });

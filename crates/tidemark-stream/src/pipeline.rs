@@ -276,55 +276,79 @@ pub fn run(
             offset = state.position.offset;
             line_no = state.position.line;
         }
+        buf.clear();
         loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(io_err)?;
-            if n == 0 {
-                break;
-            }
-            offset += n as u64;
+            // Lines are parsed in place in the reader's buffer; only a line that straddles
+            // two buffer fills is copied.
+            let avail = reader.fill_buf().map_err(io_err)?;
+            let (used, in_place) = if avail.is_empty() {
+                if buf.is_empty() {
+                    break;
+                }
+                (0, false) // a last line without a newline
+            } else if let Some(i) = memchr::memchr(b'\n', avail) {
+                if buf.is_empty() {
+                    (i + 1, true)
+                } else {
+                    buf.extend_from_slice(&avail[..=i]);
+                    (i + 1, false)
+                }
+            } else {
+                buf.extend_from_slice(avail);
+                let n = avail.len();
+                reader.consume(n);
+                continue;
+            };
+            let raw: &[u8] = if in_place { &avail[..used] } else { &buf };
+            offset += raw.len() as u64;
             line_no += 1;
-            let parsed = line_text(&buf).and_then(|line| {
-                if line.is_empty() {
-                    return Ok(false);
-                }
-                ex.parse(line).map(|()| true).map_err(|e| e.message)
-            });
-            match parsed {
-                Ok(false) => continue,
-                Ok(true) => {}
-                Err(message) => {
-                    if opts.skip_bad {
-                        state.bad_lines += 1;
-                        if let Some(f) = opts.on_bad.as_mut() {
-                            f(&name, line_no, &message);
-                        }
-                        continue;
+            'line: {
+                let parsed = line_text(raw).and_then(|line| {
+                    if line.is_empty() {
+                        return Ok(false);
                     }
-                    return Err(RunError::BadLine {
-                        file: name.clone(),
+                    ex.parse(line).map(|()| true).map_err(|e| e.message)
+                });
+                match parsed {
+                    Ok(false) => break 'line,
+                    Ok(true) => {}
+                    Err(message) => {
+                        if opts.skip_bad {
+                            state.bad_lines += 1;
+                            if let Some(f) = opts.on_bad.as_mut() {
+                                f(&name, line_no, &message);
+                            }
+                            break 'line;
+                        }
+                        return Err(RunError::BadLine {
+                            file: name.clone(),
+                            line: line_no,
+                            message,
+                        });
+                    }
+                }
+                state.records += 1;
+                report.records_this_run += 1;
+                engine.observe(ex.time);
+                for m in 0..names.len() {
+                    engine.add(m, ex.time, &ex.keys[m], ex.items[m]);
+                }
+                if engine.needs_commit() {
+                    state.position = Position {
+                        file: fi,
+                        offset,
                         line: line_no,
-                        message,
-                    });
+                    };
+                    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                    report.commits += 1;
+                    if let Some(p) = opts.progress.as_mut() {
+                        p(bytes_before + offset, total_bytes);
+                    }
                 }
             }
-            state.records += 1;
-            report.records_this_run += 1;
-            engine.observe(ex.time);
-            for m in 0..names.len() {
-                engine.add(m, ex.time, &ex.keys[m], ex.items[m]);
-            }
-            if engine.needs_commit() {
-                state.position = Position {
-                    file: fi,
-                    offset,
-                    line: line_no,
-                };
-                commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                report.commits += 1;
-                if let Some(p) = opts.progress.as_mut() {
-                    p(bytes_before + offset, total_bytes);
-                }
+            reader.consume(used);
+            if !in_place {
+                buf.clear();
             }
         }
         bytes_before += size;

@@ -31,6 +31,9 @@ pub trait BucketSummary: Clone {
     fn estimate(&self) -> Estimate;
 }
 
+/// The most events a stored count bucket may claim (2^48).
+pub const MAX_BUCKET_COUNT: u64 = 1 << 48;
+
 /// The exact number of events of one key in one bucket `[start, start + width)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CountBucket {
@@ -94,6 +97,10 @@ impl CountBucket {
                     "the block of the bucket's start",
                     index,
                 ));
+            }
+            // Far above any real bucket, far below where window sums could overflow.
+            if c > MAX_BUCKET_COUNT {
+                return Err(invalid("count bucket count", "at most 2^48 events", c));
             }
             count = c;
         }
@@ -240,6 +247,12 @@ impl CountWindow {
         Ok(CountWindow {
             hist: ExpHistogram::from_bytes(bytes)?,
         })
+    }
+
+    /// Whether this window is over `window` ms with the `k` that ε gives.
+    pub fn matches(&self, window: u64, epsilon: f64) -> bool {
+        self.hist.span() == Span::Ticks(window)
+            && ExpHistogram::ticks(window, epsilon).is_ok_and(|h| h.k() == self.hist.k())
     }
 
     /// The histogram's bytes.

@@ -35,6 +35,9 @@ pub struct Args {
     /// JSON lines (alerts, then a summary object) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Only write the generated flow log to this CSV file (for `tidemark run` and benches).
+    #[arg(long, value_name = "FILE")]
+    pub emit: Option<std::path::PathBuf>,
 }
 
 /// Runs the demo.
@@ -53,6 +56,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..FlowSpec::default()
     };
     let log = FlowLog::generate(&spec);
+    if let Some(path) = &args.emit {
+        std::fs::write(path, log.to_csv())
+            .map_err(|e| crate::UsageError::file(path.display(), e))?;
+        return Ok(());
+    }
     let dir = std::env::temp_dir().join(format!("tidemark-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = run_in(&args, &spec, &log, &dir);

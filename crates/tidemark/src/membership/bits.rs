@@ -74,7 +74,7 @@ impl PackedArray {
     }
 
     /// Field `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.len);
         let bit = i * self.width as usize;
@@ -89,7 +89,7 @@ impl PackedArray {
     }
 
     /// Sets field `i` to `v` (which must fit in the width).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, i: usize, v: u64) {
         debug_assert!(i < self.len);
         debug_assert!(v <= self.mask);
@@ -102,6 +102,48 @@ impl PackedArray {
             self.words[k + 1] = (self.words[k + 1] & !hi_mask) | (v >> spill);
         }
     }
+}
+
+/// `SELECT_IN_BYTE[b][j]`: the position of the `j`-th (0-based) set bit of byte `b` (8 if
+/// there is none).
+const SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut t = [[8u8; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (mut i, mut j) = (0, 0);
+        while i < 8 {
+            if (b >> i) & 1 == 1 {
+                t[b][j] = i as u8;
+                j += 1;
+            }
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The position of the `j`-th (0-based) set bit of `w`, which must have more than `j`:
+/// broadword select (Vigna 2008) — per-byte popcounts, their prefix sums by one multiply, a
+/// byte-wise comparison with `j` to pick the byte, and a table within the byte.
+#[inline(always)]
+pub(crate) fn select_in_word(w: u64, j: u32) -> u32 {
+    const L8: u64 = 0x0101_0101_0101_0101;
+    const H8: u64 = 0x8080_8080_8080_8080;
+    debug_assert!(j < w.count_ones());
+    let mut s = w - ((w >> 1) & 0x5555_5555_5555_5555);
+    s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
+    s = (s + (s >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i of `prefix` is the number of set bits in bytes 0..=i (at most 64).
+    let prefix = s.wrapping_mul(L8);
+    let y = j as u64 * L8;
+    // High bit of byte i set when prefix_i ≤ j: the bytes wholly before the target bit.
+    let le = ((((y | H8) - (prefix & !H8)) ^ prefix ^ y) & H8) >> 7;
+    let bytes_before = (le.wrapping_mul(L8) >> 56) as u32;
+    let shift = bytes_before * 8;
+    let before = ((prefix << 8) >> shift) & 0xff;
+    let byte = ((w >> shift) & 0xff) as usize;
+    shift + SELECT_IN_BYTE[byte][(j as u64 - before) as usize] as u32
 }
 
 /// The quotient filter's three metadata flags per slot, interleaved by blocks of 64 slots
@@ -127,19 +169,19 @@ impl Meta {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn word(&self, field: usize, block: usize) -> u64 {
         self.words[3 * block + field]
     }
 
     /// Flag `field` of slot `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, field: usize, i: usize) -> bool {
         (self.word(field, i >> 6) >> (i & 63)) & 1 == 1
     }
 
     /// Sets flag `field` of slot `i` to `v`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn set(&mut self, field: usize, i: usize, v: bool) {
         let w = &mut self.words[3 * (i >> 6) + field];
         let m = 1u64 << (i & 63);
@@ -152,7 +194,7 @@ impl Meta {
 
     /// Whether slot `i` holds a remainder: occupied or shifted (a continuation is always
     /// shifted).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn in_use(&self, i: usize) -> bool {
         let b = 3 * (i >> 6);
         ((self.words[b + OCC] | self.words[b + SHIFT]) >> (i & 63)) & 1 == 1
@@ -185,7 +227,7 @@ impl Meta {
     }
 
     /// The highest `i ≤ at` whose `field` flag is clear, without wrapping below 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn prev_clear(&self, field: usize, at: usize) -> Option<usize> {
         let mut k = at >> 6;
         let off = at & 63;
@@ -203,7 +245,7 @@ impl Meta {
     }
 
     /// Set `field` flags in `from..=to` (`from ≤ to`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn count_ones(&self, field: usize, from: usize, to: usize) -> u32 {
         let (kf, kt) = (from >> 6, to >> 6);
         let lo = u64::MAX << (from & 63);
@@ -221,7 +263,7 @@ impl Meta {
 
     /// The index of the `k`-th (1-based) clear `field` flag at or after `from`, if it lies
     /// below `limit` (no wrapping).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select_clear(
         &self,
         field: usize,
@@ -235,10 +277,7 @@ impl Meta {
         loop {
             let c = w.count_ones();
             if c >= k {
-                for _ in 1..k {
-                    w &= w - 1;
-                }
-                let pos = i * 64 + w.trailing_zeros() as usize;
+                let pos = i * 64 + select_in_word(w, k - 1) as usize;
                 return (pos < limit).then_some(pos);
             }
             k -= c;
@@ -273,6 +312,24 @@ mod tests {
             }
             for (i, &m) in model.iter().enumerate() {
                 assert_eq!(a.get(i), m, "width {width}, field {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn broadword_select_matches_a_scan() {
+        let mut rng = Pcg64::seed_from_u64(9);
+        let mut words = vec![u64::MAX, 1, 1 << 63, 0x8000_0000_0000_0001, 0xff00];
+        for _ in 0..2_000 {
+            // Sparse, dense and even words.
+            let a: u64 = rng.random();
+            let b: u64 = rng.random();
+            words.extend([a, a & b, a | b]);
+        }
+        for w in words.into_iter().filter(|&w| w != 0) {
+            let set: Vec<u32> = (0..64).filter(|&i| (w >> i) & 1 == 1).collect();
+            for (j, &pos) in set.iter().enumerate() {
+                assert_eq!(select_in_word(w, j as u32), pos, "word {w:#x}, j {j}");
             }
         }
     }

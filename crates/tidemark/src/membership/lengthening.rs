@@ -25,8 +25,17 @@ use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
 
-/// **Experimental** bit-accounting model of a lengthening fingerprint table (see the
-/// [module docs](self)): exact answers, slot costs by the seed's formula.
+/// **Experimental** model of the seed's lengthening fingerprint table: keys inserted after
+/// the `g`-th doubling get fingerprints `step·g` bits longer (`step` 1 or 2), one quotient is
+/// shared, and the table dies when the first generation's remainder would reach zero bits.
+///
+/// Its answers are exact (each generation's fingerprints are kept, and a lookup matches an
+/// item's `p_g`-bit fingerprint against generation `g` for every `g`, which is what a slot
+/// array with a generation field answers), but no slot array is built: [`bits`] charges the
+/// seed's model, `slots × (newest remainder + 3 + ⌈log2(G + 1)⌉)`. Runs, shifts and their
+/// time are not modelled.
+///
+/// [`bits`]: LengtheningFilter::bits
 ///
 /// # Examples
 ///

@@ -134,9 +134,15 @@ impl QuotientFilter {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(ParamError::new("fpr", "in (0, 1)", fpr));
         }
-        let p = fingerprint_bits_for(capacity, fpr)
-            .checked_add(reserve)
-            .ok_or_else(|| ParamError::new("reserve", "at most 64 bits in all", reserve))?;
+        let p = fingerprint_bits_for(capacity, fpr) + reserve.min(64);
+        if p > 64 {
+            let name = if reserve > 0 { "reserve" } else { "fpr" };
+            return Err(ParamError::new(
+                name,
+                "a fingerprint of at most 64 bits (log2(capacity/fpr) + reserve ≤ 64)",
+                if reserve > 0 { reserve as f64 } else { fpr },
+            ));
+        }
         let q = quotient_bits_for(capacity);
         if p <= q {
             return Err(ParamError::new(
@@ -278,12 +284,12 @@ impl QuotientFilter {
         self.slots() * (self.remainder_bits() as u64 + 3)
     }
 
-    #[inline]
+    #[inline(always)]
     fn mask(&self) -> usize {
         (1usize << self.q) - 1
     }
 
-    #[inline]
+    #[inline(always)]
     fn split(&self, hash: u64) -> (usize, u64) {
         let fp = if self.p == 64 {
             hash
@@ -294,7 +300,7 @@ impl QuotientFilter {
         ((fp >> r) as usize, fp & ((1u64 << r) - 1))
     }
 
-    #[inline]
+    #[inline(always)]
     fn in_use(&self, i: usize) -> bool {
         self.meta.in_use(i)
     }
@@ -332,7 +338,7 @@ impl QuotientFilter {
     }
 
     /// [`QuotientFilter::contains`] for an item given by its hash.
-    #[inline]
+    #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (fq, fr) = self.split(hash);
         if !self.meta.get(OCC, fq) {
@@ -389,7 +395,7 @@ impl QuotientFilter {
     /// before it end, which is the `k`-th slot from the cluster start with no continuation
     /// bit (run heads, then the empty slot that ends the cluster). A cluster that wraps past
     /// the end of the table takes the slot-by-slot walk.
-    #[inline]
+    #[inline(always)]
     fn run_start(&self, fq: usize) -> usize {
         // An unshifted home slot starts a cluster, and so its own run.
         if !self.meta.get(SHIFT, fq) {
@@ -433,7 +439,7 @@ impl QuotientFilter {
         s
     }
 
-    #[inline]
+    #[inline(always)]
     fn write(&mut self, i: usize, rem: u64, cont: bool, shifted: bool) {
         self.rems.set(i, rem);
         self.meta.set(CONT, i, cont);

@@ -8,7 +8,12 @@ mod histogram;
 mod hll;
 mod sliding;
 
-use crate::output::Output;
+mod plates;
+
+use std::path::PathBuf;
+
+use crate::output::{self, Output};
+use crate::UsageError;
 
 /// The plates.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +44,8 @@ pub enum Plate {
     /// Seed 004's open question: rebuilding from the store against a stack and a large
     /// reserve, over a thousandfold growth.
     FiltersRebuild,
+    /// Every plate above, in order (with --out, every CSV and chart).
+    All,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -50,12 +57,53 @@ pub struct Args {
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write each plate's records as DIR/<plate>.csv and its charts as
+    /// DIR/<plate>[-<chart>].svg and .png.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Runs `tidemark reproduce`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut out = Output::new(args.json);
-    match args.plate {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| UsageError::file(dir.display(), e))?;
+    }
+    let plates: Vec<Plate> = if args.plate == Plate::All {
+        <Plate as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
+            .filter(|&p| p != Plate::All)
+            .collect()
+    } else {
+        vec![args.plate]
+    };
+    for plate in plates {
+        let name = clap::ValueEnum::to_possible_value(&plate)
+            .expect("no plate is skipped")
+            .get_name()
+            .to_string();
+        if args.plate == Plate::All && !args.json {
+            println!("\n== {name}");
+        }
+        output::start_recording();
+        let result = run_plate(plate, args.json);
+        let records = output::take_recorded();
+        result?;
+        if let Some(dir) = &args.out {
+            let csv = dir.join(format!("{name}.csv"));
+            output::write_csv(&records, &csv).map_err(|e| UsageError::file(csv.display(), e))?;
+            for chart in plates::charts(plate) {
+                let stem = dir.join(format!("{name}{}", chart.suffix));
+                crate::chart::render(chart, &records, &stem)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_plate(plate: Plate, json: bool) -> anyhow::Result<()> {
+    let mut out = Output::new(json);
+    match plate {
         Plate::HistogramTwenty => histogram::twenty(&mut out),
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
@@ -63,9 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
         Plate::SlidingHll => sliding::run(&mut out),
         Plate::SlidingMemory => sliding::memory(&mut out),
-        Plate::CountminAccuracy => countmin::accuracy(args.json),
+        Plate::CountminAccuracy => countmin::accuracy(json),
         Plate::Filters => filters::growth(&mut out),
         Plate::FiltersGenerations => filters::generations(&mut out),
         Plate::FiltersRebuild => filters::rebuild(&mut out),
+        Plate::All => unreachable!("`all` runs the plates one by one"),
     }
 }
