@@ -175,3 +175,13 @@ fn dyadic_merge_and_subtract() {
         })
     ));
 }
+
+#[test]
+fn oversized_dyadic_sketches_are_refused_before_allocating() {
+    // 60 layers of 2^26 × 2 counters would be 60 GiB.
+    let err = DyadicCountMin::with_dimensions(1 << 26, 2, 60, Model::CashRegister).unwrap_err();
+    assert_eq!(err.name, "width");
+    // 36 sketched layers of 2^24 counters (2^29.2) are refused.
+    assert!(DyadicCountMin::with_dimensions(1 << 22, 4, 60, Model::CashRegister).is_err());
+    assert!(DyadicCountMin::with_dimensions(1 << 10, 4, 60, Model::CashRegister).is_ok());
+}

@@ -3,7 +3,7 @@
 use std::collections::BinaryHeap;
 
 use super::count_min::{add_mass, check_dimensions, delta_of, dimensions, epsilon_of};
-use super::table::Table;
+use super::table::{Table, MAX_COUNTERS};
 use super::{FrequencyError, Model};
 use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
@@ -90,7 +90,8 @@ impl DyadicCountMin {
         DyadicCountMin::with_dimensions(w, d, bits, model)
     }
 
-    /// Layers of `width × depth` over `[0, 2^bits)`, `bits` in `1..=60`.
+    /// Layers of `width × depth` over `[0, 2^bits)`, `bits` in `1..=60`, with at most `2^27`
+    /// counters in all (1 GiB).
     pub fn with_dimensions(
         width: usize,
         depth: usize,
@@ -106,6 +107,22 @@ impl DyadicCountMin {
                 "model",
                 "cash register or non-negative turnstile (ranges need counters that never under-count)",
                 model,
+            ));
+        }
+        let counters: usize = (0..bits)
+            .map(|l| {
+                if layer_is_exact(bits, l, width, depth) {
+                    1usize << (bits - l)
+                } else {
+                    width * depth
+                }
+            })
+            .sum();
+        if counters > MAX_COUNTERS {
+            return Err(ParamError::new(
+                "width",
+                "width × depth × sketched layers at most 2^27 counters in all",
+                counters,
             ));
         }
         let hasher = ItemHasher::default();
@@ -369,7 +386,9 @@ impl DyadicCountMin {
 
     /// The `k` items of largest estimated frequency, by a best-first descent of the layers
     /// (the interval of largest count is split first). A convenience: exact when every layer
-    /// is exact, and otherwise subject to the same one-sided errors as the point queries.
+    /// is exact, and otherwise subject to the same one-sided errors as the point queries. It
+    /// visits every interval whose count exceeds the `k`-th item's, so a flat stream over a
+    /// wide universe makes it walk most of the tree.
     pub fn top_k(&self, k: usize) -> Vec<(u64, Estimate)> {
         let mut out = Vec::with_capacity(k);
         if k == 0 || self.total <= 0 {

@@ -146,6 +146,8 @@ pub struct TopK {
     sketch: CountMin,
     k: usize,
     best: HashMap<Vec<u8>, i64>,
+    /// The smallest held estimate, once the `k` places are full (`None`: to recompute).
+    worst: Option<i64>,
 }
 
 impl TopK {
@@ -170,6 +172,7 @@ impl TopK {
             sketch,
             k,
             best: HashMap::new(),
+            worst: None,
         })
     }
 
@@ -183,22 +186,35 @@ impl TopK {
         self.sketch.update(item, count)?;
         let v = self.sketch.point(item).value as i64;
         if let Some(old) = self.best.get_mut(item) {
+            // Estimates only grow in a cash register: the worst can only rise.
             *old = v;
+            self.worst = None;
             return Ok(());
         }
         if self.best.len() < self.k {
             self.best.insert(item.to_vec(), v);
+            self.worst = None;
             return Ok(());
         }
-        let (worst_item, &worst) = self
-            .best
-            .iter()
-            .min_by_key(|(_, &v)| v)
-            .expect("k ≥ 1 candidates are held");
+        let worst = match self.worst {
+            Some(w) => w,
+            None => {
+                let w = self.best.values().copied().min().unwrap_or(i64::MIN);
+                self.worst = Some(w);
+                w
+            }
+        };
         if v > worst {
-            let worst_item = worst_item.clone();
-            self.best.remove(&worst_item);
+            // Evict one holder of the smallest estimate, then take its place.
+            let evict = self
+                .best
+                .iter()
+                .find(|(_, &e)| e == worst)
+                .map(|(i, _)| i.clone())
+                .expect("the worst estimate is held");
+            self.best.remove(&evict);
             self.best.insert(item.to_vec(), v);
+            self.worst = None;
         }
         Ok(())
     }
