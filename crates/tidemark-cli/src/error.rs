@@ -69,6 +69,14 @@ impl std::error::Error for UsageError {}
 
 /// Prints the error and picks the exit code: 2 for usage errors, 1 for the rest.
 pub fn report(err: &anyhow::Error) -> ExitCode {
+    // A reader that stopped early (`tidemark … | head`) is not a failure of ours.
+    let broken_pipe = err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
     eprintln!("tidemark: error: {err:#}");
     if err.downcast_ref::<UsageError>().is_some() {
         ExitCode::from(2)

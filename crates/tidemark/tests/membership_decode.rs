@@ -203,3 +203,29 @@ fn committed_vectors_decode_and_reencode_byte_for_byte() {
         "format v1 changed: bump the version"
     );
 }
+
+/// Found by a mutation test: a stack whose stored capacity is the largest allowed (2^38 keys)
+/// made the decoder build that layer's table (about 96 GiB) before it read a single layer.
+/// The schedule is now checked without building anything.
+#[test]
+fn a_forged_stack_capacity_allocates_nothing() {
+    use tidemark::codec::{self, Family, Writer};
+    let mut params = Writer::new();
+    params.u64(1 << 38).f64(0.01).f64(2.0).f64(0.5);
+    let mut payload = Writer::new();
+    payload.u64(0); // no layers
+    let bytes = codec::encode(
+        Family::StackedFilter,
+        0,
+        tidemark::hash::ItemHasher::default(),
+        params.bytes(),
+        payload.bytes(),
+    );
+    assert!(matches!(
+        StackedFilter::from_bytes(&bytes),
+        Err(DecodeError::Invalid {
+            field: "layers",
+            ..
+        })
+    ));
+}

@@ -207,11 +207,11 @@ impl StackedFilter {
         let growth = params.f64("growth")?;
         let tightening = params.f64("tightening")?;
         params.finish()?;
-        let mut s = StackedFilter::with_schedule(capacity, fpr, growth, tightening)
+        // The schedule is checked without building a layer: a forged capacity must not make
+        // the decoder allocate its table.
+        let mut s = StackedFilter::schedule(capacity, fpr, growth, tightening)
             .map_err(|_| Reader::invalid("parameters", off, "a valid stack schedule", capacity))?;
         s.hasher = env.hasher;
-        s.layers.clear();
-        s.forecasts.clear();
         let mut r = env.payload();
         let coff = r.offset();
         // Each layer takes at least its two u64 headers.

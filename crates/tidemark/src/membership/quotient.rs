@@ -128,6 +128,17 @@ impl QuotientFilter {
     /// A filter as [`QuotientFilter::new`] with `reserve` extra fingerprint bits: `2^reserve`
     /// times the life, `2^−reserve` times the rate.
     pub fn with_reserve(capacity: u64, fpr: f64, reserve: u32) -> Result<Self, ParamError> {
+        let (p, q) = QuotientFilter::shape(capacity, fpr, reserve)?;
+        QuotientFilter::with_bits(p, q).map(|mut f| {
+            f.reserve = reserve;
+            f
+        })
+    }
+
+    /// The fingerprint and quotient bits a filter for `capacity` keys at `fpr` with `reserve`
+    /// extra bits would have, checked, without building it (so a decoder can validate a
+    /// schedule before anything is allocated).
+    pub(crate) fn shape(capacity: u64, fpr: f64, reserve: u32) -> Result<(u32, u32), ParamError> {
         if capacity == 0 || capacity > 1 << 38 {
             return Err(ParamError::new("capacity", "in 1..=2^38", capacity));
         }
@@ -151,16 +162,20 @@ impl QuotientFilter {
                 fpr,
             ));
         }
-        QuotientFilter::with_bits(p, q).map(|mut f| {
-            f.reserve = reserve;
-            f
-        })
+        QuotientFilter::check_bits(p, q)?;
+        Ok((p, q))
     }
 
     /// A filter with `fingerprint_bits` (p) and `quotient_bits` (q) given directly:
     /// `2^q` slots, remainders of `p − q` bits (1..=58), p at most 64.
     pub fn with_bits(fingerprint_bits: u32, quotient_bits: u32) -> Result<Self, ParamError> {
         let (p, q) = (fingerprint_bits, quotient_bits);
+        QuotientFilter::check_bits(p, q)?;
+        Ok(QuotientFilter::empty(ItemHasher::default(), p, q, q, 0))
+    }
+
+    /// The limits on (p, q) that [`QuotientFilter::with_bits`] enforces.
+    fn check_bits(p: u32, q: u32) -> Result<(), ParamError> {
         if p > 64 {
             return Err(ParamError::new(
                 "fingerprint bits",
@@ -178,7 +193,7 @@ impl QuotientFilter {
                 p,
             ));
         }
-        Ok(QuotientFilter::empty(ItemHasher::default(), p, q, q, 0))
+        Ok(())
     }
 
     pub(crate) fn empty(hasher: ItemHasher, p: u32, q0: u32, q: u32, reserve: u32) -> Self {

@@ -51,21 +51,35 @@ impl StackedFilter {
         growth: f64,
         tightening: f64,
     ) -> Result<Self, ParamError> {
+        let mut stack = StackedFilter::schedule(capacity, fpr, growth, tightening)?;
+        stack.layers.push(QuotientFilter::new(capacity, fpr)?);
+        stack.forecasts.push(capacity);
+        Ok(stack)
+    }
+
+    /// The schedule alone, checked, with no layer built yet: a decoder validates the stored
+    /// schedule with this before it allocates any table.
+    pub(crate) fn schedule(
+        capacity: u64,
+        fpr: f64,
+        growth: f64,
+        tightening: f64,
+    ) -> Result<Self, ParamError> {
         if !(1.0..=1024.0).contains(&growth) {
             return Err(ParamError::new("growth", "in [1, 1024]", growth));
         }
         if !(tightening > 0.0 && tightening <= 1.0) {
             return Err(ParamError::new("tightening", "in (0, 1]", tightening));
         }
-        let first = QuotientFilter::new(capacity, fpr)?;
+        QuotientFilter::shape(capacity, fpr, 0)?;
         Ok(StackedFilter {
             hasher: ItemHasher::default(),
             capacity,
             fpr,
             growth,
             tightening,
-            layers: vec![first],
-            forecasts: vec![capacity],
+            layers: Vec::new(),
+            forecasts: Vec::new(),
         })
     }
 
