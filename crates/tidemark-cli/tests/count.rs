@@ -1,32 +1,8 @@
 //! `tidemark count` end to end: answers, JSON fields, and errors that name file, line or flag.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::{json_lines, tidemark};
 
-fn tidemark(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
-}
 
 #[test]
 fn counts_arrivals_with_a_bracket_holding_the_truth() {

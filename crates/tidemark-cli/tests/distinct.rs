@@ -1,24 +1,11 @@
 //! `tidemark distinct` end to end: exact small counts, brackets around large ones, saved
 //! sketches (native and Redis) merging into the union, and errors that exit 2.
 
-use std::collections::HashSet;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::{lines, temp, tidemark};
 
-fn tidemark(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin).unwrap();
-    drop(input);
-    child.wait_with_output().unwrap()
-}
+use std::collections::HashSet;
+use std::process::Output;
 
 fn one_json(out: &Output) -> serde_json::Value {
     assert!(
@@ -30,16 +17,6 @@ fn one_json(out: &Output) -> serde_json::Value {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
     serde_json::from_str(lines[0]).unwrap()
-}
-
-fn lines(range: std::ops::Range<u64>) -> String {
-    range.map(|i| format!("user-{i}\n")).collect()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tidemark-distinct-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 #[test]

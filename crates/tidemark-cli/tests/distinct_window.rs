@@ -1,38 +1,15 @@
 //! `tidemark distinct --window`: the ring and the sliding sketch against exact windowed
 //! counts, refused late events, periodic output and errors.
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::{json_lines, ok, tidemark};
 
-fn tidemark(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use std::collections::HashMap;
+use std::process::Output;
 
 fn rows(out: &Output) -> Vec<serde_json::Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    ok(out);
+    json_lines(out)
 }
 
 /// 5 events a tick for 600 ticks from 300 users (a fixed arithmetic pattern), and the exact

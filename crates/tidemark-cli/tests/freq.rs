@@ -1,38 +1,15 @@
 //! `tidemark freq` end to end against exact counts: point, heavy, top, range, quantile, join
 //! and save; JSON fields; errors that name the line or the flag with exit code 2.
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::tidemark;
 
-fn tidemark(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use std::collections::HashMap;
+use std::process::Output;
 
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
+    common::ok(out);
+    common::json_lines(out)
 }
 
 fn of_kind<'a>(rows: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {

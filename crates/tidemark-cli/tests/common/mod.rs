@@ -1,0 +1,50 @@
+//! Helpers shared by the CLI's integration tests: run the binary, read its output.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `tidemark args…` with `stdin` on its standard input.
+pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // A command that stops reading early (a usage error) closes its stdin: not our failure.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts the command succeeded, showing its stderr if not.
+pub fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each stdout line, parsed as JSON.
+pub fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// A path in this test binary's own temporary directory.
+pub fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tidemark-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// `user-i` lines for `i` in `range`.
+pub fn lines(range: std::ops::Range<u64>) -> String {
+    range.map(|i| format!("user-{i}\n")).collect()
+}
