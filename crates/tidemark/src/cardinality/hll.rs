@@ -354,8 +354,12 @@ impl Hll {
         let m = self.m();
         match &self.repr {
             Repr::Exact(set) => {
-                if 8 * 2 * set.capacity() <= m {
-                    self.repr = Repr::Exact(set.grown());
+                // Quadruple while that still fits: half the rehashing of doubling, for a table
+                // that is at most 4× larger than needed and never larger than the registers.
+                if 8 * 4 * set.capacity() <= m {
+                    self.repr = Repr::Exact(set.grown(4));
+                } else if 8 * 2 * set.capacity() <= m {
+                    self.repr = Repr::Exact(set.grown(2));
                 } else {
                     self.convert_exact();
                 }

@@ -378,6 +378,16 @@ mod tests {
     }
 
     #[test]
+    fn saturated_registers_answer_without_panicking() {
+        // Every register at the largest rank: no finite estimate exists (τ(0) = 0, σ(0) = 0).
+        for p in [4u8, 14, 18] {
+            let regs = vec![max_rank(p); 1 << p];
+            let e = estimate_registers(&regs, 0.95).unwrap();
+            assert!(e.value.is_infinite() && e.low <= e.value && e.value <= e.high);
+        }
+    }
+
+    #[test]
     fn one_item_in_a_large_sketch_estimates_about_one() {
         // Linear-counting regime: m·ln(m/(m−1)) ≈ 1 for one non-empty register.
         let mut regs = vec![0u8; 1 << 14];

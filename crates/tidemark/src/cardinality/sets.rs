@@ -62,9 +62,9 @@ impl ExactSet {
         must_grow(self.len, self.slots.len())
     }
 
-    /// The table of twice the capacity.
-    pub(crate) fn grown(&self) -> ExactSet {
-        let mut t = ExactSet::with_capacity(self.slots.len() * 2);
+    /// The table of `factor` (a power of two) times the capacity.
+    pub(crate) fn grown(&self, factor: usize) -> ExactSet {
+        let mut t = ExactSet::with_capacity(self.slots.len() * factor);
         for h in self.iter() {
             t.insert(h);
         }
@@ -254,7 +254,7 @@ mod tests {
                 _ => x,
             };
             if set.full() {
-                set = set.grown();
+                set = set.grown(if step % 2 == 0 { 2 } else { 4 });
             }
             assert_eq!(set.insert(h), model.insert(h));
             assert_eq!(set.len(), model.len());
@@ -265,6 +265,7 @@ mod tests {
         let got: HashSet<u64> = set.iter().collect();
         assert_eq!(got, model);
         assert!(2 * set.len() <= set.capacity());
+        assert!(set.capacity() <= 8 * capacity_for(set.len()));
     }
 
     #[test]
