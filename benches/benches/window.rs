@@ -62,97 +62,107 @@ fn warmup(c: &Case) -> usize {
     (c.window as usize * 11) / 10 + 1_000
 }
 
-#[divan::bench(args = CASES)]
-fn tidemark_push(bencher: Bencher, c: &Case) {
-    let warm = bit_stream(1, c.density, warmup(c));
-    let bits = bit_stream(2, c.density, BATCH);
-    let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
-    for &b in &warm {
-        h.push(b).unwrap();
-    }
-    bencher
-        .counter(ItemsCount::new(BATCH))
-        .with_inputs(|| h.clone())
-        .bench_local_values(|mut h| {
-            for &b in &bits {
-                h.push(b).unwrap();
-            }
-            h
-        });
-}
+/// Arrivals pushed: ours, and sketch_oxide's two ways.
+mod push {
+    use super::*;
 
-#[divan::bench(args = CASES)]
-fn sketch_oxide_insert_expire(bencher: Bencher, c: &Case) {
-    use sketch_oxide::streaming::ExponentialHistogram;
-    let warm = bit_stream(1, c.density, warmup(c));
-    let bits = bit_stream(2, c.density, BATCH);
-    let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
-    let mut t = 0u64;
-    for &b in &warm {
-        t += 1;
-        if b {
-            h.insert(t, 1);
+    #[divan::bench(args = CASES)]
+    fn tidemark(bencher: Bencher, c: &Case) {
+        let warm = bit_stream(1, c.density, warmup(c));
+        let bits = bit_stream(2, c.density, BATCH);
+        let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
+        for &b in &warm {
+            h.push(b).unwrap();
         }
-        h.expire(t);
-    }
-    bencher
-        .counter(ItemsCount::new(BATCH))
-        .with_inputs(|| h.clone())
-        .bench_local_values(|mut h| {
-            let mut t = t;
-            for &b in &bits {
-                t += 1;
-                if b {
-                    h.insert(t, 1);
+        bencher
+            .counter(ItemsCount::new(BATCH))
+            .with_inputs(|| h.clone())
+            .bench_local_values(|mut h| {
+                for &b in &bits {
+                    h.push(b).unwrap();
                 }
-                h.expire(t);
-            }
-            h
-        });
-}
+                h
+            });
+    }
 
-/// sketch_oxide with expiry amortised: `expire(now)` once every 1,024 arrivals, so its
-/// insert cost is measured nearly alone (its state then briefly exceeds the window).
-#[divan::bench(args = CASES)]
-fn sketch_oxide_insert_expire_every_1024(bencher: Bencher, c: &Case) {
-    use sketch_oxide::streaming::ExponentialHistogram;
-    let warm = bit_stream(1, c.density, warmup(c));
-    let bits = bit_stream(2, c.density, BATCH);
-    let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
-    let mut t = 0u64;
-    for &b in &warm {
-        t += 1;
-        if b {
-            h.insert(t, 1);
-        }
-        if t % 1_024 == 0 {
+    #[divan::bench(args = CASES)]
+    fn sketch_oxide_expire_each(bencher: Bencher, c: &Case) {
+        use sketch_oxide::streaming::ExponentialHistogram;
+        let warm = bit_stream(1, c.density, warmup(c));
+        let bits = bit_stream(2, c.density, BATCH);
+        let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
+        let mut t = 0u64;
+        for &b in &warm {
+            t += 1;
+            if b {
+                h.insert(t, 1);
+            }
             h.expire(t);
         }
-    }
-    bencher
-        .counter(ItemsCount::new(BATCH))
-        .with_inputs(|| h.clone())
-        .bench_local_values(|mut h| {
-            let mut t = t;
-            for &b in &bits {
-                t += 1;
-                if b {
-                    h.insert(t, 1);
-                }
-                if t % 1_024 == 0 {
+        bencher
+            .counter(ItemsCount::new(BATCH))
+            .with_inputs(|| h.clone())
+            .bench_local_values(|mut h| {
+                let mut t = t;
+                for &b in &bits {
+                    t += 1;
+                    if b {
+                        h.insert(t, 1);
+                    }
                     h.expire(t);
                 }
+                h
+            });
+    }
+
+    /// sketch_oxide with expiry amortised: `expire(now)` once every 1,024 arrivals, so its
+    /// insert cost is measured nearly alone (its state then briefly exceeds the window).
+    #[divan::bench(args = CASES)]
+    fn sketch_oxide_expire_every_1024(bencher: Bencher, c: &Case) {
+        use sketch_oxide::streaming::ExponentialHistogram;
+        let warm = bit_stream(1, c.density, warmup(c));
+        let bits = bit_stream(2, c.density, BATCH);
+        let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
+        let mut t = 0u64;
+        for &b in &warm {
+            t += 1;
+            if b {
+                h.insert(t, 1);
             }
-            h
-        });
+            if t % 1_024 == 0 {
+                h.expire(t);
+            }
+        }
+        bencher
+            .counter(ItemsCount::new(BATCH))
+            .with_inputs(|| h.clone())
+            .bench_local_values(|mut h| {
+                let mut t = t;
+                for &b in &bits {
+                    t += 1;
+                    if b {
+                        h.insert(t, 1);
+                    }
+                    if t % 1_024 == 0 {
+                        h.expire(t);
+                    }
+                }
+                h
+            });
+    }
 }
 
-#[divan::bench(args = CASES)]
-fn tidemark_estimate(bencher: Bencher, c: &Case) {
-    let warm = bit_stream(1, c.density, warmup(c));
-    let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
-    for &b in &warm {
-        h.push(b).unwrap();
+/// The query.
+mod estimate {
+    use super::*;
+
+    #[divan::bench(args = CASES)]
+    fn tidemark(bencher: Bencher, c: &Case) {
+        let warm = bit_stream(1, c.density, warmup(c));
+        let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
+        for &b in &warm {
+            h.push(b).unwrap();
+        }
+        bencher.bench_local(|| divan::black_box(&h).estimate());
     }
-    bencher.bench_local(|| divan::black_box(&h).estimate());
 }

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success; 2 bad input or arguments (the message names the file and line, or
 //! the flag); 1 an internal failure. Nothing panics on input.
 
+mod chart;
 mod cmd;
 mod error;
 mod input;
@@ -31,8 +32,18 @@ enum Command {
     Distinct(cmd::distinct::Args),
     /// Run a demonstration on a generated stream.
     Demo(cmd::demo::Args),
+    /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
+    Freq(cmd::freq::Args),
+    /// Build, query and describe resizable quotient filters ("seen before?").
+    Filter(cmd::filter::Args),
+    /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
+    Run(cmd::run::Args),
+    /// Window estimates with error bars from a store's sketches.
+    Query(cmd::query::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
+    /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
+    BenchReport(cmd::bench_report::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,7 +52,12 @@ fn main() -> ExitCode {
         Command::Count(args) => cmd::count::run(args),
         Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Freq(args) => cmd::freq::run(args),
+        Command::Filter(args) => cmd::filter::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Query(args) => cmd::query::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
+        Command::BenchReport(args) => cmd::bench_report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -142,14 +142,3 @@ fn reproduce_twenty_matches_the_seed() {
     assert_eq!(rows[19]["total_merges"].as_u64(), Some(12));
     assert_eq!(rows[19]["buckets"].as_str(), Some("4 4 4 2 2 2 1 1"));
 }
-
-#[test]
-fn demo_runs() {
-    let out = tidemark(&["demo", "--ticks", "60", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(json_lines(&out).len(), 6);
-}

@@ -54,6 +54,20 @@ pub enum Method {
     HllHip,
     /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
     RedisPfcount,
+    /// Count-Min point query: the minimum over the rows (non-negative streams).
+    CountMinMin,
+    /// Count-Min point query: the median over the rows (general turnstile streams).
+    CountMinMedian,
+    /// Count-Min inner product: the minimum over the rows of the row-wise dot products.
+    CountMinInnerProduct,
+    /// Count-Min range sum: point queries over the dyadic intervals that cover the range.
+    CountMinDyadic,
+    /// A quotient filter's membership answer.
+    QuotientFilter,
+    /// A stack of quotient filters' membership answer.
+    StackedFilter,
+    /// The experimental lengthening filter's membership answer.
+    LengtheningFilter,
 }
 
 impl fmt::Display for Method {
@@ -66,6 +80,13 @@ impl fmt::Display for Method {
             Method::HllErtl => "hll-ertl",
             Method::HllHip => "hll-hip",
             Method::RedisPfcount => "redis-pfcount",
+            Method::CountMinMin => "count-min",
+            Method::CountMinMedian => "count-min-median",
+            Method::CountMinInnerProduct => "count-min-inner-product",
+            Method::CountMinDyadic => "count-min-dyadic",
+            Method::QuotientFilter => "quotient-filter",
+            Method::StackedFilter => "stacked-filter",
+            Method::LengtheningFilter => "lengthening-filter",
         })
     }
 }

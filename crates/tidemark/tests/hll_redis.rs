@@ -27,7 +27,12 @@ enum Reply {
 struct Server {
     child: Child,
     conn: BufReader<TcpStream>,
+    /// One live server at a time: two tests handed the same free port by the OS would
+    /// otherwise share (and one would kill) a server.
+    serial: Option<std::sync::MutexGuard<'static, ()>>,
 }
+
+static ONE_SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -59,6 +64,7 @@ impl Server {
         if !redis_available() {
             return None;
         }
+        let serial = ONE_SERVER.lock().unwrap_or_else(|e| e.into_inner());
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -79,16 +85,19 @@ impl Server {
             .spawn()
             .expect("redis-server starts");
         let mut child = Some(child);
+        let mut serial = Some(serial);
         let start = Instant::now();
         loop {
             if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
                 let mut srv = Server {
                     child: child.take().expect("kept until connected"),
                     conn: BufReader::new(s),
+                    serial: serial.take(),
                 };
                 if srv.cmd(&[b"PING"]) == Reply::Simple("PONG".into()) {
                     return Some(srv);
                 }
+                serial = srv.serial.take();
                 child = Some(std::mem::replace(
                     &mut srv.child,
                     Command::new("true").spawn().expect("true runs"),

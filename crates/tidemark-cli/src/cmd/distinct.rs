@@ -33,6 +33,18 @@ pub struct Args {
     /// Merge saved sketches (the FILES) instead of reading lines.
     #[arg(long)]
     pub merge: bool,
+    /// Distinct items over the last W ticks: lines are `TICK ITEM`.
+    #[arg(long, value_name = "W")]
+    pub window: Option<u64>,
+    /// With --window: bucket width of the ring of per-bucket sketches (default ⌈W/60⌉).
+    #[arg(long, value_name = "B")]
+    pub bucket: Option<u64>,
+    /// With --window: one sliding HyperLogLog (exact window edges) instead of the ring.
+    #[arg(long)]
+    pub sliding: bool,
+    /// With --window: print the estimate every T ticks, not only at the end.
+    #[arg(long, value_name = "T")]
+    pub every: Option<u64>,
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -47,6 +59,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--confidence",
             format!("expected a number in (0, 1), got {}", args.confidence),
         ));
+    }
+    if let Some(window) = args.window {
+        if let Some(p) = args.precision.filter(|p| !(4..=18).contains(p)) {
+            return Err(UsageError::flag(
+                "--precision",
+                format!("expected 4..=18, got {p}"),
+            ));
+        }
+        return super::distinct_window::run(&args, window);
+    }
+    for (flag, given) in [
+        ("--bucket", args.bucket.is_some()),
+        ("--sliding", args.sliding),
+        ("--every", args.every.is_some()),
+    ] {
+        if given {
+            return Err(UsageError::flag(flag, "only with --window"));
+        }
     }
     if let Some(p) = args.precision {
         if args.redis && p != 14 {

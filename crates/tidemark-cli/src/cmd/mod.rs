@@ -1,6 +1,12 @@
 //! One module per subcommand.
 
+pub mod bench_report;
 pub mod count;
 pub mod demo;
 pub mod distinct;
+pub mod distinct_window;
+pub mod filter;
+pub mod freq;
+pub mod query;
 pub mod reproduce;
+pub mod run;

@@ -92,7 +92,10 @@ mod encoding;
 mod hll;
 mod redis;
 mod registers;
+mod ring;
 mod sets;
+mod sliding;
+mod window_encoding;
 
 pub use hll::{Hll, Representation, REDIS_PRECISION};
 pub use redis::{
@@ -103,4 +106,6 @@ pub use registers::{
     ertl_from_histogram, estimate_registers, fold, histogram, max_rank, precision_of, sigma, split,
     tau, z_score, DEFAULT_CONFIDENCE, ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION,
 };
+pub use ring::{RingError, RingWindow};
 pub use sets::SPARSE_PRECISION;
+pub use sliding::{SlidingError, SlidingHll, SlidingStats, INLINE, MAX_RETENTION};

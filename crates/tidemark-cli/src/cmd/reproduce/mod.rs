@@ -2,10 +2,18 @@
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
+mod countmin;
+mod filters;
 mod histogram;
 mod hll;
+mod sliding;
 
-use crate::output::Output;
+mod plates;
+
+use std::path::PathBuf;
+
+use crate::output::{self, Output};
+use crate::UsageError;
 
 /// The plates.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +29,23 @@ pub enum Plate {
     /// Seed 003: HyperLogLog relative RMSE and bias (Ertl and HIP) from 1 to 10^7 distinct
     /// items at p = 10, 12, 14, 200 seeded trials per point.
     HllAccuracy,
+    /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
+    SlidingHll,
+    /// Seed 003: the sliding HyperLogLog's memory against its retention, beside the ring.
+    SlidingMemory,
+    /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
+    /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
+    CountminAccuracy,
+    /// Seed 004: rate and bits against growth (1× to 256×) for reserves 0, 5, 7, lengthening
+    /// by 1 and 2 bits, and the stack, with the key at which each table dies.
+    Filters,
+    /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
+    FiltersGenerations,
+    /// Seed 004's open question: rebuilding from the store against a stack and a large
+    /// reserve, over a thousandfold growth.
+    FiltersRebuild,
+    /// Every plate above, in order (with --out, every CSV and chart).
+    All,
 }
 
 /// Arguments of `tidemark reproduce`.
@@ -32,16 +57,64 @@ pub struct Args {
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write each plate's records as DIR/<plate>.csv and its charts as
+    /// DIR/<plate>[-<chart>].svg and .png.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Runs `tidemark reproduce`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut out = Output::new(args.json);
-    match args.plate {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| UsageError::file(dir.display(), e))?;
+    }
+    let plates: Vec<Plate> = if args.plate == Plate::All {
+        <Plate as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
+            .filter(|&p| p != Plate::All)
+            .collect()
+    } else {
+        vec![args.plate]
+    };
+    for plate in plates {
+        let name = clap::ValueEnum::to_possible_value(&plate)
+            .expect("no plate is skipped")
+            .get_name()
+            .to_string();
+        if args.plate == Plate::All && !args.json {
+            println!("\n== {name}");
+        }
+        output::start_recording();
+        let result = run_plate(plate, args.json);
+        let records = output::take_recorded();
+        result?;
+        if let Some(dir) = &args.out {
+            let csv = dir.join(format!("{name}.csv"));
+            output::write_csv(&records, &csv).map_err(|e| UsageError::file(csv.display(), e))?;
+            for chart in plates::charts(plate) {
+                let stem = dir.join(format!("{name}{}", chart.suffix));
+                crate::chart::render(chart, &records, &stem)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_plate(plate: Plate, json: bool) -> anyhow::Result<()> {
+    let mut out = Output::new(json);
+    match plate {
         Plate::HistogramTwenty => histogram::twenty(&mut out),
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
         Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
+        Plate::SlidingHll => sliding::run(&mut out),
+        Plate::SlidingMemory => sliding::memory(&mut out),
+        Plate::CountminAccuracy => countmin::accuracy(json),
+        Plate::Filters => filters::growth(&mut out),
+        Plate::FiltersGenerations => filters::generations(&mut out),
+        Plate::FiltersRebuild => filters::rebuild(&mut out),
+        Plate::All => unreachable!("`all` runs the plates one by one"),
     }
 }

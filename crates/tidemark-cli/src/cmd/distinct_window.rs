@@ -1,0 +1,147 @@
+//! `tidemark distinct --window W`: distinct items over a sliding window of ticks.
+//!
+//! Input lines are `TICK ITEM` (the item is the rest of the line after the first run of
+//! spaces or tabs). By default a ring of per-bucket sketches answers the window as whole
+//! buckets of `--bucket` ticks (default `⌈W/60⌉`); with `--sliding` one sliding HyperLogLog
+//! answers the exact window `(now − W, now]`. Events may arrive out of order; one older than
+//! the structure still holds is refused and counted (`refused`), never added to the current
+//! bucket. With `--every T` the estimate is printed each time the ticks cross a multiple of
+//! `T` (at the tick just before it), and always at the end (at the newest tick).
+
+use tidemark::cardinality::{z_score, RingWindow, SlidingHll};
+use tidemark::{Bracket, Estimate};
+
+use super::distinct::Args;
+use crate::input::for_each_line;
+use crate::output::{Output, Record};
+use crate::UsageError;
+
+enum Window {
+    Ring(RingWindow),
+    Sliding(SlidingHll),
+}
+
+impl Window {
+    fn insert(&mut self, item: &[u8], tick: u64) -> bool {
+        match self {
+            Window::Ring(r) => r.insert(item, tick).is_ok(),
+            Window::Sliding(s) => s.insert(item, tick).is_ok(),
+        }
+    }
+
+    fn count(&mut self, now: u64, window: u64) -> anyhow::Result<Estimate> {
+        Ok(match self {
+            Window::Ring(r) => r.count(now, window.div_ceil(r.width()))?,
+            Window::Sliding(s) => s.count(now, window)?,
+        })
+    }
+
+    fn record(
+        &mut self,
+        now: u64,
+        window: u64,
+        confidence: f64,
+        refused: u64,
+    ) -> anyhow::Result<Record> {
+        let e = self.count(now, window)?;
+        let std_error = match e.bracket {
+            Bracket::Guaranteed => 0.0,
+            _ => (e.high - e.value) / z_score(confidence)?,
+        };
+        let r = Record::new()
+            .field("tick", now)
+            .estimate(&e)
+            .field("std_error", std_error)
+            .field("method", e.method.to_string());
+        Ok(match self {
+            Window::Ring(ring) => r
+                .field("structure", "ring")
+                .field("buckets", ring.buckets())
+                .field("bytes", ring.bytes() as u64),
+            Window::Sliding(s) => {
+                let stats = s.stats();
+                r.field("structure", "sliding")
+                    .field("pairs", stats.pairs as u64)
+                    .field("bytes", stats.bytes as u64)
+            }
+        }
+        .field("refused", refused))
+    }
+}
+
+/// Runs the windowed form of `tidemark distinct`.
+pub fn run(args: &Args, window: u64) -> anyhow::Result<()> {
+    if window == 0 {
+        return Err(UsageError::flag(
+            "--window",
+            "expected at least 1 tick, got 0",
+        ));
+    }
+    if args.merge || args.save.is_some() || args.redis {
+        return Err(UsageError::flag(
+            "--window",
+            "not with --merge, --save or --redis",
+        ));
+    }
+    if args.every == Some(0) {
+        return Err(UsageError::flag(
+            "--every",
+            "expected at least 1 tick, got 0",
+        ));
+    }
+    let p = args.precision.unwrap_or(14);
+    let mut w = if args.sliding {
+        if args.bucket.is_some() {
+            return Err(UsageError::flag("--bucket", "not with --sliding"));
+        }
+        let s = SlidingHll::new(p, window)
+            .map_err(|e| UsageError::flag("--window", e))?
+            .with_confidence(args.confidence)
+            .map_err(|e| UsageError::flag("--confidence", e))?;
+        Window::Sliding(s)
+    } else {
+        let bucket = args.bucket.unwrap_or(window.div_ceil(60));
+        if bucket == 0 || bucket > window {
+            return Err(UsageError::flag(
+                "--bucket",
+                format!("expected 1..=window ({window}), got {bucket}"),
+            ));
+        }
+        let n = u32::try_from(window.div_ceil(bucket))
+            .ok()
+            .filter(|&n| n <= 1_000_000)
+            .ok_or_else(|| UsageError::flag("--bucket", "at most 10^6 buckets a window"))?;
+        let ring = RingWindow::new(p, bucket, n).map_err(|e| UsageError::flag("--precision", e))?;
+        Window::Ring(ring)
+    };
+    let mut out = Output::new(args.json);
+    let mut newest: Option<u64> = None;
+    let mut refused = 0u64;
+    for_each_line(&args.files, |loc, line| {
+        let (tick, item) = line
+            .trim_start()
+            .split_once([' ', '\t'])
+            .ok_or_else(|| loc.error(format!("expected `TICK ITEM`, got {line:?}")))?;
+        let tick: u64 = tick
+            .parse()
+            .map_err(|_| loc.error(format!("expected a tick (unsigned integer), got {tick:?}")))?;
+        let item = item.trim_start_matches([' ', '\t']);
+        if let (Some(every), Some(n)) = (args.every, newest) {
+            // Print at each multiple of `every` the ticks have crossed.
+            let mut mark = (n / every + 1) * every;
+            while mark <= tick {
+                out.emit(&w.record(mark - 1, window, args.confidence, refused)?)?;
+                mark += every;
+            }
+        }
+        if w.insert(item.as_bytes(), tick) {
+            newest = newest.max(Some(tick));
+        } else {
+            refused += 1;
+        }
+        Ok(())
+    })?;
+    let now = newest.unwrap_or(0);
+    out.emit(&w.record(now, window, args.confidence, refused)?)?;
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! `tidemark filter`: build a resizable quotient filter (or a stack) from lines, query it,
+//! describe it.
+//!
+//! Each input line is one key (its bytes, without the line ending). `build` saves the
+//! filter's envelope to a file; `query` and `info` read it back.
+
+use std::path::PathBuf;
+
+use tidemark::codec::{self, Family};
+use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
+use tidemark::{Estimate, ParamError};
+
+use crate::input::for_each_line;
+use crate::output::{Output, Record};
+use crate::UsageError;
+
+/// Arguments of `tidemark filter`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: FilterCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum FilterCommand {
+    /// Build a filter from lines (one key a line) and save it.
+    Build(BuildArgs),
+    /// Answer, for each line, whether the filter may hold it.
+    Query(QueryArgs),
+    /// Describe a saved filter: keys, load, life, doublings left, rate, bits.
+    Info(InfoArgs),
+}
+
+/// Arguments of `tidemark filter build`.
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// The forecast number of keys.
+    #[arg(long)]
+    pub capacity: u64,
+    /// The target false-positive rate at the forecast.
+    #[arg(long)]
+    pub fpr: f64,
+    /// Extra fingerprint bits: each doubles the life (growth past the forecast the table
+    /// survives) and halves the rate.
+    #[arg(long, default_value_t = 0, conflicts_with = "stacked")]
+    pub reserve: u32,
+    /// Build a stack of filters (×2 capacity, ×½ rate a layer) that never fills up.
+    #[arg(long)]
+    pub stacked: bool,
+    /// Where to save the filter.
+    #[arg(long)]
+    pub save: PathBuf,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Input files (standard input if none).
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `tidemark filter query`.
+#[derive(clap::Args, Debug)]
+pub struct QueryArgs {
+    /// The saved filter.
+    pub filter: PathBuf,
+    /// Print only how many lines the filter may hold, and how many it does not.
+    #[arg(long)]
+    pub count: bool,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Input files of keys (standard input if none).
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `tidemark filter info`.
+#[derive(clap::Args, Debug)]
+pub struct InfoArgs {
+    /// The saved filter.
+    pub filter: PathBuf,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A saved filter of any membership family.
+enum AnyFilter {
+    Quotient(QuotientFilter),
+    Stacked(StackedFilter),
+    Lengthening(LengtheningFilter),
+}
+
+impl AnyFilter {
+    fn load(path: &PathBuf) -> anyhow::Result<AnyFilter> {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| UsageError::file(&name, e))?;
+        let bad = |e: tidemark::DecodeError| UsageError::file(&name, e);
+        Ok(match codec::peek_family(&bytes).map_err(bad)? {
+            Family::QuotientFilter => {
+                AnyFilter::Quotient(QuotientFilter::from_bytes(&bytes).map_err(bad)?)
+            }
+            Family::StackedFilter => {
+                AnyFilter::Stacked(StackedFilter::from_bytes(&bytes).map_err(bad)?)
+            }
+            Family::LengtheningFilter => {
+                AnyFilter::Lengthening(LengtheningFilter::from_bytes(&bytes).map_err(bad)?)
+            }
+            other => {
+                return Err(UsageError::file(
+                    &name,
+                    format!("holds a {other} summary, not a filter"),
+                ))
+            }
+        })
+    }
+
+    fn query(&self, key: &[u8]) -> Estimate {
+        match self {
+            AnyFilter::Quotient(f) => f.query(key),
+            AnyFilter::Stacked(f) => f.query(key),
+            AnyFilter::Lengthening(f) => f.query(key),
+        }
+    }
+
+    fn record(&self) -> Record {
+        match self {
+            AnyFilter::Quotient(f) => Record::new()
+                .field("kind", "quotient")
+                .field("keys", f.len())
+                .field("slots", f.slots())
+                .field("load", f.load())
+                .field("fingerprint_bits", f.fingerprint_bits())
+                .field("remainder_bits", f.remainder_bits())
+                .field("life", f.life())
+                .field("doublings_left", f.remaining_doublings())
+                .field("max_keys", f.max_keys())
+                .field("fpr", f.fpr())
+                .field("bits", f.bits()),
+            AnyFilter::Stacked(s) => {
+                let top = s.layer_filters().last().expect("a stack has a layer");
+                Record::new()
+                    .field("kind", "stacked")
+                    .field("keys", s.len())
+                    .field("layers", s.layers() as u64)
+                    .field("load", top.load())
+                    .field("life", serde_json::Value::Null)
+                    .field("doublings_left", serde_json::Value::Null)
+                    .field("fpr", s.fpr())
+                    .field("bits", s.bits())
+            }
+            AnyFilter::Lengthening(t) => Record::new()
+                .field("kind", "lengthening")
+                .field("keys", t.len())
+                .field("slots", t.slots())
+                .field("load", t.len() as f64 / t.slots() as f64)
+                .field("generations", t.generations() as u64)
+                .field("fpr", t.fpr())
+                .field("bits", t.bits()),
+        }
+    }
+}
+
+/// A constructor's parameter error, named by its flag.
+fn param_to_flag(e: ParamError) -> anyhow::Error {
+    let flag = match e.name {
+        "capacity" => "--capacity",
+        "reserve" => "--reserve",
+        _ => "--fpr",
+    };
+    UsageError::flag(flag, format!("expected {}, got {}", e.expected, e.got))
+}
+
+/// Runs `tidemark filter`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.command {
+        FilterCommand::Build(a) => build(a),
+        FilterCommand::Query(a) => query(a),
+        FilterCommand::Info(a) => info(a),
+    }
+}
+
+fn build(args: BuildArgs) -> anyhow::Result<()> {
+    let filter = if args.stacked {
+        let mut s = StackedFilter::new(args.capacity, args.fpr).map_err(param_to_flag)?;
+        for_each_line(&args.files, |_, line| {
+            s.insert(line.as_bytes());
+            Ok(())
+        })?;
+        AnyFilter::Stacked(s)
+    } else {
+        let mut f = QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
+            .map_err(param_to_flag)?;
+        for_each_line(&args.files, |loc, line| {
+            f.insert(line.as_bytes()).map_err(|e| {
+                loc.error(format!(
+                    "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {}) \
+                     the forecast) and cannot double again. Build it with a larger --reserve \
+                     (each bit doubles the life), with --stacked (never fills), or rebuild it \
+                     with a --capacity near the keys you now have. Nothing was saved",
+                    e.keys,
+                    args.capacity,
+                    args.reserve,
+                    f.life()
+                ))
+            })
+        })?;
+        AnyFilter::Quotient(f)
+    };
+    let bytes = match &filter {
+        AnyFilter::Quotient(f) => f.to_bytes(),
+        AnyFilter::Stacked(s) => s.to_bytes(),
+        AnyFilter::Lengthening(t) => t.to_bytes(),
+    };
+    let name = args.save.display().to_string();
+    std::fs::write(&args.save, bytes).map_err(|e| UsageError::file(&name, e))?;
+    Output::new(args.json).emit(&filter.record())
+}
+
+fn query(args: QueryArgs) -> anyhow::Result<()> {
+    let filter = AnyFilter::load(&args.filter)?;
+    let mut out = Output::new(args.json);
+    let (mut present, mut absent) = (0u64, 0u64);
+    for_each_line(&args.files, |_, line| {
+        let e = filter.query(line.as_bytes());
+        let yes = e.value == 1.0;
+        if yes {
+            present += 1;
+        } else {
+            absent += 1;
+        }
+        if !args.count {
+            out.emit(
+                &Record::new()
+                    .field("key", line)
+                    .field("present", yes)
+                    .field("confidence", e.confidence()),
+            )?;
+        }
+        Ok(())
+    })?;
+    if args.count {
+        out.emit(
+            &Record::new()
+                .field("queries", present + absent)
+                .field("present", present)
+                .field("absent", absent),
+        )?;
+    }
+    Ok(())
+}
+
+fn info(args: InfoArgs) -> anyhow::Result<()> {
+    let filter = AnyFilter::load(&args.filter)?;
+    Output::new(args.json).emit(&filter.record())
+}

@@ -1,0 +1,147 @@
+//! `tidemark query`: window estimates with error bars from a store's sketches.
+
+use std::path::PathBuf;
+
+use tidemark_stream::query::{self, QueryError};
+use tidemark_stream::store::RedbStore;
+use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
+
+use crate::output::{Output, Record};
+use crate::UsageError;
+
+/// Arguments of `tidemark query`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The store written by `tidemark run`.
+    #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
+    pub db: PathBuf,
+    /// The metric's name.
+    #[arg(long)]
+    pub metric: String,
+    /// One key (fields joined by `,` for a key of several fields).
+    #[arg(long, conflicts_with = "top")]
+    pub key: Option<String>,
+    /// The N keys with the largest window estimates (default: every key, largest first).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Window length (`5m`, `1h`), a multiple of the metric's bucket width.
+    #[arg(long)]
+    pub window: String,
+    /// Window end: RFC 3339 or epoch seconds (default: the metric's watermark).
+    #[arg(long, value_name = "T")]
+    pub at: Option<String>,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Epoch ms as RFC 3339 (UTC, millisecond precision when needed).
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let frac = ms % 1000;
+    let base = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    );
+    if frac == 0 {
+        format!("{base}Z")
+    } else {
+        format!("{base}.{frac:03}Z")
+    }
+}
+
+/// Runs `tidemark query`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let window = parse_duration(&args.window)
+        .filter(|&w| w > 0)
+        .ok_or_else(|| {
+            UsageError::flag(
+                "--window",
+                format!("expected a duration like 5m or 1h, got {:?}", args.window),
+            )
+        })?;
+    let at = match &args.at {
+        None => None,
+        Some(t) => Some(
+            parse_rfc3339(t)
+                .or_else(|_| TimeFormat::EpochSeconds.parse(t))
+                .map_err(|_| {
+                    UsageError::flag(
+                        "--at",
+                        format!("expected RFC 3339 or epoch seconds, got {t:?}"),
+                    )
+                })?,
+        ),
+    };
+    if args.top == Some(0) {
+        return Err(UsageError::flag("--top", "expected at least 1, got 0"));
+    }
+    if !args.db.exists() {
+        return Err(UsageError::file(args.db.display(), "no such store"));
+    }
+    let store =
+        RedbStore::open_existing(&args.db).map_err(|e| UsageError::file(args.db.display(), e))?;
+    let answer = query::window(
+        &store,
+        &args.metric,
+        window,
+        at,
+        args.key.as_deref().map(str::as_bytes),
+        args.top,
+    )
+    .map_err(|e| match e {
+        QueryError::NoMetric { .. } => UsageError::flag("--metric", e),
+        QueryError::BadWindow { .. } => UsageError::flag("--window", e),
+        QueryError::Empty => UsageError::file(args.db.display(), e),
+        e => anyhow::anyhow!(e),
+    })?;
+    let mut out = Output::new(args.json);
+    for row in &answer.rows {
+        out.emit(
+            &Record::new()
+                .field("metric", args.metric.as_str())
+                .field("key", row.key.as_str())
+                .field("from", rfc3339(answer.from))
+                .field("to", rfc3339(answer.to))
+                .estimate(&row.estimate)
+                .field("confidence", row.estimate.confidence())
+                .field("method", row.estimate.method.to_string())
+                .field("buckets", row.buckets),
+        )?;
+    }
+    if answer.rows.is_empty() && !args.json {
+        println!(
+            "no keys in {} [{}, {})",
+            args.metric,
+            rfc3339(answer.from),
+            rfc3339(answer.to)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_round_trips_through_the_parser() {
+        for ms in [0u64, 1_700_000_000_000, 1_709_164_800_123, 951_782_400_000] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)).unwrap(), ms, "{}", rfc3339(ms));
+        }
+        assert_eq!(rfc3339(1_700_000_000_000), "2023-11-14T22:13:20Z");
+    }
+}

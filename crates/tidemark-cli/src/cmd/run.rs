@@ -1,0 +1,172 @@
+//! `tidemark run`: the keyed event-time pipeline over files or stdin, into an embedded store.
+//!
+//! Alerts are JSON lines on stdout; the summary (and the progress bar, when stderr is a
+//! terminal and the input is files) goes to stderr. A store written before is resumed from its
+//! committed input position, so a run killed at any point and started again with the same
+//! arguments counts every record once.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::json;
+use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
+use tidemark_stream::store::RedbStore;
+use tidemark_stream::RunError;
+
+use crate::UsageError;
+
+/// Arguments of `tidemark run`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The pipeline's TOML config (see examples/ in the repository).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The store: one redb file, created if absent, resumed if present.
+    #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
+    pub db: PathBuf,
+    /// Count and report malformed lines instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Leave the last buckets open at the end of the input (a later run continues them);
+    /// by default the end of the input closes every bucket.
+    #[arg(long)]
+    pub keep_open: bool,
+    /// Print no summary.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Input files (standard input if none).
+    pub files: Vec<PathBuf>,
+}
+
+/// An alert as one JSON object.
+pub fn alert_json(a: &AlertOut) -> serde_json::Value {
+    let e = &a.alert.estimate;
+    json!({
+        "metric": a.metric,
+        "key": a.key,
+        "bucket": crate::cmd::query::rfc3339(a.alert.bucket),
+        "bucket_ms": a.alert.bucket,
+        "window_end": crate::cmd::query::rfc3339(a.alert.window_end),
+        "estimate": e.value,
+        "low": e.low,
+        "high": e.high,
+        "confidence": e.confidence(),
+        "threshold": a.alert.threshold,
+        "limit": a.alert.limit,
+    })
+}
+
+/// Maps a pipeline error to the CLI's kinds: input and config errors exit 2.
+pub fn run_error(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::BadLine {
+            file,
+            line,
+            message,
+        } => crate::input::Loc { file, line }.error(message),
+        e if e.is_usage() => UsageError::file("tidemark run", e),
+        e => anyhow::anyhow!(e),
+    }
+}
+
+/// Runs `tidemark run`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.config)
+        .map_err(|e| UsageError::file(args.config.display(), e))?;
+    // Validate before touching the store, so a bad config never creates a file.
+    tidemark_stream::config::Config::from_toml(&text)
+        .map_err(|e| UsageError::file(args.config.display(), e))?;
+    let mut store =
+        RedbStore::open(&args.db).map_err(|e| UsageError::file(args.db.display(), e))?;
+    let started = Instant::now();
+    let report = execute(&text, &mut store, &args)?;
+    if !args.quiet {
+        print_summary(&report, started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
+fn execute(text: &str, store: &mut RedbStore, args: &Args) -> anyhow::Result<RunReport> {
+    let bar = if std::io::stderr().is_terminal() && !args.files.is_empty() {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
+            )
+            .expect("a valid template"),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut progress = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    };
+    let mut bad_shown = 0u32;
+    let mut on_bad = |file: &str, line: u64, message: &str| {
+        if bad_shown < 10 {
+            eprintln!("tidemark: skipped {file}:{line}: {message}");
+        }
+        bad_shown += 1;
+    };
+    let stdout = std::io::stdout();
+    let mut write_err = None;
+    let mut on_alert = |a: &AlertOut| {
+        let mut out = stdout.lock();
+        if let Err(e) = writeln!(out, "{}", alert_json(a)) {
+            write_err.get_or_insert(e);
+        }
+    };
+    let result = pipeline::run(
+        text,
+        store,
+        RunOptions {
+            inputs: args.files.clone(),
+            skip_bad: args.skip_bad,
+            keep_open: args.keep_open,
+            progress: Some(&mut progress),
+            on_bad: Some(&mut on_bad),
+        },
+        &mut on_alert,
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    result.map_err(run_error)
+}
+
+/// The summary on stderr.
+pub fn print_summary(r: &RunReport, secs: f64) {
+    let rate = if secs > 0.0 {
+        r.records_this_run as f64 / secs
+    } else {
+        0.0
+    };
+    eprintln!(
+        "tidemark: {} records this run{} in {:.2} s ({:.0} records/s); \
+         {} live keys, {} buckets stored, {} late (own bucket), {} dropped, {} merged late, \
+         {} bad lines, {} alerts",
+        r.records_this_run,
+        if r.resumed {
+            format!(" (resumed; {} in all)", r.records)
+        } else {
+            String::new()
+        },
+        secs,
+        rate,
+        r.live_keys,
+        r.buckets,
+        r.late,
+        r.dropped,
+        r.merged,
+        r.bad_lines,
+        r.alerts
+    );
+}

@@ -1,0 +1,158 @@
+//! `tidemark distinct --window`: the ring and the sliding sketch against exact windowed
+//! counts, refused late events, periodic output and errors.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn tidemark(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn rows(out: &Output) -> Vec<serde_json::Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// 5 events a tick for 600 ticks from 300 users (a fixed arithmetic pattern), and the exact
+/// distinct count of the last `w` ticks ending at tick 599.
+fn events() -> (String, impl Fn(u64) -> usize) {
+    let ev: Vec<(u64, u64)> = (0..600u64)
+        .flat_map(|t| (0..5u64).map(move |k| (t, (t * 7 + k * 131) % 300)))
+        .collect();
+    let text = ev.iter().map(|(t, u)| format!("{t} user{u}\n")).collect();
+    let exact = move |w: u64| {
+        let mut last: HashMap<u64, u64> = HashMap::new();
+        for &(t, u) in &ev {
+            last.insert(u, t);
+        }
+        last.values().filter(|&&t| t + w > 599).count()
+    };
+    (text, exact)
+}
+
+#[test]
+fn ring_and_sliding_bracket_the_exact_window() {
+    let (text, exact) = events();
+    for w in [10u64, 60, 300] {
+        let truth = exact(w) as f64;
+        // Ring with 1-tick buckets: whole buckets are exact ticks; small sets count exactly.
+        let ring = rows(&tidemark(
+            &[
+                "distinct",
+                "--window",
+                &w.to_string(),
+                "--bucket",
+                "1",
+                "--json",
+            ],
+            &text,
+        ));
+        let r = ring.last().unwrap();
+        assert_eq!(r["estimate"].as_f64().unwrap(), truth, "ring, window {w}");
+        let sliding = rows(&tidemark(
+            &[
+                "distinct",
+                "--window",
+                &w.to_string(),
+                "--sliding",
+                "--json",
+            ],
+            &text,
+        ));
+        let s = sliding.last().unwrap();
+        let (low, high) = (s["low"].as_f64().unwrap(), s["high"].as_f64().unwrap());
+        // p = 14: σ ≈ 0.8%; the 95% bracket should hold; allow the 5% miss by also accepting
+        // 3σ, which a seeded run cannot plausibly exceed.
+        let sigma = s["std_error"].as_f64().unwrap();
+        let est = s["estimate"].as_f64().unwrap();
+        assert!(
+            (low <= truth && truth <= high) || (est - truth).abs() <= 3.0 * sigma,
+            "sliding, window {w}: {est} [{low}, {high}] vs {truth}"
+        );
+        assert_eq!(s["structure"], "sliding");
+    }
+}
+
+#[test]
+fn late_events_are_refused_and_counted_not_misplaced() {
+    // Window 10 ticks in buckets of 1: an event at tick 0 after tick 100 has left the ring.
+    let input = "100 a\n101 b\n0 c\n95 d\n";
+    let r = rows(&tidemark(
+        &["distinct", "--window", "10", "--bucket", "1", "--json"],
+        input,
+    ));
+    let last = r.last().unwrap();
+    assert_eq!(last["refused"].as_u64(), Some(1));
+    // a, b and d (tick 95 is inside (91, 101]); c was refused.
+    assert_eq!(last["estimate"].as_f64(), Some(3.0));
+}
+
+#[test]
+fn every_prints_at_each_crossing() {
+    let (text, _) = events();
+    let r = rows(&tidemark(
+        &["distinct", "--window", "60", "--every", "100", "--json"],
+        &text,
+    ));
+    // Crossings at 100, 200, …, 500 (printed at 99, 199, …) and the end at 599.
+    let ticks: Vec<u64> = r.iter().map(|x| x["tick"].as_u64().unwrap()).collect();
+    assert_eq!(ticks, [99, 199, 299, 399, 499, 599]);
+}
+
+#[test]
+fn bad_lines_and_flags_exit_2_naming_them() {
+    let out = tidemark(&["distinct", "--window", "10"], "1 a\nnot-a-tick b\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>:2"));
+    let out = tidemark(&["distinct", "--window", "10"], "7\n");
+    assert_eq!(out.status.code(), Some(2));
+    for (args, flag) in [
+        (vec!["distinct", "--window", "0"], "--window"),
+        (
+            vec!["distinct", "--window", "10", "--bucket", "11"],
+            "--bucket",
+        ),
+        (
+            vec!["distinct", "--window", "10", "--sliding", "--bucket", "2"],
+            "--bucket",
+        ),
+        (
+            vec!["distinct", "--window", "10", "--every", "0"],
+            "--every",
+        ),
+        (vec!["distinct", "--sliding"], "--sliding"),
+        (
+            vec!["distinct", "--window", "10", "--precision", "3"],
+            "--precision",
+        ),
+    ] {
+        let out = tidemark(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(flag),
+            "{args:?}"
+        );
+    }
+}

@@ -1,0 +1,573 @@
+//! `tidemark run` / `query` / `demo` end to end: crash and resume (SIGKILL), malformed lines,
+//! config errors, queries.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
+use tidemark_stream::pipeline::RunState;
+use tidemark_stream::store::{RedbStore, Store};
+
+fn tidemark(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tidemark-run-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every bucket of every metric, and the committed state.
+type Dump = (Vec<(String, Vec<u8>, u64, Vec<u8>)>, RunState);
+
+fn dump(db: &Path) -> Dump {
+    let store = RedbStore::open_existing(db).unwrap();
+    let meta = store.meta().unwrap().expect("a committed run");
+    let mut rows = Vec::new();
+    // Both configs used here name their metric "fanout".
+    let m = "fanout";
+    store
+        .scan(m, 0, u64::MAX, &mut |k, start, b| {
+            rows.push((m.to_string(), k.to_vec(), start, b.to_vec()))
+        })
+        .unwrap();
+    (rows, RunState::from_bytes(&meta.state).unwrap())
+}
+
+fn big_log() -> String {
+    FlowLog::generate(&FlowSpec {
+        minutes: 20,
+        users: 1_500,
+        scanners: 2,
+        seed: 3,
+        ..FlowSpec::default()
+    })
+    .to_csv()
+}
+
+#[test]
+fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
+    let d = dir("kill");
+    let config = d.join("fanout.toml");
+    std::fs::write(&config, FANOUT_CONFIG).unwrap();
+    let csv = big_log();
+
+    // The uninterrupted run, from stdin.
+    let whole = d.join("whole.db");
+    let out = tidemark(
+        &["run", "--config", s(&config), "--db", s(&whole), "--quiet"],
+        &csv,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = dump(&whole);
+    let alerts_whole = String::from_utf8(out.stdout).unwrap();
+    assert!(alerts_whole.lines().count() >= 2, "both scanners alert");
+
+    // Feed 40% of the stream, wait until it is consumed, SIGKILL, then resume with the whole
+    // stream again (stdin is resumed by skipping the committed bytes).
+    let killed = d.join("killed.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["run", "--config", s(&config), "--db", s(&killed), "--quiet"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cut = csv.len() * 2 / 5;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&csv.as_bytes()[..cut]).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(1_500));
+    child.kill().unwrap(); // SIGKILL on Unix
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished");
+    drop(stdin);
+    let (rows_at_kill, state_at_kill) = dump(&killed);
+    assert!(
+        !rows_at_kill.is_empty(),
+        "some buckets committed before the kill"
+    );
+    assert!(
+        state_at_kill.position.offset > 0 && state_at_kill.position.offset <= cut as u64,
+        "committed mid-stream: {:?}",
+        state_at_kill.position
+    );
+    assert!(rows_at_kill.len() < expected.0.len());
+
+    let out = tidemark(
+        &["run", "--config", s(&config), "--db", s(&killed), "--quiet"],
+        &csv,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = dump(&killed);
+    assert_eq!(
+        got.1, expected.1,
+        "state (position, counters, engine) differs"
+    );
+    assert_eq!(got.0.len(), expected.0.len());
+    assert!(got.0 == expected.0, "stored buckets differ");
+
+    // The same with a file input, killed after a moment, as many times as it takes.
+    let file = d.join("flows.csv");
+    std::fs::write(&file, &csv).unwrap();
+    let from_file = d.join("file.db");
+    let mut kills = 0;
+    for attempt in 0..50 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args([
+                "run",
+                "--config",
+                s(&config),
+                "--db",
+                s(&from_file),
+                "--quiet",
+                s(&file),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(40 + 10 * attempt));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            kills += 1;
+        } else {
+            break;
+        }
+    }
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&from_file),
+            "--quiet",
+            s(&file),
+        ],
+        "",
+    );
+    assert!(out.status.success());
+    eprintln!("file input: {kills} kills before the run finished");
+    assert!(kills >= 1, "at least one kill landed mid-run");
+    let got = dump(&from_file);
+    assert!(
+        got.0 == expected.0,
+        "stored buckets differ after {kills} kills"
+    );
+    assert_eq!(got.1.records, expected.1.records);
+    assert_eq!(got.1.engine, expected.1.engine);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+const COUNT_CONFIG: &str = r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "fanout"
+kind = "count"
+key = ["user"]
+bucket = "10s"
+window = "30s"
+[[metric.alert]]
+above = 25
+on = "high"
+"#;
+
+#[test]
+fn a_malformed_line_stops_the_run_or_is_skipped_and_nothing_committed_is_lost() {
+    let d = dir("bad");
+    let config = d.join("c.toml");
+    std::fs::write(&config, COUNT_CONFIG).unwrap();
+    let mut good = String::from("ts,user\n");
+    for t in 0..300u64 {
+        good.push_str(&format!("{t},u{}\n", t % 3));
+    }
+    let lines: Vec<&str> = good.lines().collect();
+    // Line 201 (1-based, the header is line 1) becomes malformed.
+    let mut bad = lines.clone();
+    bad[200] = "200,u2,extra";
+    let bad_text = bad.join("\n") + "\n";
+    let file = d.join("in.csv");
+    std::fs::write(&file, &bad_text).unwrap();
+    let db = d.join("t.db");
+    let out = tidemark(
+        &["run", "--config", s(&config), "--db", s(&db), s(&file)],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in.csv:201"), "{err}");
+    // What was committed before the bad line stays.
+    let (rows, state) = dump(&db);
+    assert!(!rows.is_empty());
+    assert!(state.records > 0 && state.records < 200);
+
+    // With --skip-bad the same store resumes, skips the line, and ends as a clean run of
+    // the file without it.
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--skip-bad",
+            s(&file),
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in.csv:201"), "{err}");
+    assert!(err.contains("1 bad lines"), "{err}");
+    let mut without = lines.clone();
+    without.remove(200);
+    let clean = d.join("clean.csv");
+    std::fs::write(&clean, without.join("\n") + "\n").unwrap();
+    let clean_db = d.join("clean.db");
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&clean_db),
+            s(&clean),
+        ],
+        "",
+    );
+    assert!(out.status.success());
+    let (a, sa) = dump(&db);
+    let (b, sb) = dump(&clean_db);
+    assert!(a == b, "buckets differ from a clean run's");
+    assert_eq!(sa.records, sb.records);
+    assert_eq!(sa.bad_lines, 1);
+
+    // Every count window holds the truth: 10 events per user-bucket... queried back.
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "fanout",
+            "--window",
+            "30s",
+            "--at",
+            "100",
+            "--json",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Window [70 s, 100 s): 30 events, 10 per user, exact.
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert_eq!(r["estimate"].as_f64(), Some(10.0));
+        assert_eq!(r["low"].as_f64(), Some(10.0));
+        assert_eq!(r["method"].as_str(), Some("exact"));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn config_errors_name_the_key_and_create_no_store() {
+    let d = dir("config");
+    let config = d.join("c.toml");
+    let db = d.join("t.db");
+    for (text, key) in [
+        (
+            COUNT_CONFIG.replace("\"10s\"", "\"10 seconds\""),
+            "metric[0].bucket",
+        ),
+        (
+            COUNT_CONFIG.replace("\"30s\"", "\"25s\""),
+            "metric[0].window",
+        ),
+        (
+            COUNT_CONFIG.replace("kind = \"count\"", "kind = \"sum\""),
+            "metric[0].kind",
+        ),
+        (COUNT_CONFIG.replace("above = 25", "above = \"x\""), "above"),
+    ] {
+        std::fs::write(&config, &text).unwrap();
+        let out = tidemark(&["run", "--config", s(&config), "--db", s(&db)], "");
+        assert_eq!(out.status.code(), Some(2), "{key}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(key), "{key}: {err}");
+        assert!(!db.exists(), "a bad config created the store");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn query_top_and_flag_errors() {
+    let d = dir("query");
+    let config = d.join("fanout.toml");
+    std::fs::write(&config, FANOUT_CONFIG).unwrap();
+    let db = d.join("t.db");
+    let csv = FlowLog::generate(&FlowSpec {
+        minutes: 8,
+        users: 50,
+        scanners: 1,
+        ..FlowSpec::default()
+    })
+    .to_csv();
+    let out = tidemark(&["run", "--config", s(&config), "--db", s(&db)], &csv);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let alert: serde_json::Value = serde_json::from_str(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    for f in [
+        "metric",
+        "key",
+        "bucket",
+        "estimate",
+        "low",
+        "high",
+        "threshold",
+    ] {
+        assert!(alert.get(f).is_some(), "alert lacks {f}: {alert}");
+    }
+    assert_eq!(alert["key"].as_str(), Some(FlowLog::scanner(0).as_str()));
+    // The scanner probes minutes 2–4: the 5-minute window to minute 5 holds all 3,072.
+    let at = (FlowLog::START + 300).to_string();
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "fanout",
+            "--top",
+            "2",
+            "--window",
+            "5m",
+            "--at",
+            &at,
+            "--json",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["key"].as_str(), Some(FlowLog::scanner(0).as_str()));
+    let (low, high) = (
+        rows[0]["low"].as_f64().unwrap(),
+        rows[0]["high"].as_f64().unwrap(),
+    );
+    assert!(low <= 3072.0 && 3072.0 <= high, "[{low}, {high}]");
+    // Users touch at most 12 destinations.
+    assert!(rows[1]["estimate"].as_f64().unwrap() <= 12.0);
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "fanout",
+            "--key",
+            FlowLog::HEALTH,
+            "--window",
+            "5m",
+            "--json",
+        ],
+        "",
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["estimate"].as_f64(), Some(4.0));
+    assert_eq!(row["buckets"].as_u64(), Some(5));
+
+    for (args, flag) in [
+        (vec!["--window", "7s"], "--window"),
+        (vec!["--window", "five"], "--window"),
+        (vec!["--window", "5m", "--at", "noon"], "--at"),
+    ] {
+        let mut full = vec!["query", "--db", s(&db), "--metric", "fanout"];
+        full.extend(args);
+        let out = tidemark(&full, "");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(flag));
+    }
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "nope",
+            "--window",
+            "5m",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("fanout"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn demo_flags_the_scanner_not_the_health_checker() {
+    let out = tidemark(&["demo", "--minutes", "12", "--json"], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let alerted: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(alerted, [FlowLog::scanner(0).as_str()]);
+    let summary = rows.last().unwrap();
+    assert_eq!(summary["alerts"].as_u64(), Some(1));
+    assert!(summary["dropped"].as_u64().unwrap() > 0);
+    assert!(summary["late"].as_u64().unwrap() > 0);
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_examples_run_and_a_store_refuses_another_config() {
+    let d = dir("examples");
+    // examples/requests.toml: JSON Lines, RFC 3339 times, a count and a distinct metric.
+    let requests = repo_root().join("examples/requests.toml");
+    let mut jsonl = String::new();
+    for i in 0..1_200u64 {
+        let s = i / 4;
+        jsonl.push_str(&format!(
+            "{{\"time\": \"2024-01-01T00:{:02}:{:02}Z\", \"user\": \"u{}\", \"path\": \"/p{}\"}}\n",
+            s / 60,
+            s % 60,
+            i % 2,
+            i % 7
+        ));
+    }
+    // Past the 2-minute lateness: merged into its stored bucket.
+    jsonl.push_str("{\"time\": \"2024-01-01T00:00:10Z\", \"user\": \"u0\", \"path\": \"/late\"}\n");
+    let db = d.join("r.db");
+    let out = tidemark(&["run", "--config", s(&requests), "--db", s(&db)], &jsonl);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2 merged late"),
+        "one per metric"
+    );
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "requests",
+            "--key",
+            "u0",
+            "--window",
+            "1m",
+            "--at",
+            "2024-01-01T00:01:00Z",
+            "--json",
+        ],
+        "",
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Minute 0 holds 240 events, 120 of u0, plus the merged late one.
+    assert_eq!(row["estimate"].as_f64(), Some(121.0));
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "pages",
+            "--key",
+            "u1",
+            "--window",
+            "1h",
+            "--json",
+        ],
+        "",
+    );
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // u1 is every odd i: paths i % 7 over odd i cover all 7.
+    assert_eq!(row["estimate"].as_f64(), Some(7.0));
+
+    // The same store under the fan-out config: refused, exit 2, nothing changed.
+    let fanout = repo_root().join("examples/fanout.toml");
+    let out = tidemark(
+        &["run", "--config", s(&fanout), "--db", s(&db)],
+        "ts,src_ip,dst_ip,dst_port\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another config"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,0 +1,608 @@
+//! The pipeline's TOML config, and its validation into [`Config`].
+//!
+//! ```toml
+//! [input]
+//! format = "csv"              # csv (with a header line) | jsonl
+//! time_field = "ts"
+//! time_format = "epoch_s"     # epoch_s | epoch_ms | rfc3339
+//!
+//! [[metric]]
+//! name = "fanout"             # unique; names the metric in the store, alerts and queries
+//! kind = "distinct"           # distinct | count | frequency
+//! key = ["src_ip"]            # fields whose values, joined, form the key
+//! item = ["dst_ip", "dst_port"]   # fields whose values, joined, are the item (not for count)
+//! bucket = "1m"               # bucket width: ms, s, m, h or d
+//! window = "5m"               # alert window: a multiple of the bucket width
+//! precision = 10              # distinct: HyperLogLog p in 4..=18 (default 12)
+//! # epsilon = 0.1             # count: exponential histogram ε (default 0.1)
+//! retention = "1d"            # buckets older than this behind the watermark are deleted
+//! allowed_lateness = "30s"    # the watermark trails the latest event time by this much
+//! late = "drop"               # drop | merge: what happens to events for closed buckets
+//!
+//! [[metric.alert]]
+//! above = 500                 # fire when the window estimate exceeds this …
+//! margin = 3.0                # … by this many standard errors (HyperLogLog's 1.04/√m)
+//! consecutive = 1             # at this many successive bucket closes
+//! on = "value"                # value | high | low: which end of the estimate is compared
+//! ```
+//!
+//! Every error names the key (`metric[0].bucket`) and what was expected.
+
+use core::fmt;
+
+use serde::Deserialize;
+
+use crate::time::{format_duration, parse_duration, TimeFormat};
+
+/// A config that cannot be used: the key and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The TOML does not parse, or a key has the wrong type or is unknown.
+    Syntax {
+        /// The parser's message (it names the line, column and key).
+        message: String,
+    },
+    /// A key's value is outside its domain.
+    Invalid {
+        /// The key, as a path (`metric[1].window`).
+        key: String,
+        /// What it must be.
+        expected: String,
+        /// What it was.
+        got: String,
+    },
+}
+
+impl ConfigError {
+    fn invalid(key: String, expected: impl Into<String>, got: impl fmt::Display) -> ConfigError {
+        ConfigError::Invalid {
+            key,
+            expected: expected.into(),
+            got: got.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Syntax { message } => write!(f, "config: {}", message.trim_end()),
+            ConfigError::Invalid { key, expected, got } => {
+                write!(f, "config key `{key}`: expected {expected}, got {got}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    input: RawInput,
+    #[serde(default)]
+    metric: Vec<RawMetric>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawInput {
+    format: Option<String>,
+    time_field: String,
+    time_format: Option<String>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawMetric {
+    name: String,
+    kind: String,
+    key: Vec<String>,
+    #[serde(default)]
+    item: Vec<String>,
+    bucket: String,
+    window: String,
+    precision: Option<i64>,
+    epsilon: Option<f64>,
+    delta: Option<f64>,
+    retention: Option<String>,
+    allowed_lateness: Option<String>,
+    late: Option<String>,
+    #[serde(default)]
+    alert: Vec<RawAlert>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawAlert {
+    above: f64,
+    margin: Option<f64>,
+    consecutive: Option<i64>,
+    on: Option<String>,
+}
+
+/// The input's record format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated values; the first line of each file names the fields.
+    Csv,
+    /// One JSON object per line.
+    JsonLines,
+}
+
+/// Where the time, key and item fields are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputConfig {
+    /// CSV or JSON Lines.
+    pub format: Format,
+    /// The time field's name.
+    pub time_field: String,
+    /// How the time field is written.
+    pub time_format: TimeFormat,
+}
+
+/// What a metric summarises per key and bucket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// Distinct items (HyperLogLog of precision `p`).
+    Distinct {
+        /// HyperLogLog precision: `2^p` registers, standard error `1.04/√(2^p)`.
+        precision: u8,
+    },
+    /// Events (exact per bucket; exponential histogram per key over the window).
+    Count {
+        /// The histogram's ε: relative error at most ε/2.
+        epsilon: f64,
+    },
+    /// Item frequencies (Count-Min): accepted by the config, refused by the engine until the
+    /// Count-Min sketch lands.
+    Frequency {
+        /// Additive error ε·N.
+        epsilon: f64,
+        /// Failure probability δ.
+        delta: f64,
+    },
+}
+
+impl Kind {
+    /// `distinct`, `count` or `frequency`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Distinct { .. } => "distinct",
+            Kind::Count { .. } => "count",
+            Kind::Frequency { .. } => "frequency",
+        }
+    }
+}
+
+/// What happens to an event for a bucket that has already closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatePolicy {
+    /// Drop it and count it.
+    Drop,
+    /// Read the stored bucket, merge the event in, write it back.
+    Merge,
+}
+
+/// Which end of a window estimate an alert compares with its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertOn {
+    /// The point estimate.
+    Value,
+    /// The bracket's upper end: never misses a real crossing (limits, quotas).
+    High,
+    /// The bracket's lower end: never fires on a key below the threshold (at the bracket's
+    /// confidence).
+    Low,
+}
+
+/// An alert rule on a metric's window estimate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AlertRule {
+    /// The threshold.
+    pub above: f64,
+    /// Margin in standard errors above the threshold (0 for exact and guaranteed answers).
+    pub margin: f64,
+    /// How many successive bucket closes the key must stay above the limit.
+    pub consecutive: u32,
+    /// Which end of the estimate is compared.
+    pub on: AlertOn,
+}
+
+/// One validated metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricConfig {
+    /// Its name.
+    pub name: String,
+    /// What it summarises.
+    pub kind: Kind,
+    /// Key fields.
+    pub key: Vec<String>,
+    /// Item fields (empty for `count`).
+    pub item: Vec<String>,
+    /// Bucket width, ms.
+    pub bucket: u64,
+    /// Window, ms: a multiple of `bucket`.
+    pub window: u64,
+    /// Retention, ms, at least `window`.
+    pub retention: u64,
+    /// Allowed lateness, ms.
+    pub allowed_lateness: u64,
+    /// Late policy.
+    pub late: LatePolicy,
+    /// Alert rules.
+    pub alerts: Vec<AlertRule>,
+}
+
+/// A validated config.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The input.
+    pub input: InputConfig,
+    /// The metrics, in file order.
+    pub metrics: Vec<MetricConfig>,
+}
+
+fn duration(key: String, text: &str) -> Result<u64, ConfigError> {
+    match parse_duration(text) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(ConfigError::invalid(
+            key,
+            "a positive duration with a unit: ms, s, m, h or d (\"30s\", \"5m\")",
+            format!("{text:?}"),
+        )),
+    }
+}
+
+impl Config {
+    /// Parses and validates a TOML config.
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            message: e.to_string(),
+        })?;
+        let format = match raw.input.format.as_deref().unwrap_or("csv") {
+            "csv" => Format::Csv,
+            "jsonl" => Format::JsonLines,
+            other => {
+                return Err(ConfigError::invalid(
+                    "input.format".into(),
+                    "\"csv\" or \"jsonl\"",
+                    format!("{other:?}"),
+                ))
+            }
+        };
+        let tf = raw.input.time_format.as_deref().unwrap_or("epoch_s");
+        let time_format = TimeFormat::from_name(tf).ok_or_else(|| {
+            ConfigError::invalid(
+                "input.time_format".into(),
+                "\"epoch_s\", \"epoch_ms\" or \"rfc3339\"",
+                format!("{tf:?}"),
+            )
+        })?;
+        if raw.input.time_field.is_empty() {
+            return Err(ConfigError::invalid(
+                "input.time_field".into(),
+                "a field name",
+                "\"\"",
+            ));
+        }
+        if raw.metric.is_empty() {
+            return Err(ConfigError::invalid(
+                "metric".into(),
+                "at least one [[metric]] table",
+                "none",
+            ));
+        }
+        let mut metrics = Vec::new();
+        for (i, m) in raw.metric.into_iter().enumerate() {
+            let at = |k: &str| format!("metric[{i}].{k}");
+            if m.name.is_empty() || m.name.contains(char::is_whitespace) {
+                return Err(ConfigError::invalid(
+                    at("name"),
+                    "a non-empty name without spaces",
+                    format!("{:?}", m.name),
+                ));
+            }
+            if metrics.iter().any(|x: &MetricConfig| x.name == m.name) {
+                return Err(ConfigError::invalid(
+                    at("name"),
+                    "a name no other metric has",
+                    format!("{:?}", m.name),
+                ));
+            }
+            let kind = match m.kind.as_str() {
+                "distinct" => {
+                    let p = m.precision.unwrap_or(12);
+                    if !(4..=18).contains(&p) {
+                        return Err(ConfigError::invalid(
+                            at("precision"),
+                            "an integer in 4..=18",
+                            p,
+                        ));
+                    }
+                    Kind::Distinct { precision: p as u8 }
+                }
+                "count" => {
+                    let e = m.epsilon.unwrap_or(0.1);
+                    if !(e > 0.0 && e < 1.0) {
+                        return Err(ConfigError::invalid(at("epsilon"), "a number in (0, 1)", e));
+                    }
+                    Kind::Count { epsilon: e }
+                }
+                "frequency" => {
+                    let e = m.epsilon.unwrap_or(0.001);
+                    let d = m.delta.unwrap_or(0.01);
+                    if !(e > 0.0 && e < 1.0) {
+                        return Err(ConfigError::invalid(at("epsilon"), "a number in (0, 1)", e));
+                    }
+                    if !(d > 0.0 && d < 1.0) {
+                        return Err(ConfigError::invalid(at("delta"), "a number in (0, 1)", d));
+                    }
+                    Kind::Frequency {
+                        epsilon: e,
+                        delta: d,
+                    }
+                }
+                other => {
+                    return Err(ConfigError::invalid(
+                        at("kind"),
+                        "\"distinct\", \"count\" or \"frequency\"",
+                        format!("{other:?}"),
+                    ))
+                }
+            };
+            if m.key.is_empty() || m.key.iter().any(String::is_empty) {
+                return Err(ConfigError::invalid(
+                    at("key"),
+                    "a non-empty list of field names",
+                    format!("{:?}", m.key),
+                ));
+            }
+            let needs_item = !matches!(kind, Kind::Count { .. });
+            if needs_item && (m.item.is_empty() || m.item.iter().any(String::is_empty)) {
+                return Err(ConfigError::invalid(
+                    at("item"),
+                    format!(
+                        "a non-empty list of field names for a {} metric",
+                        kind.name()
+                    ),
+                    format!("{:?}", m.item),
+                ));
+            }
+            if !needs_item && !m.item.is_empty() {
+                return Err(ConfigError::invalid(
+                    at("item"),
+                    "no item fields for a count metric (it counts events)",
+                    format!("{:?}", m.item),
+                ));
+            }
+            let bucket = duration(at("bucket"), &m.bucket)?;
+            let window = duration(at("window"), &m.window)?;
+            if window % bucket != 0 {
+                return Err(ConfigError::invalid(
+                    at("window"),
+                    format!("a multiple of the bucket width {}", format_duration(bucket)),
+                    format!("{:?}", m.window),
+                ));
+            }
+            let retention = match &m.retention {
+                Some(r) => duration(at("retention"), r)?,
+                None => window.max(86_400_000),
+            };
+            if retention < window {
+                return Err(ConfigError::invalid(
+                    at("retention"),
+                    format!("at least the window {}", format_duration(window)),
+                    format!("{:?}", m.retention.unwrap_or_default()),
+                ));
+            }
+            let allowed_lateness = match m.allowed_lateness.as_deref() {
+                None | Some("0") | Some("0s") | Some("0ms") => 0,
+                Some(l) => duration(at("allowed_lateness"), l)?,
+            };
+            let late = match m.late.as_deref().unwrap_or("drop") {
+                "drop" => LatePolicy::Drop,
+                "merge" => LatePolicy::Merge,
+                other => {
+                    return Err(ConfigError::invalid(
+                        at("late"),
+                        "\"drop\" or \"merge\"",
+                        format!("{other:?}"),
+                    ))
+                }
+            };
+            let mut alerts = Vec::new();
+            for (j, a) in m.alert.iter().enumerate() {
+                let ak = |k: &str| format!("metric[{i}].alert[{j}].{k}");
+                if !a.above.is_finite() {
+                    return Err(ConfigError::invalid(
+                        ak("above"),
+                        "a finite number",
+                        a.above,
+                    ));
+                }
+                let margin = a.margin.unwrap_or(0.0);
+                if !(margin.is_finite() && margin >= 0.0) {
+                    return Err(ConfigError::invalid(ak("margin"), "a number ≥ 0", margin));
+                }
+                let consecutive = a.consecutive.unwrap_or(1);
+                if !(1..=1_000_000).contains(&consecutive) {
+                    return Err(ConfigError::invalid(
+                        ak("consecutive"),
+                        "an integer in 1..=1000000",
+                        consecutive,
+                    ));
+                }
+                let on = match a.on.as_deref().unwrap_or("value") {
+                    "value" => AlertOn::Value,
+                    "high" => AlertOn::High,
+                    "low" => AlertOn::Low,
+                    other => {
+                        return Err(ConfigError::invalid(
+                            ak("on"),
+                            "\"value\", \"high\" or \"low\"",
+                            format!("{other:?}"),
+                        ))
+                    }
+                };
+                alerts.push(AlertRule {
+                    above: a.above,
+                    margin,
+                    consecutive: consecutive as u32,
+                    on,
+                });
+            }
+            metrics.push(MetricConfig {
+                name: m.name,
+                kind,
+                key: m.key,
+                item: m.item,
+                bucket,
+                window,
+                retention,
+                allowed_lateness,
+                late,
+                alerts,
+            });
+        }
+        Ok(Config {
+            input: InputConfig {
+                format,
+                time_field: raw.input.time_field,
+                time_format,
+            },
+            metrics,
+        })
+    }
+
+    /// A fingerprint of everything that shapes stored state (metrics, kinds, widths,
+    /// parameters, fields): a store written under one fingerprint refuses another config.
+    pub fn fingerprint(&self) -> u64 {
+        let mut s = format!(
+            "{:?}|{:?}|{:?}",
+            self.input.format, self.input.time_field, self.input.time_format
+        );
+        for m in &self.metrics {
+            s.push_str(&format!(
+                "|{}:{:?}:{:?}:{:?}:{}:{}:{}:{}:{:?}",
+                m.name,
+                m.kind,
+                m.key,
+                m.item,
+                m.bucket,
+                m.window,
+                m.retention,
+                m.allowed_lateness,
+                m.late
+            ));
+        }
+        xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+    }
+
+    /// The metric called `name`, with its index.
+    pub fn metric(&self, name: &str) -> Option<(usize, &MetricConfig)> {
+        self.metrics
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[input]
+time_field = "ts"
+
+[[metric]]
+name = "fanout"
+kind = "distinct"
+key = ["src"]
+item = ["dst", "port"]
+bucket = "1m"
+window = "5m"
+precision = 10
+allowed_lateness = "30s"
+late = "merge"
+
+[[metric.alert]]
+above = 500
+margin = 3
+consecutive = 2
+"#;
+
+    #[test]
+    fn a_good_config_validates() {
+        let c = Config::from_toml(GOOD).unwrap();
+        assert_eq!(c.input.format, Format::Csv);
+        assert_eq!(c.input.time_format, TimeFormat::EpochSeconds);
+        let m = &c.metrics[0];
+        assert_eq!(m.kind, Kind::Distinct { precision: 10 });
+        assert_eq!(
+            (m.bucket, m.window, m.allowed_lateness),
+            (60_000, 300_000, 30_000)
+        );
+        assert_eq!(m.late, LatePolicy::Merge);
+        assert_eq!(m.alerts[0].consecutive, 2);
+        assert_eq!(m.alerts[0].on, AlertOn::Value);
+    }
+
+    fn err_of(text: &str) -> String {
+        Config::from_toml(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_bad_value_names_its_key() {
+        for (from, to, key) in [
+            (
+                "bucket = \"1m\"",
+                "bucket = \"1 minute\"",
+                "metric[0].bucket",
+            ),
+            ("window = \"5m\"", "window = \"90s\"", "metric[0].window"),
+            ("precision = 10", "precision = 30", "metric[0].precision"),
+            ("kind = \"distinct\"", "kind = \"sum\"", "metric[0].kind"),
+            ("late = \"merge\"", "late = \"keep\"", "metric[0].late"),
+            (
+                "consecutive = 2",
+                "consecutive = 0",
+                "metric[0].alert[0].consecutive",
+            ),
+            ("margin = 3", "margin = -1", "metric[0].alert[0].margin"),
+            ("item = [\"dst\", \"port\"]", "item = []", "metric[0].item"),
+            (
+                "time_field = \"ts\"",
+                "time_field = \"ts\"\ntime_format = \"unix\"",
+                "input.time_format",
+            ),
+        ] {
+            let text = GOOD.replace(from, to);
+            assert_ne!(text, GOOD);
+            let e = err_of(&text);
+            assert!(e.contains(&format!("`{key}`")), "{to}: {e}");
+            assert!(e.contains("expected"), "{e}");
+        }
+    }
+
+    #[test]
+    fn type_errors_and_unknown_keys_name_the_key() {
+        let e = err_of(&GOOD.replace("precision = 10", "precision = \"ten\""));
+        assert!(e.contains("precision"), "{e}");
+        let e = err_of(&GOOD.replace("precision = 10", "precison = 10"));
+        assert!(e.contains("precison"), "{e}");
+        let e = err_of("[input]\n");
+        assert!(e.contains("time_field"), "{e}");
+    }
+
+    #[test]
+    fn fingerprint_follows_the_shape_not_the_alerts() {
+        let a = Config::from_toml(GOOD).unwrap();
+        let b = Config::from_toml(&GOOD.replace("above = 500", "above = 600")).unwrap();
+        let c = Config::from_toml(&GOOD.replace("precision = 10", "precision = 11")).unwrap();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+}

@@ -1,0 +1,884 @@
+//! The engine: a pure operator. Events in; closed buckets, late merges, expiries and alerts
+//! out. No threads, no clock, no I/O: the caller (the [`crate::pipeline`] runner, a test, a
+//! future server) feeds it and moves its outputs to a store.
+//!
+//! # Time
+//!
+//! Each metric cuts event time into buckets `[s, s + width)`. The watermark is the largest
+//! event time seen minus the metric's allowed lateness; a bucket closes when the watermark
+//! reaches its end. Several buckets can be open at once (those within the lateness); an event
+//! for an open bucket lands in that bucket, however late it arrived. An event for a closed
+//! bucket is *too late*: it is dropped and counted (`drop`), or handed out as a late merge
+//! for the caller to read-merge-write into the stored bucket (`merge`). It never goes into
+//! the current bucket: that would move it into the wrong window.
+//!
+//! # Windows and alerts
+//!
+//! When a bucket closes, every key that has something in its metric's window is evaluated:
+//! a distinct metric merges the key's last `window / width` closed bucket sketches; a count
+//! metric reads its exponential histogram. An alert rule fires when the chosen end of the
+//! estimate exceeds `above + margin·σ` (σ the standard error at the threshold) at
+//! `consecutive` successive closes; it fires once per episode, and again only after the key
+//! dropped below and crossed again.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use tidemark::codec::{Reader, Writer};
+use tidemark::{DecodeError, Estimate};
+
+use crate::config::{AlertOn, Config, Kind, LatePolicy, MetricConfig};
+use crate::summary::{BucketSummary, CountBucket, CountWindow, DistinctBucket};
+use crate::EngineError;
+
+/// A fast hasher for byte-string keys: xxh3 over each write.
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes, held inline when short (an IP address, a user id) so that finding a key in
+/// a bucket's table does not chase a pointer per event. Hashes, compares and orders exactly as
+/// its bytes do, so tables are looked up by `&[u8]`.
+#[derive(Clone)]
+pub(crate) enum Key {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    #[inline]
+    fn new(b: &[u8]) -> Key {
+        if b.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..b.len()].copy_from_slice(b);
+            Key::Inline {
+                len: b.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(b.into())
+        }
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..*len as usize],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+/// One key's summary of one bucket, of whichever kind its metric is.
+#[derive(Clone, Debug)]
+pub enum Summary {
+    /// A count metric's bucket.
+    Count(CountBucket),
+    /// A distinct metric's bucket.
+    Distinct(DistinctBucket),
+}
+
+impl Summary {
+    fn kind_byte(&self) -> u64 {
+        match self {
+            Summary::Count(_) => 0,
+            Summary::Distinct(_) => 1,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, item: u64) {
+        match self {
+            Summary::Count(c) => c.add(item),
+            Summary::Distinct(d) => d.add(item),
+        }
+    }
+
+    /// The encoded bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Summary::Count(c) => c.to_bytes(),
+            Summary::Distinct(d) => d.to_bytes(),
+        }
+    }
+
+    /// The bucket's own answer.
+    pub fn estimate(&self) -> Estimate {
+        match self {
+            Summary::Count(c) => c.estimate(),
+            Summary::Distinct(d) => d.estimate(),
+        }
+    }
+
+    /// Merges another summary of the same metric and bucket.
+    pub fn merge(&mut self, other: &Summary) -> Result<(), tidemark::MergeError> {
+        match (self, other) {
+            (Summary::Count(a), Summary::Count(b)) => a.merge(b),
+            (Summary::Distinct(a), Summary::Distinct(b)) => a.merge(b),
+            (a, b) => Err(tidemark::MergeError::Incompatible {
+                field: "metric kind",
+                ours: a.kind_byte(),
+                theirs: b.kind_byte(),
+            }),
+        }
+    }
+}
+
+/// How a metric builds and reads its summaries.
+#[derive(Clone, Debug)]
+pub struct MetricShape {
+    kind: Kind,
+    width: u64,
+    /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
+    /// than copying one.
+    empty_distinct: Option<DistinctBucket>,
+}
+
+impl MetricShape {
+    /// The shape of a configured metric.
+    pub fn of(m: &MetricConfig) -> MetricShape {
+        MetricShape {
+            kind: m.kind,
+            width: m.bucket,
+            empty_distinct: match m.kind {
+                Kind::Distinct { precision } => Some(DistinctBucket::new(precision)),
+                _ => None,
+            },
+        }
+    }
+
+    /// An empty summary for the bucket starting at `start`.
+    pub fn empty(&self, start: u64) -> Summary {
+        match self.kind {
+            Kind::Count { .. } => Summary::Count(CountBucket::new(start, self.width)),
+            Kind::Distinct { .. } => Summary::Distinct(
+                self.empty_distinct
+                    .clone()
+                    .expect("a distinct shape holds its empty bucket"),
+            ),
+            Kind::Frequency { .. } => unreachable!("refused when the engine is built"),
+        }
+    }
+
+    /// Decodes a stored summary of the bucket starting at `start`.
+    pub fn decode(&self, bytes: &[u8], start: u64) -> Result<Summary, DecodeError> {
+        match self.kind {
+            Kind::Count { .. } => Ok(Summary::Count(CountBucket::from_bytes(
+                bytes, start, self.width,
+            )?)),
+            Kind::Distinct { precision } => Ok(Summary::Distinct(DistinctBucket::from_bytes(
+                bytes, precision,
+            )?)),
+            Kind::Frequency { .. } => Err(DecodeError::Invalid {
+                field: "metric kind",
+                offset: 0,
+                expected: "count or distinct",
+                got: 2,
+            }),
+        }
+    }
+
+    /// The standard error of an estimate near `x` (0 for exact and guaranteed answers).
+    pub fn sigma_at(&self, x: f64) -> f64 {
+        match self.kind {
+            Kind::Distinct { precision } => x.abs() * 1.04 / ((1u64 << precision) as f64).sqrt(),
+            _ => 0.0,
+        }
+    }
+}
+
+/// A bucket whose watermark has passed: its bytes go to the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClosedBucket {
+    /// Index of the metric in the config.
+    pub metric: usize,
+    /// The key's bytes.
+    pub key: Box<[u8]>,
+    /// The bucket's start, ms.
+    pub start: u64,
+    /// The summary's bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// An alert: a key's window estimate crossed a rule's limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alert {
+    /// Index of the metric.
+    pub metric: usize,
+    /// Index of the rule within the metric.
+    pub rule: usize,
+    /// The key's bytes.
+    pub key: Box<[u8]>,
+    /// Start of the bucket whose close raised it, ms.
+    pub bucket: u64,
+    /// The window's end (the bucket's end), ms.
+    pub window_end: u64,
+    /// The window estimate.
+    pub estimate: Estimate,
+    /// The rule's threshold.
+    pub threshold: f64,
+    /// The threshold plus the margin: what the estimate was compared with.
+    pub limit: f64,
+}
+
+/// What the engine has produced since the caller last took its outputs.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// Closed buckets, to write.
+    pub closed: Vec<ClosedBucket>,
+    /// Too-late events under the `merge` policy: the summary of the event alone, to merge into
+    /// the stored bucket (read-merge-write).
+    pub late_merges: Vec<ClosedBucket>,
+    /// Per metric, buckets starting before this are past retention and may be deleted.
+    pub expire_before: Vec<Option<u64>>,
+    /// Alerts raised.
+    pub alerts: Vec<Alert>,
+}
+
+impl Outputs {
+    /// Whether there is anything the store must commit.
+    pub fn needs_commit(&self) -> bool {
+        !self.closed.is_empty() || !self.late_merges.is_empty()
+    }
+}
+
+/// Counters the engine keeps per metric (persisted with its state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Events added.
+    pub events: u64,
+    /// Events that arrived after a newer bucket had opened but within the lateness: landed
+    /// in their own (older, still open) bucket.
+    pub late: u64,
+    /// Too-late events dropped (`drop`).
+    pub dropped: u64,
+    /// Too-late events merged into their stored bucket (`merge`).
+    pub merged: u64,
+    /// Buckets closed.
+    pub buckets: u64,
+    /// Alerts raised.
+    pub alerts: u64,
+}
+
+struct OpenBucket {
+    start: u64,
+    /// Key → index into `summaries`: small table entries, summaries packed in one vector
+    /// (one allocation per bucket instead of one per key).
+    keys: FastMap<Key, u32>,
+    summaries: Vec<Summary>,
+}
+
+enum WindowState {
+    /// Closed bucket summaries in the window, oldest first.
+    Ring(VecDeque<(u64, Summary)>),
+    /// A count metric's histogram.
+    Hist(CountWindow),
+}
+
+struct KeyWindow {
+    state: WindowState,
+    /// Per rule: successive closes above the limit.
+    streak: Vec<u32>,
+}
+
+struct MetricState {
+    cfg: MetricConfig,
+    shape: MetricShape,
+    /// Buckets with start < closed_until are closed; `None` before the first event.
+    closed_until: Option<u64>,
+    open: VecDeque<OpenBucket>,
+    windows: FastMap<Key, KeyWindow>,
+    counters: Counters,
+}
+
+/// The keyed event-time engine for a config's metrics.
+pub struct Engine {
+    metrics: Vec<MetricState>,
+    max_time: Option<u64>,
+    out: Outputs,
+}
+
+/// Supplies stored buckets of metric `m` with `from ≤ start < to` to a visitor:
+/// `(m, from, to, visit)`.
+pub type ScanFn<'a> = dyn FnMut(usize, u64, u64, &mut crate::store::Visit<'_>) + 'a;
+
+const SNAPSHOT_VERSION: u8 = 1;
+
+impl Engine {
+    /// An engine for the config's metrics. Refuses a metric kind it cannot run yet.
+    pub fn new(config: &Config) -> Result<Engine, EngineError> {
+        let mut metrics = Vec::new();
+        for m in &config.metrics {
+            if let Kind::Frequency { .. } = m.kind {
+                return Err(EngineError::Unsupported {
+                    metric: m.name.clone(),
+                    what: "frequency metrics (the Count-Min sketch is not in this build yet)",
+                });
+            }
+            metrics.push(MetricState {
+                cfg: m.clone(),
+                shape: MetricShape::of(m),
+                closed_until: None,
+                open: VecDeque::new(),
+                windows: FastMap::default(),
+                counters: Counters::default(),
+            });
+        }
+        let n = metrics.len();
+        Ok(Engine {
+            metrics,
+            max_time: None,
+            out: Outputs {
+                expire_before: vec![None; n],
+                ..Outputs::default()
+            },
+        })
+    }
+
+    /// The largest event time seen, ms.
+    pub fn max_time(&self) -> Option<u64> {
+        self.max_time
+    }
+
+    /// A metric's counters.
+    pub fn counters(&self, metric: usize) -> Counters {
+        self.metrics[metric].counters
+    }
+
+    /// A metric's config.
+    pub fn metric(&self, metric: usize) -> &MetricConfig {
+        &self.metrics[metric].cfg
+    }
+
+    /// A metric's shape (to decode its stored buckets).
+    pub fn shape(&self, metric: usize) -> &MetricShape {
+        &self.metrics[metric].shape
+    }
+
+    /// Number of metrics.
+    pub fn metric_count(&self) -> usize {
+        self.metrics.len()
+    }
+
+    /// Keys with a live window in a metric.
+    pub fn live_keys(&self, metric: usize) -> usize {
+        self.metrics[metric].windows.len()
+    }
+
+    /// A metric's watermark: buckets starting before it are closed.
+    pub fn closed_until(&self, metric: usize) -> Option<u64> {
+        self.metrics[metric].closed_until
+    }
+
+    /// Whether outputs are waiting to be committed.
+    pub fn needs_commit(&self) -> bool {
+        self.out.needs_commit()
+    }
+
+    /// Takes the outputs produced so far.
+    pub fn take_outputs(&mut self) -> Outputs {
+        let n = self.metrics.len();
+        std::mem::replace(
+            &mut self.out,
+            Outputs {
+                expire_before: vec![None; n],
+                ..Outputs::default()
+            },
+        )
+    }
+
+    /// Advances event time to `time` (the record's time), closing the buckets the new
+    /// watermark passes. Call once per record, before its [`Engine::add`]s.
+    #[inline]
+    pub fn observe(&mut self, time: u64) {
+        if self.max_time.is_some_and(|m| m >= time) {
+            return;
+        }
+        self.max_time = Some(time);
+        for i in 0..self.metrics.len() {
+            let m = &self.metrics[i];
+            let wm = time.saturating_sub(m.cfg.allowed_lateness);
+            let until = wm - wm % m.cfg.bucket;
+            match m.closed_until {
+                None => self.metrics[i].closed_until = Some(until),
+                Some(c) if until > c => self.close_until(i, until),
+                _ => {}
+            }
+        }
+    }
+
+    /// Adds one item of `key` at event `time` to metric `metric`. [`Engine::observe`] must
+    /// have seen `time` (or a later time) first.
+    #[inline]
+    pub fn add(&mut self, metric: usize, time: u64, key: &[u8], item: u64) {
+        let m = &mut self.metrics[metric];
+        let width = m.cfg.bucket;
+        let start = time - time % width;
+        let closed_until = m.closed_until.unwrap_or(0);
+        if start < closed_until {
+            match m.cfg.late {
+                LatePolicy::Drop => m.counters.dropped += 1,
+                LatePolicy::Merge => {
+                    m.counters.merged += 1;
+                    let mut s = m.shape.empty(start);
+                    s.add(item);
+                    // A bucket still in the key's live ring gets the item too, so later
+                    // windows see it; the store gets it by read-merge-write.
+                    if let Some(KeyWindow {
+                        state: WindowState::Ring(ring),
+                        ..
+                    }) = m.windows.get_mut(key)
+                    {
+                        if let Some((_, b)) = ring.iter_mut().find(|(s0, _)| *s0 == start) {
+                            let _ = b.merge(&s);
+                        }
+                    }
+                    self.out.late_merges.push(ClosedBucket {
+                        metric,
+                        key: key.into(),
+                        start,
+                        bytes: s.to_bytes(),
+                    });
+                }
+            }
+            return;
+        }
+        m.counters.events += 1;
+        // Most events belong to the newest bucket: search from the back.
+        let mut idx = m.open.len();
+        while idx > 0 && m.open[idx - 1].start > start {
+            idx -= 1;
+        }
+        if idx < m.open.len() {
+            m.counters.late += 1;
+        }
+        if idx == 0 || m.open[idx - 1].start != start {
+            m.open.insert(
+                idx,
+                OpenBucket {
+                    start,
+                    keys: FastMap::default(),
+                    summaries: Vec::new(),
+                },
+            );
+            idx += 1;
+        }
+        let bucket = &mut m.open[idx - 1];
+        match bucket.keys.get(key) {
+            Some(&i) => bucket.summaries[i as usize].add(item),
+            None => {
+                let mut s = m.shape.empty(start);
+                s.add(item);
+                let i =
+                    u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
+                bucket.summaries.push(s);
+                bucket.keys.insert(Key::new(key), i);
+            }
+        }
+    }
+
+    /// Closes every open bucket of every metric: the input has ended for good.
+    pub fn flush(&mut self) {
+        for i in 0..self.metrics.len() {
+            if let Some(last) = self.metrics[i].open.back() {
+                let until = last.start + self.metrics[i].cfg.bucket;
+                self.close_until(i, until);
+            }
+        }
+    }
+
+    fn close_until(&mut self, i: usize, until: u64) {
+        let m = &mut self.metrics[i];
+        m.closed_until = Some(until.max(m.closed_until.unwrap_or(0)));
+        while m.open.front().is_some_and(|b| b.start < until) {
+            let b = m.open.pop_front().expect("checked non-empty");
+            Self::close_bucket(m, i, b, &mut self.out);
+        }
+    }
+
+    fn close_bucket(m: &mut MetricState, i: usize, b: OpenBucket, out: &mut Outputs) {
+        let width = m.cfg.bucket;
+        let end = b.start + width;
+        m.counters.buckets += b.keys.len() as u64;
+        // Deterministic order: the store and the alert stream do not depend on hashing.
+        let mut keys: Vec<(Key, u32)> = b.keys.into_iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut summaries: Vec<Option<Summary>> = b.summaries.into_iter().map(Some).collect();
+        for (key, si) in keys {
+            let s = summaries[si as usize]
+                .take()
+                .expect("each summary belongs to one key");
+            out.closed.push(ClosedBucket {
+                metric: i,
+                key: key.as_bytes().into(),
+                start: b.start,
+                bytes: s.to_bytes(),
+            });
+            let rules = m.cfg.alerts.len();
+            let w = m.windows.entry(key).or_insert_with(|| KeyWindow {
+                state: match m.cfg.kind {
+                    Kind::Count { epsilon } => {
+                        WindowState::Hist(CountWindow::new(m.cfg.window, epsilon))
+                    }
+                    _ => WindowState::Ring(VecDeque::new()),
+                },
+                streak: vec![0; rules],
+            });
+            match (&mut w.state, s) {
+                (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
+                (WindowState::Ring(r), s) => r.push_back((b.start, s)),
+                _ => unreachable!("a metric's summaries all have its kind"),
+            }
+        }
+        // Slide every live window to this bucket's end, evaluate, and forget empty ones.
+        let window = m.cfg.window;
+        let first_kept = end.saturating_sub(window);
+        let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
+        evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut empty = Vec::new();
+        for (key, w) in evaluated {
+            let est = match &mut w.state {
+                WindowState::Hist(h) => {
+                    h.advance(end);
+                    if h.is_empty() {
+                        empty.push(key.clone());
+                        continue;
+                    }
+                    h.estimate()
+                }
+                WindowState::Ring(r) => {
+                    while r.front().is_some_and(|(s, _)| *s < first_kept) {
+                        r.pop_front();
+                    }
+                    if r.is_empty() {
+                        empty.push(key.clone());
+                        continue;
+                    }
+                    if m.cfg.alerts.is_empty() {
+                        continue;
+                    }
+                    // A window of exact buckets whose counts sum to no more than every
+                    // rule's limit cannot fire (the union is exact and at most the sum):
+                    // reset the streaks without merging. Most keys are small.
+                    let min_limit = m
+                        .cfg
+                        .alerts
+                        .iter()
+                        .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
+                        .fold(f64::INFINITY, f64::min);
+                    let mut sum = 0.0;
+                    let mut all_exact = true;
+                    for (_, s) in r.iter() {
+                        let e = s.estimate();
+                        all_exact &= e.low == e.high;
+                        sum += e.high;
+                    }
+                    if all_exact && sum <= min_limit {
+                        w.streak.iter_mut().for_each(|s| *s = 0);
+                        continue;
+                    }
+                    let mut acc = r[0].1.clone();
+                    for (_, s) in r.iter().skip(1) {
+                        acc.merge(s).expect("one metric's buckets share a shape");
+                    }
+                    acc.estimate()
+                }
+            };
+            for (ri, rule) in m.cfg.alerts.iter().enumerate() {
+                let limit = rule.above + rule.margin * m.shape.sigma_at(rule.above);
+                let x = match rule.on {
+                    AlertOn::Value => est.value,
+                    AlertOn::High => est.high,
+                    AlertOn::Low => est.low,
+                };
+                if x > limit {
+                    w.streak[ri] = w.streak[ri].saturating_add(1);
+                    if w.streak[ri] == rule.consecutive {
+                        m.counters.alerts += 1;
+                        out.alerts.push(Alert {
+                            metric: i,
+                            rule: ri,
+                            key: key.as_bytes().into(),
+                            bucket: b.start,
+                            window_end: end,
+                            estimate: est,
+                            threshold: rule.above,
+                            limit,
+                        });
+                    }
+                } else {
+                    w.streak[ri] = 0;
+                }
+            }
+        }
+        for k in empty {
+            m.windows.remove(&k);
+        }
+        out.expire_before[i] = Some(end.saturating_sub(m.cfg.retention));
+    }
+
+    /// The engine's state that is not in the store: event time, counters, open buckets,
+    /// count histograms and alert streaks. With the store's closed buckets (for the rings of
+    /// distinct metrics, see [`Engine::restore`]) it resumes exactly where it stopped.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(SNAPSHOT_VERSION);
+        match self.max_time {
+            Some(t) => w.u8(1).u64(t),
+            None => w.u8(0).u64(0),
+        };
+        w.u64(self.metrics.len() as u64);
+        for m in &self.metrics {
+            let c = &m.counters;
+            for v in [c.events, c.late, c.dropped, c.merged, c.buckets, c.alerts] {
+                w.u64(v);
+            }
+            match m.closed_until {
+                Some(t) => w.u8(1).u64(t),
+                None => w.u8(0).u64(0),
+            };
+            w.u64(m.open.len() as u64);
+            for b in &m.open {
+                w.u64(b.start).u64(b.keys.len() as u64);
+                let mut keys: Vec<_> = b.keys.iter().collect();
+                keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                for (k, &i) in keys {
+                    let bytes = b.summaries[i as usize].to_bytes();
+                    let k = k.as_bytes();
+                    w.u64(k.len() as u64).raw(k);
+                    w.u64(bytes.len() as u64).raw(&bytes);
+                }
+            }
+            let mut keys: Vec<_> = m.windows.iter().collect();
+            keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            w.u64(keys.len() as u64);
+            for (k, kw) in keys {
+                let k = k.as_bytes();
+                w.u64(k.len() as u64).raw(k);
+                for &s in &kw.streak {
+                    w.u32(s);
+                }
+                match &kw.state {
+                    WindowState::Hist(h) => {
+                        let bytes = h.to_bytes();
+                        w.u64(bytes.len() as u64).raw(&bytes);
+                    }
+                    WindowState::Ring(_) => {
+                        w.u64(0);
+                    }
+                }
+            }
+        }
+        w.bytes().to_vec()
+    }
+
+    /// An engine resumed from [`Engine::snapshot`] bytes; `closed` supplies the stored
+    /// buckets of each distinct metric from `closed_until − window` on, to rebuild the
+    /// rings.
+    pub fn restore(
+        config: &Config,
+        snapshot: &[u8],
+        closed: &mut ScanFn<'_>,
+    ) -> Result<Engine, EngineError> {
+        let mut e = Engine::new(config)?;
+        let mut r = Reader::new(snapshot);
+        let bad = EngineError::Snapshot;
+        let off = r.offset();
+        let v = r.u8("snapshot version").map_err(bad)?;
+        if v != SNAPSHOT_VERSION {
+            return Err(bad(Reader::invalid("snapshot version", off, "1", v as u64)));
+        }
+        let opt = |r: &mut Reader<'_>| -> Result<Option<u64>, DecodeError> {
+            let off = r.offset();
+            let flag = r.u8("flag")?;
+            let t = r.u64("time")?;
+            match flag {
+                0 => Ok(None),
+                1 => Ok(Some(t)),
+                f => Err(Reader::invalid("flag", off, "0 or 1", f as u64)),
+            }
+        };
+        let bytes_field = |r: &mut Reader<'_>, f: &'static str| -> Result<Vec<u8>, DecodeError> {
+            let n = r.count(f, 1, u64::MAX)?;
+            Ok(r.bytes(n as u64, f)?.to_vec())
+        };
+        e.max_time = opt(&mut r).map_err(bad)?;
+        let off = r.offset();
+        let n = r.u64("metrics").map_err(bad)?;
+        if n != e.metrics.len() as u64 {
+            return Err(bad(Reader::invalid(
+                "metrics",
+                off,
+                "the config's number of metrics",
+                n,
+            )));
+        }
+        for (i, m) in e.metrics.iter_mut().enumerate() {
+            let c = &mut m.counters;
+            for v in [
+                &mut c.events,
+                &mut c.late,
+                &mut c.dropped,
+                &mut c.merged,
+                &mut c.buckets,
+                &mut c.alerts,
+            ] {
+                *v = r.u64("counter").map_err(bad)?;
+            }
+            let off = r.offset();
+            m.closed_until = opt(&mut r).map_err(bad)?;
+            let width = m.cfg.bucket;
+            // Every time the engine adds to must stay far from u64::MAX: ends are start + width.
+            let aligned = |t: u64| t % width == 0 && t <= u64::MAX / 2;
+            if m.closed_until.is_some_and(|c| !aligned(c)) {
+                return Err(bad(Reader::invalid(
+                    "closed until",
+                    off,
+                    "a multiple of the bucket width",
+                    m.closed_until.unwrap_or(0),
+                )));
+            }
+            let buckets = r.count("open buckets", 16, u64::MAX).map_err(bad)?;
+            let mut previous: Option<u64> = None;
+            for _ in 0..buckets {
+                let off = r.offset();
+                let start = r.u64("bucket start").map_err(bad)?;
+                if !aligned(start)
+                    || previous.is_some_and(|p| start <= p)
+                    || m.closed_until.is_none_or(|c| start < c)
+                {
+                    return Err(bad(Reader::invalid(
+                        "bucket start",
+                        off,
+                        "aligned, increasing, and not before closed-until",
+                        start,
+                    )));
+                }
+                previous = Some(start);
+                let keys = r.count("bucket keys", 16, u64::MAX).map_err(bad)?;
+                let mut map = FastMap::default();
+                let mut summaries = Vec::new();
+                for _ in 0..keys {
+                    let k = bytes_field(&mut r, "key").map_err(bad)?;
+                    let s = bytes_field(&mut r, "summary").map_err(bad)?;
+                    let s = m.shape.decode(&s, start).map_err(bad)?;
+                    let i = summaries.len() as u32;
+                    if map.insert(Key::new(&k), i).is_some() {
+                        return Err(bad(DecodeError::Invalid {
+                            field: "bucket keys",
+                            offset: r.offset(),
+                            expected: "each key once a bucket",
+                            got: k.len() as u64,
+                        }));
+                    }
+                    summaries.push(s);
+                }
+                m.open.push_back(OpenBucket {
+                    start,
+                    keys: map,
+                    summaries,
+                });
+            }
+            let keys = r.count("windows", 8, u64::MAX).map_err(bad)?;
+            let rules = m.cfg.alerts.len();
+            for _ in 0..keys {
+                let k = bytes_field(&mut r, "key").map_err(bad)?;
+                let mut streak = Vec::with_capacity(rules);
+                for _ in 0..rules {
+                    streak.push(r.u32("streak").map_err(bad)?);
+                }
+                let h = bytes_field(&mut r, "histogram").map_err(bad)?;
+                let state = match m.cfg.kind {
+                    Kind::Count { epsilon } => {
+                        let w = CountWindow::from_bytes(&h).map_err(bad)?;
+                        if !w.matches(m.cfg.window, epsilon) {
+                            return Err(bad(Reader::invalid(
+                                "histogram",
+                                r.offset(),
+                                "the metric's window and ε",
+                                m.cfg.window,
+                            )));
+                        }
+                        WindowState::Hist(w)
+                    }
+                    _ => WindowState::Ring(VecDeque::new()),
+                };
+                m.windows.insert(Key::new(&k), KeyWindow { state, streak });
+            }
+            if let (Kind::Distinct { .. }, Some(until)) = (m.cfg.kind, m.closed_until) {
+                let from = until.saturating_sub(m.cfg.window);
+                let shape = m.shape.clone();
+                let rules = m.cfg.alerts.len();
+                let mut err = None;
+                let windows = &mut m.windows;
+                closed(
+                    i,
+                    from,
+                    until,
+                    &mut |key, start, bytes| match shape.decode(bytes, start) {
+                        Ok(s) => {
+                            let w = windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
+                                state: WindowState::Ring(VecDeque::new()),
+                                streak: vec![0; rules],
+                            });
+                            if let WindowState::Ring(r) = &mut w.state {
+                                r.push_back((start, s));
+                            }
+                        }
+                        Err(e) => err = Some(e),
+                    },
+                );
+                if let Some(e) = err {
+                    return Err(bad(e));
+                }
+                for w in m.windows.values_mut() {
+                    if let WindowState::Ring(r) = &mut w.state {
+                        r.make_contiguous().sort_by_key(|(s, _)| *s);
+                    }
+                }
+            }
+        }
+        r.finish().map_err(bad)?;
+        Ok(e)
+    }
+}

@@ -1,0 +1,342 @@
+//! Event time: parsing a record's time field, and durations in the config.
+//!
+//! Internally every time is a `u64` count of milliseconds since the Unix epoch (event time,
+//! never the wall clock). A time field is read as epoch seconds, epoch milliseconds or an
+//! RFC 3339 timestamp, as the config says; seconds may carry a fraction (`1700000000.25`).
+//! Times before 1970 are refused: the pipeline's buckets start at tick 0.
+//!
+//! ```
+//! use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
+//!
+//! assert_eq!(TimeFormat::EpochSeconds.parse("90").unwrap(), 90_000);
+//! assert_eq!(TimeFormat::EpochMillis.parse("90500").unwrap(), 90_500);
+//! assert_eq!(parse_rfc3339("1970-01-01T00:01:30.5Z").unwrap(), 90_500);
+//! assert_eq!(parse_rfc3339("1970-01-01T01:01:30+01:00").unwrap(), 90_000);
+//! assert_eq!(parse_duration("5m").unwrap(), 300_000);
+//! ```
+
+use core::fmt;
+
+/// How a record's time field is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeFormat {
+    /// Seconds since the epoch, optionally with a fraction (`1700000000`, `1700000000.250`).
+    EpochSeconds,
+    /// Milliseconds since the epoch (`1700000000250`).
+    EpochMillis,
+    /// RFC 3339 (`2023-11-14T22:13:20.25Z`, `2023-11-14T23:13:20+01:00`).
+    Rfc3339,
+}
+
+/// A time field that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeError {
+    /// What the field should have been.
+    pub expected: &'static str,
+    /// The text, shortened to 40 characters.
+    pub got: String,
+}
+
+impl TimeError {
+    fn new(expected: &'static str, got: &str) -> TimeError {
+        TimeError {
+            expected,
+            got: got.chars().take(40).collect(),
+        }
+    }
+}
+
+impl fmt::Display for TimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "bad time: expected {}, got {:?}",
+            self.expected, self.got
+        )
+    }
+}
+
+impl std::error::Error for TimeError {}
+
+impl TimeFormat {
+    /// The config spelling: `epoch_s`, `epoch_ms`, `rfc3339`.
+    pub fn from_name(name: &str) -> Option<TimeFormat> {
+        match name {
+            "epoch_s" => Some(TimeFormat::EpochSeconds),
+            "epoch_ms" => Some(TimeFormat::EpochMillis),
+            "rfc3339" => Some(TimeFormat::Rfc3339),
+            _ => None,
+        }
+    }
+
+    /// Parses a field into epoch milliseconds.
+    #[inline]
+    pub fn parse(self, text: &str) -> Result<u64, TimeError> {
+        match self {
+            TimeFormat::EpochSeconds => parse_seconds(text.trim()),
+            TimeFormat::EpochMillis => parse_uint(text.trim().as_bytes())
+                .ok_or_else(|| TimeError::new("epoch milliseconds (a non-negative integer)", text)),
+            TimeFormat::Rfc3339 => parse_rfc3339(text.trim()),
+        }
+    }
+}
+
+/// A non-negative decimal integer, without overflow.
+#[inline]
+fn parse_uint(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+/// Epoch seconds with an optional fraction, to milliseconds (the fraction truncated to ms).
+#[inline]
+fn parse_seconds(text: &str) -> Result<u64, TimeError> {
+    let err = || TimeError::new("epoch seconds (a non-negative number)", text);
+    let b = text.as_bytes();
+    let (int, frac) = match b.iter().position(|&c| c == b'.') {
+        Some(i) => (&b[..i], &b[i + 1..]),
+        None => (b, &b[..0]),
+    };
+    let secs = parse_uint(int).ok_or_else(err)?;
+    let mut ms = 0u64;
+    for (i, &c) in frac.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(err());
+        }
+        if i < 3 {
+            ms += d as u64 * [100, 10, 1][i];
+        }
+    }
+    secs.checked_mul(1000)
+        .and_then(|s| s.checked_add(ms))
+        .ok_or_else(err)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12; // March = 0
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+/// An RFC 3339 timestamp (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; `t` or a space may stand
+/// for `T`, `z` for `Z`) to epoch milliseconds. A leap second (`:60`) counts as the next
+/// second's start.
+pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
+    const EXPECTED: &str = "an RFC 3339 timestamp (2023-11-14T22:13:20Z)";
+    let err = || TimeError::new(EXPECTED, text);
+    let b = text.as_bytes();
+    if b.len() < 20 {
+        return Err(err());
+    }
+    let num = |range: core::ops::Range<usize>| -> Result<u32, TimeError> {
+        let mut v = 0u32;
+        for &c in &b[range] {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return Err(err());
+            }
+            v = v * 10 + d as u32;
+        }
+        Ok(v)
+    };
+    if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return Err(err());
+    }
+    if b[16] != b':' {
+        return Err(err());
+    }
+    let (year, month, day) = (num(0..4)? as i64, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return Err(err());
+    }
+    let mut i = 19;
+    let mut ms = 0u64;
+    if b[i] == b'.' {
+        i += 1;
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            if i - start < 3 {
+                ms += (b[i] - b'0') as u64 * [100, 10, 1][i - start];
+            }
+            i += 1;
+        }
+        if i == start {
+            return Err(err());
+        }
+    }
+    let offset_secs: i64 = match b.get(i) {
+        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) if i + 6 == b.len() && b[i + 3] == b':' => {
+            let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
+            if oh > 23 || om > 59 {
+                return Err(err());
+            }
+            let s = (oh * 3600 + om * 60) as i64;
+            if sign == b'+' {
+                s
+            } else {
+                -s
+            }
+        }
+        _ => return Err(err()),
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset_secs;
+    if secs < 0 {
+        return Err(TimeError::new(
+            "a time at or after 1970-01-01T00:00:00Z",
+            text,
+        ));
+    }
+    Ok(secs as u64 * 1000 + ms)
+}
+
+/// A duration in the config: an integer with a unit, `ms`, `s`, `m`, `h` or `d` (`250ms`,
+/// `30s`, `5m`, `1h`, `7d`), to milliseconds. `None` for anything else.
+pub fn parse_duration(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = t.split_at(split);
+    let n = parse_uint(num.as_bytes())?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+/// Milliseconds written back as the shortest exact duration (`300000` → `5m`).
+pub fn format_duration(ms: u64) -> String {
+    for (unit, scale) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms != 0 && ms % scale == 0 {
+            return format!("{}{unit}", ms / scale);
+        }
+    }
+    format!("{ms}ms")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days_match_known_dates() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        // 2023-11-14T22:13:20Z is epoch 1_700_000_000.
+        assert_eq!(
+            parse_rfc3339("2023-11-14T22:13:20Z").unwrap(),
+            1_700_000_000_000
+        );
+        assert_eq!(
+            parse_rfc3339("2024-02-29T00:00:00Z").unwrap(),
+            1_709_164_800_000
+        );
+    }
+
+    #[test]
+    fn rfc3339_offsets_and_fractions() {
+        let base = 1_700_000_000_000;
+        assert_eq!(parse_rfc3339("2023-11-14T23:13:20+01:00").unwrap(), base);
+        assert_eq!(parse_rfc3339("2023-11-14T17:13:20-05:00").unwrap(), base);
+        assert_eq!(
+            parse_rfc3339("2023-11-14 22:13:20.123456z").unwrap(),
+            base + 123
+        );
+        assert_eq!(parse_rfc3339("2023-11-14T22:13:20.5Z").unwrap(), base + 500);
+    }
+
+    #[test]
+    fn rfc3339_rejects_malformed_text() {
+        for bad in [
+            "",
+            "2023-11-14",
+            "2023-11-14T22:13:20",
+            "2023-13-14T22:13:20Z",
+            "2023-02-29T22:13:20Z",
+            "2023-11-14T24:13:20Z",
+            "2023-11-14T22:13:20.Z",
+            "2023-11-14T22:13:20+1:00",
+            "1969-12-31T23:59:59Z",
+            "2023-11-14X22:13:20Z",
+            "２023-11-14T22:13:20Z",
+        ] {
+            assert!(parse_rfc3339(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn epoch_fields() {
+        assert_eq!(TimeFormat::EpochSeconds.parse("12.3456").unwrap(), 12_345);
+        assert_eq!(TimeFormat::EpochSeconds.parse(" 7 ").unwrap(), 7_000);
+        assert!(TimeFormat::EpochSeconds.parse("-1").is_err());
+        assert!(TimeFormat::EpochSeconds.parse("1e3").is_err());
+        assert!(TimeFormat::EpochSeconds
+            .parse("99999999999999999999")
+            .is_err());
+        assert!(TimeFormat::EpochMillis.parse("12.5").is_err());
+        assert!(TimeFormat::EpochMillis.parse("").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Some(250));
+        assert_eq!(parse_duration("1h"), Some(3_600_000));
+        assert_eq!(parse_duration("7d"), Some(604_800_000));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("m"), None);
+        assert_eq!(parse_duration("5 m"), None);
+        assert_eq!(parse_duration("5w"), None);
+        assert_eq!(format_duration(300_000), "5m");
+        assert_eq!(format_duration(1_500), "1500ms");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rfc3339_never_panics(s in "\\PC{0,40}") {
+            let _ = parse_rfc3339(&s);
+            let _ = TimeFormat::EpochSeconds.parse(&s);
+        }
+    }
+}

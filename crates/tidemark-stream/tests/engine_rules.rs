@@ -1,0 +1,396 @@
+//! The engine's rules, each against an exact model: watermark and lateness, late policies,
+//! alert streaks, retention, and snapshot/restore resuming exactly where it stopped.
+
+use std::collections::{BTreeMap, HashMap};
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use tidemark_stream::config::Config;
+use tidemark_stream::engine::{Engine, Outputs};
+use tidemark_stream::pipeline::{self, RunOptions, RunState};
+use tidemark_stream::store::{MemStore, Store};
+use tidemark_stream::summary::CountBucket;
+
+fn count_config(late: &str, alert: &str) -> Config {
+    Config::from_toml(&format!(
+        r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "n"
+kind = "count"
+key = ["k"]
+bucket = "10s"
+window = "30s"
+retention = "1m"
+allowed_lateness = "15s"
+late = "{late}"
+{alert}
+"#
+    ))
+    .unwrap()
+}
+
+fn counts(out: &Outputs) -> BTreeMap<(Vec<u8>, u64), u64> {
+    out.closed
+        .iter()
+        .map(|b| {
+            let c = CountBucket::from_bytes(&b.bytes, b.start, 10_000).unwrap();
+            ((b.key.to_vec(), b.start), c.count())
+        })
+        .collect()
+}
+
+fn feed(e: &mut Engine, events: &[(u64, &str)]) {
+    for &(t, k) in events {
+        e.observe(t);
+        e.add(0, t, k.as_bytes(), 0);
+    }
+}
+
+#[test]
+fn late_events_within_the_lateness_land_in_their_own_bucket() {
+    let mut e = Engine::new(&count_config("drop", "")).unwrap();
+    // Buckets of 10 s, lateness 15 s. The event at 5 s arrives after 18 s: the watermark is
+    // 3 s, bucket [0, 10) is open, so it lands there, not in [10, 20).
+    feed(
+        &mut e,
+        &[(1_000, "a"), (12_000, "a"), (18_000, "a"), (5_000, "a")],
+    );
+    assert_eq!(e.counters(0).late, 1);
+    assert!(!e.needs_commit());
+    // 26 s: watermark 11 s closes [0, 10) holding 1 s and the late 5 s.
+    feed(&mut e, &[(26_000, "a")]);
+    let out = e.take_outputs();
+    assert_eq!(counts(&out), BTreeMap::from([((b"a".to_vec(), 0), 2)]));
+    // 9 s is now too late: dropped and counted, not added to any open bucket.
+    feed(&mut e, &[(9_000, "a")]);
+    assert_eq!(e.counters(0).dropped, 1);
+    e.flush();
+    let out = e.take_outputs();
+    assert_eq!(
+        counts(&out),
+        BTreeMap::from([((b"a".to_vec(), 10_000), 2), ((b"a".to_vec(), 20_000), 1)])
+    );
+    assert!(out.late_merges.is_empty());
+}
+
+#[test]
+fn too_late_events_under_merge_go_to_their_stored_bucket_only() {
+    let mut e = Engine::new(&count_config("merge", "")).unwrap();
+    feed(&mut e, &[(1_000, "a"), (40_000, "a")]);
+    let first = e.take_outputs();
+    assert_eq!(counts(&first).len(), 1);
+    feed(&mut e, &[(2_000, "a"), (3_000, "b")]);
+    assert_eq!(e.counters(0).merged, 2);
+    let out = e.take_outputs();
+    assert!(
+        out.closed.is_empty(),
+        "nothing closes, nothing joins an open bucket"
+    );
+    let merges: Vec<(Vec<u8>, u64, u64)> = out
+        .late_merges
+        .iter()
+        .map(|b| {
+            let c = CountBucket::from_bytes(&b.bytes, b.start, 10_000).unwrap();
+            (b.key.to_vec(), b.start, c.count())
+        })
+        .collect();
+    assert_eq!(
+        merges,
+        [(b"a".to_vec(), 0, 1), (b"b".to_vec(), 0, 1)],
+        "each late event is handed out for its own bucket"
+    );
+    e.flush();
+    // The open bucket [40, 50) holds only the 40 s event.
+    assert_eq!(
+        counts(&e.take_outputs()),
+        BTreeMap::from([((b"a".to_vec(), 40_000), 1)])
+    );
+}
+
+#[test]
+fn alerts_need_consecutive_closes_and_fire_once_per_episode() {
+    let rule = "[[metric.alert]]\nabove = 4\nconsecutive = 2\non = \"high\"";
+    let mut e = Engine::new(&count_config("drop", rule)).unwrap();
+    let mut alerts = Vec::new();
+    // Per 10 s bucket, events of key "a": 5, 0, 0, 0, 6, 6, 6, 0, 0, 0. The 30 s window is
+    // above 4 at closes 0–2 (5 in it), 4–8; streaks of 2 fire at closes 1 and 5.
+    let per_bucket = [5u64, 0, 0, 0, 6, 6, 6, 0, 0, 0];
+    let mut exact_window: Vec<u64> = Vec::new();
+    for (b, &n) in per_bucket.iter().enumerate() {
+        let t0 = b as u64 * 10_000;
+        for i in 0..n {
+            e.observe(t0 + i);
+            e.add(0, t0 + i, b"a", 0);
+        }
+        // Another key keeps time moving even in empty buckets.
+        e.observe(t0 + 9_000);
+        e.add(0, t0 + 9_000, b"clock", 0);
+        exact_window.push(n);
+        alerts.extend(e.take_outputs().alerts);
+    }
+    e.flush();
+    alerts.extend(e.take_outputs().alerts);
+    let fired: Vec<u64> = alerts
+        .iter()
+        .filter(|a| &*a.key == b"a")
+        .map(|a| a.bucket / 10_000)
+        .collect();
+    // Exact model: window of 3 buckets ending at bucket b, streak counting.
+    let mut streak = 0;
+    let mut expect = Vec::new();
+    for b in 0..per_bucket.len() {
+        let w: u64 = per_bucket[b.saturating_sub(2)..=b].iter().sum();
+        if w > 4 {
+            streak += 1;
+            if streak == 2 {
+                expect.push(b as u64);
+            }
+        } else {
+            streak = 0;
+        }
+    }
+    assert_eq!(fired, expect);
+    assert_eq!(expect, [1, 5]);
+    for a in &alerts {
+        assert!(a.estimate.high > 4.0);
+    }
+}
+
+#[test]
+fn retention_deletes_buckets_older_than_it() {
+    let mut csv = String::from("ts,k\n");
+    for t in 0..600u64 {
+        csv.push_str(&format!("{t},x\n"));
+    }
+    let dir = std::env::temp_dir().join(format!("tidemark-retention-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("in.csv");
+    std::fs::write(&file, csv).unwrap();
+    let text = r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "n"
+kind = "count"
+key = ["k"]
+bucket = "10s"
+window = "30s"
+retention = "1m"
+"#;
+    let mut store = MemStore::default();
+    pipeline::run(
+        text,
+        &mut store,
+        RunOptions {
+            inputs: vec![file],
+            ..RunOptions::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let starts: Vec<u64> = store.buckets.keys().map(|(_, s, _)| *s).collect();
+    // The last close is of [590, 600): buckets starting before 600 − 60 = 540 s are gone.
+    assert_eq!(
+        starts,
+        [540_000, 550_000, 560_000, 570_000, 580_000, 590_000]
+    );
+    for b in store.buckets.values() {
+        assert!(!b.is_empty());
+    }
+}
+
+const DISTINCT: &str = r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "d"
+kind = "distinct"
+key = ["k"]
+item = ["i"]
+bucket = "10s"
+window = "40s"
+precision = 8
+allowed_lateness = "12s"
+late = "merge"
+[[metric.alert]]
+above = 20
+margin = 1
+consecutive = 2
+[[metric]]
+name = "c"
+kind = "count"
+key = ["k"]
+bucket = "5s"
+window = "20s"
+allowed_lateness = "3s"
+late = "drop"
+[[metric.alert]]
+above = 12
+on = "high"
+"#;
+
+/// Drives the engine like the runner does, applying outputs to a store model; at the chosen
+/// points, snapshots and restores (the store keeps the closed buckets).
+fn drive(events: &[(u64, u8, u64)], cuts: &[usize]) -> (MemStore, Vec<String>, Vec<u8>) {
+    let config = Config::from_toml(DISTINCT).unwrap();
+    let mut e = Engine::new(&config).unwrap();
+    let mut store = MemStore::default();
+    let mut alerts = Vec::new();
+    let names = ["d", "c"];
+    let apply = |e: &mut Engine, store: &mut MemStore, alerts: &mut Vec<String>| {
+        let out = e.take_outputs();
+        for a in &out.alerts {
+            alerts.push(format!(
+                "{}:{:?}:{}:{}",
+                a.metric, a.key, a.bucket, a.estimate.value
+            ));
+        }
+        for b in &out.closed {
+            store.buckets.insert(
+                (names[b.metric].into(), b.start, b.key.to_vec()),
+                b.bytes.clone(),
+            );
+        }
+        for b in &out.late_merges {
+            let k = (names[b.metric].to_string(), b.start, b.key.to_vec());
+            let shape = e.shape(b.metric);
+            let add = shape.decode(&b.bytes, b.start).unwrap();
+            let merged = match store.buckets.get(&k) {
+                Some(old) => {
+                    let mut s = shape.decode(old, b.start).unwrap();
+                    s.merge(&add).unwrap();
+                    s.to_bytes()
+                }
+                None => b.bytes.clone(),
+            };
+            store.buckets.insert(k, merged);
+        }
+        for (m, before) in out.expire_before.iter().enumerate() {
+            if let Some(before) = before {
+                store
+                    .buckets
+                    .retain(|(n, s, _), _| !(n == names[m] && s < before));
+            }
+        }
+    };
+    for (i, &(t, k, item)) in events.iter().enumerate() {
+        if cuts.contains(&i) {
+            apply(&mut e, &mut store, &mut alerts);
+            let snap = e.snapshot();
+            let st = store.clone();
+            e = Engine::restore(&config, &snap, &mut |m, from, to, f| {
+                st.scan(names[m], from, to, f).unwrap()
+            })
+            .unwrap();
+        }
+        e.observe(t);
+        let key = [b'k', k];
+        e.add(0, t, &key, item);
+        e.add(1, t, &key, 0);
+        if e.needs_commit() {
+            apply(&mut e, &mut store, &mut alerts);
+        }
+    }
+    e.flush();
+    apply(&mut e, &mut store, &mut alerts);
+    let snap = e.snapshot();
+    (store, alerts, snap)
+}
+
+fn events(seed: u64, n: usize) -> Vec<(u64, u8, u64)> {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let mut t = 0u64;
+    (0..n)
+        .map(|_| {
+            t += rng.random_range(0..400);
+            // Some events arrive up to 20 s late: within and past each lateness.
+            let late = if rng.random_bool(0.1) {
+                rng.random_range(0..20_000)
+            } else {
+                0
+            };
+            let k = rng.random_range(0..6u8);
+            // Key 0 has a wide item range, so its windows cross the alert threshold.
+            let item = if k == 0 {
+                rng.random_range(0..10_000)
+            } else {
+                rng.random_range(0..20)
+            };
+            (t.saturating_sub(late), k, item)
+        })
+        .collect()
+}
+
+#[test]
+fn snapshot_and_restore_resume_exactly() {
+    for seed in 0..6 {
+        let ev = events(seed, 3_000);
+        let (store, alerts, snap) = drive(&ev, &[]);
+        assert!(!alerts.is_empty(), "seed {seed}: the stream raises alerts");
+        let cuts: Vec<usize> = (0..8).map(|i| 1 + i * 371 + seed as usize * 13).collect();
+        let (store2, alerts2, snap2) = drive(&ev, &cuts);
+        assert_eq!(store2, store, "seed {seed}: stores differ");
+        assert_eq!(alerts2, alerts, "seed {seed}: alerts differ");
+        assert_eq!(snap2, snap, "seed {seed}: final state differs");
+    }
+}
+
+#[test]
+fn distinct_windows_of_small_keys_are_exact() {
+    // Keys 1..5 have at most 20 items: every stored bucket answers exactly.
+    let ev = events(42, 3_000);
+    let (store, _, _) = drive(&ev, &[]);
+    let config = Config::from_toml(DISTINCT).unwrap();
+    let e = Engine::new(&config).unwrap();
+    let mut exact: HashMap<(Vec<u8>, u64), std::collections::HashSet<u64>> = HashMap::new();
+    // Model: with `merge`, every event ends in its own bucket, late or not.
+    for &(t, k, item) in &ev {
+        exact
+            .entry((vec![b'k', k], t / 10_000 * 10_000))
+            .or_default()
+            .insert(item);
+    }
+    let mut checked = 0;
+    for ((name, start, key), bytes) in &store.buckets {
+        if name != "d" || key[1] == 0 {
+            continue;
+        }
+        let s = e.shape(0).decode(bytes, *start).unwrap();
+        assert_eq!(
+            s.estimate().value,
+            exact[&(key.clone(), *start)].len() as f64
+        );
+        checked += 1;
+    }
+    assert!(checked > 50);
+}
+
+proptest! {
+    #[test]
+    fn state_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = RunState::from_bytes(&bytes);
+        let config = Config::from_toml(DISTINCT).unwrap();
+        let _ = Engine::restore(&config, &bytes, &mut |_, _, _, _| {});
+    }
+
+    #[test]
+    fn mutated_snapshots_never_panic(pos in 0usize..10_000, val in any::<u8>(), cut in 0usize..10_000) {
+        let ev = events(1, 200);
+        let config = Config::from_toml(DISTINCT).unwrap();
+        let mut e = Engine::new(&config).unwrap();
+        for &(t, k, item) in &ev {
+            e.observe(t);
+            e.add(0, t, &[b'k', k], item);
+            e.add(1, t, &[b'k', k], 0);
+        }
+        let mut snap = e.snapshot();
+        let n = snap.len();
+        snap[pos % n] = val;
+        let _ = Engine::restore(&config, &snap, &mut |_, _, _, _| {});
+        let _ = Engine::restore(&config, &snap[..cut % n], &mut |_, _, _, _| {});
+    }
+}

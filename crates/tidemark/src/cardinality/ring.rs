@@ -1,0 +1,306 @@
+//! A ring of per-bucket HyperLogLogs: distinct counts over the last `W` buckets.
+//!
+//! Time is cut into buckets of `width` ticks; each bucket gets its own [`Hll`] (starting
+//! exact, promoting as it grows), kept in a ring of `n` slots indexed by bucket mod `n`, so
+//! expiry is free: a slot is reset when a newer bucket reuses it. A window of the last `W ≤ n`
+//! buckets is the register-wise maximum of their sketches, which has the same error as one
+//! sketch fed the union ([seed 003]). The merge of the window's *closed* buckets is cached
+//! until a bucket closes (or a late event lands in one of them), so a query costs one merge
+//! of the cache with the open bucket rather than `W` merges.
+//!
+//! An event for a bucket still in the ring goes to its own bucket, late or not. One older than
+//! the ring is refused ([`RingError::TooOld`]) — never added to the current bucket, which
+//! would silently move it into the wrong window.
+//!
+//! [seed 003]: the HyperLogLog streaming seed, "Tumbling windows: a ring of bucket sketches".
+//!
+//! ```
+//! use tidemark::cardinality::RingWindow;
+//!
+//! // Minute buckets (60 ticks of a second), an hour of them, p = 12.
+//! let mut ring = RingWindow::new(12, 60, 60).unwrap();
+//! for second in 0..7_200u64 {
+//!     ring.insert_u64(second % 1_000, second).unwrap();
+//! }
+//! // The last 5 minutes (300 seconds) saw 300 distinct items.
+//! let e = ring.count(7_199, 5).unwrap();
+//! assert!(e.contains(300.0) || (e.value - 300.0).abs() < 15.0);
+//! // An event from two hours ago is older than the ring: refused, not miscounted.
+//! assert!(ring.insert_u64(1, 0).is_err());
+//! ```
+
+use core::fmt;
+
+use super::Hll;
+use crate::estimate::Estimate;
+use crate::hash::ItemHasher;
+use crate::{MergeError, ParamError};
+
+/// Why a ring refused an event or a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RingError {
+    /// The event's bucket has already left the ring.
+    TooOld {
+        /// The event's bucket (tick / width).
+        bucket: u64,
+        /// The oldest bucket the ring still holds.
+        oldest: u64,
+    },
+    /// The window is empty or longer than the ring.
+    Window {
+        /// Buckets asked for.
+        window: u64,
+        /// Buckets in the ring.
+        buckets: u64,
+    },
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::TooOld { bucket, oldest } => write!(
+                f,
+                "bucket {bucket} has left the ring (oldest held: {oldest}); refused rather than \
+                 added to the current bucket"
+            ),
+            RingError::Window { window, buckets } => {
+                write!(f, "window of {window} buckets: must be 1..={buckets}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// One slot: which bucket it holds, and its sketch.
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    pub(crate) bucket: u64,
+    pub(crate) sketch: Hll,
+}
+
+/// The merged closed buckets of one window, valid until a bucket closes or changes.
+#[derive(Clone, Debug)]
+struct Cache {
+    now_bucket: u64,
+    window: u64,
+    merged: Hll,
+}
+
+/// Per-bucket HyperLogLogs in a ring; windows are merges of the last buckets.
+#[derive(Clone, Debug)]
+pub struct RingWindow {
+    p: u8,
+    hasher: ItemHasher,
+    width: u64,
+    slots: Vec<Option<Slot>>,
+    newest: Option<u64>,
+    cache: Option<Cache>,
+}
+
+impl RingWindow {
+    /// A ring of `buckets` buckets of `width` ticks, each a precision-`p` sketch.
+    pub fn new(p: u8, width: u64, buckets: u32) -> Result<Self, ParamError> {
+        Self::with_hasher(p, width, buckets, ItemHasher::default())
+    }
+
+    /// The same, hashing with `hasher`.
+    pub fn with_hasher(
+        p: u8,
+        width: u64,
+        buckets: u32,
+        hasher: ItemHasher,
+    ) -> Result<Self, ParamError> {
+        Hll::with_hasher(p, hasher)?;
+        if width == 0 {
+            return Err(ParamError::new("bucket width", "at least 1 tick", 0));
+        }
+        if !(1..=1_000_000).contains(&buckets) {
+            return Err(ParamError::new("buckets", "in 1..=1000000", buckets));
+        }
+        Ok(RingWindow {
+            p,
+            hasher,
+            width,
+            slots: vec![None; buckets as usize],
+            newest: None,
+            cache: None,
+        })
+    }
+
+    /// The precision of every bucket's sketch.
+    pub fn precision(&self) -> u8 {
+        self.p
+    }
+
+    /// The hash.
+    pub fn hasher(&self) -> ItemHasher {
+        self.hasher
+    }
+
+    /// Ticks per bucket.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Buckets in the ring.
+    pub fn buckets(&self) -> u64 {
+        self.slots.len() as u64
+    }
+
+    /// The newest bucket seen.
+    pub fn newest_bucket(&self) -> Option<u64> {
+        self.newest
+    }
+
+    /// Adds an item's bytes at `tick`.
+    pub fn insert(&mut self, item: &[u8], tick: u64) -> Result<(), RingError> {
+        self.insert_hash(self.hasher.hash(item), tick)
+    }
+
+    /// Adds a `u64` item at `tick`.
+    pub fn insert_u64(&mut self, item: u64, tick: u64) -> Result<(), RingError> {
+        self.insert_hash(self.hasher.hash_u64(item), tick)
+    }
+
+    /// Adds an item by its hash at `tick`: to its own bucket if the ring still holds it.
+    pub fn insert_hash(&mut self, hash: u64, tick: u64) -> Result<(), RingError> {
+        let bucket = tick / self.width;
+        let n = self.buckets();
+        if let Some(newest) = self.newest {
+            if bucket + n <= newest {
+                return Err(RingError::TooOld {
+                    bucket,
+                    oldest: newest + 1 - n,
+                });
+            }
+        }
+        let slot = &mut self.slots[(bucket % n) as usize];
+        let fresh = match slot {
+            Some(s) => s.bucket != bucket,
+            None => true,
+        };
+        if fresh {
+            // The slot holds an older bucket (or none): recycle it.
+            *slot = Some(Slot {
+                bucket,
+                sketch: Hll::with_hasher(self.p, self.hasher).expect("validated at build"),
+            });
+        }
+        slot.as_mut().expect("just filled").sketch.insert_hash(hash);
+        if self.newest.is_none_or(|n| bucket > n) {
+            self.newest = Some(bucket);
+        }
+        if self.cache.as_ref().is_some_and(|c| bucket < c.now_bucket) {
+            self.cache = None; // a late event changed a closed bucket the cache merged
+        }
+        Ok(())
+    }
+
+    /// The sketch of bucket `bucket`, if the ring holds it.
+    pub fn bucket(&self, bucket: u64) -> Option<&Hll> {
+        match &self.slots[(bucket % self.buckets()) as usize] {
+            Some(s) if s.bucket == bucket => Some(&s.sketch),
+            _ => None,
+        }
+    }
+
+    /// The merged sketch of the `window` buckets ending with the one holding `now`.
+    pub fn window_sketch(&mut self, now: u64, window: u64) -> Result<Hll, RingError> {
+        let n = self.buckets();
+        if window == 0 || window > n {
+            return Err(RingError::Window { window, buckets: n });
+        }
+        let now_bucket = now / self.width;
+        let valid = self
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.now_bucket == now_bucket && c.window == window);
+        if !valid {
+            let mut merged = Hll::with_hasher(self.p, self.hasher).expect("validated at build");
+            for b in (now_bucket + 1).saturating_sub(window)..now_bucket {
+                if let Some(s) = self.bucket(b) {
+                    merged.merge(s).expect("one ring, one hash and precision");
+                }
+            }
+            self.cache = Some(Cache {
+                now_bucket,
+                window,
+                merged,
+            });
+        }
+        let mut out = self.cache.as_ref().expect("just filled").merged.clone();
+        if let Some(s) = self.bucket(now_bucket) {
+            out.merge(s).expect("one ring, one hash and precision");
+        }
+        Ok(out)
+    }
+
+    /// Distinct items in the `window` buckets ending with the one holding `now`.
+    pub fn count(&mut self, now: u64, window: u64) -> Result<Estimate, RingError> {
+        Ok(self.window_sketch(now, window)?.estimate())
+    }
+
+    /// Bytes held by the bucket sketches and the cache.
+    pub fn bytes(&self) -> usize {
+        let slots: usize = self.slots.iter().flatten().map(|s| s.sketch.bytes()).sum();
+        core::mem::size_of::<Self>()
+            + self.slots.len() * core::mem::size_of::<Option<Slot>>()
+            + slots
+            + self.cache.as_ref().map_or(0, |c| c.merged.bytes())
+    }
+
+    /// Merges another ring of the same shape and hash, bucket by bucket: the union of two
+    /// streams. A bucket only one side still holds is kept; one older than the merged ring
+    /// can hold is dropped.
+    pub fn merge(&mut self, other: &RingWindow) -> Result<(), MergeError> {
+        if self.hasher != other.hasher {
+            return Err(MergeError::HashMismatch {
+                ours: self.hasher,
+                theirs: other.hasher,
+            });
+        }
+        for (field, ours, theirs) in [
+            ("precision", self.p as u64, other.p as u64),
+            ("bucket width", self.width, other.width),
+            ("buckets", self.buckets(), other.buckets()),
+        ] {
+            if ours != theirs {
+                return Err(MergeError::Incompatible {
+                    field,
+                    ours,
+                    theirs,
+                });
+            }
+        }
+        let newest = self.newest.max(other.newest);
+        let n = self.buckets();
+        for slot in other.slots.iter().flatten() {
+            if newest.is_some_and(|nb| slot.bucket + n <= nb) {
+                continue;
+            }
+            let i = (slot.bucket % n) as usize;
+            match &mut self.slots[i] {
+                Some(mine) if mine.bucket == slot.bucket => mine.sketch.merge(&slot.sketch)?,
+                Some(mine) if mine.bucket > slot.bucket => {}
+                place => *place = Some(slot.clone()),
+            }
+        }
+        self.newest = newest;
+        self.cache = None;
+        Ok(())
+    }
+
+    // --- for the encoding ---
+
+    pub(crate) fn slots(&self) -> &[Option<Slot>] {
+        &self.slots
+    }
+
+    pub(crate) fn restore(&mut self, newest: Option<u64>, slots: Vec<Option<Slot>>) {
+        self.newest = newest;
+        self.slots = slots;
+        self.cache = None;
+    }
+}

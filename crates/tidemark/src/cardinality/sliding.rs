@@ -1,0 +1,719 @@
+//! The sliding HyperLogLog (Chabchoub and Hebrail): distinct counts over any window up to a
+//! retention, from one structure.
+//!
+//! A register's maximum cannot forget, but the *list of pairs that could still be a window's
+//! maximum* can. Each register keeps `(tick, rank)` pairs, oldest first, with ticks strictly
+//! increasing and ranks strictly decreasing: a pair is kept only while no newer-or-equal pair
+//! has a rank at least as high, because any window holding the older pair also holds the
+//! newer one. A window `(now − w, now]` then reads, per register, the rank of its oldest pair
+//! inside the window — the highest rank inside — and the registers go to the plain estimator
+//! ([`super::estimate_registers`]).
+//!
+//! Adding `(t, r)` when `t` is the newest tick drops trailing pairs of rank ≤ `r` and appends.
+//! An out-of-order pair (older than the newest) is placed correctly: it is dropped if a newer
+//! (or same-tick) pair of rank at least `r` exists, and otherwise removes the older pairs of
+//! rank ≤ `r` before it and is inserted in tick order. So the lists equal, at every moment,
+//! those of the same events sorted by tick — and at a bucket boundary the registers for a
+//! window equal the register-wise maximum of per-bucket sketches over it (the seed's
+//! "identical at every check"; a property test asserts it against [`super::RingWindow`]).
+//!
+//! Windows end at the newest tick seen (`now ≥ newest`): a newer pair may have displaced an
+//! older one a window ending in the past would have needed. `expire(oldest)` drops pairs no
+//! query can reach; the retention (the longest window) is the only sizing decision, and a
+//! list holds at most `65 − p` pairs (ranks strictly decrease), about `ln` of the distinct
+//! items per register in practice.
+//!
+//! # Memory
+//!
+//! A pair is packed in a `u32`: the rank in 6 bits and the tick, as an offset from a moving
+//! base, in 26. Retention is therefore limited to `2^26 − 1` ticks (777 days of seconds); when
+//! a tick passes the base's range, pairs older than the retention are expired and the base
+//! moves. Lists of up to [`INLINE`] pairs live inline beside their length (13 bytes a
+//! register); longer ones move to a pool of side lists, the slot keeping the list's index.
+//!
+//! ```
+//! use tidemark::cardinality::SlidingHll;
+//!
+//! // Distinct items in any window of up to 60 ticks (minutes, say), p = 12.
+//! let mut s = SlidingHll::new(12, 60).unwrap();
+//! for minute in 0..120u64 {
+//!     for user in 0..100u64 {
+//!         s.insert_u64(minute * 1_000 + user % (10 + minute), minute).unwrap();
+//!     }
+//! }
+//! let last_hour = s.count(119, 60).unwrap();
+//! let exact: std::collections::HashSet<u64> = (60..120u64)
+//!     .flat_map(|m| (0..100u64).map(move |u| m * 1_000 + u % (10 + m)))
+//!     .collect();
+//! assert!((last_hour.value - exact.len() as f64).abs() < 0.1 * exact.len() as f64);
+//! assert!(s.count(119, 61).is_err()); // longer than the retention
+//! ```
+
+use super::registers::{estimate_registers, max_rank, split, z_score, DEFAULT_CONFIDENCE};
+use super::{MAX_PRECISION, MIN_PRECISION};
+use crate::estimate::Estimate;
+use crate::hash::ItemHasher;
+use crate::ParamError;
+
+/// Pairs a register keeps inline before its list moves to the side table.
+pub const INLINE: usize = 3;
+/// The longest retention, in ticks: tick offsets take 26 bits.
+pub const MAX_RETENTION: u64 = (1 << TICK_BITS) - 1;
+
+const TICK_BITS: u32 = 26;
+const RANK_BITS: u32 = 6;
+const RANK_MASK: u32 = (1 << RANK_BITS) - 1;
+/// A list holds at most 61 pairs (ranks 61 down to 1 at p = 4).
+const MAX_LIST: usize = 64;
+
+/// Why a sliding HyperLogLog refused an event or a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SlidingError {
+    /// The event is older than any window can reach (or than the last `expire`).
+    TooOld {
+        /// The event's tick.
+        tick: u64,
+        /// The oldest tick still accepted.
+        oldest: u64,
+    },
+    /// Windows end at the newest tick seen or later.
+    QueryBeforeNewest {
+        /// The query's `now`.
+        now: u64,
+        /// The newest tick seen.
+        newest: u64,
+    },
+    /// The window is empty or longer than the retention.
+    Window {
+        /// The window asked for.
+        window: u64,
+        /// The retention.
+        retention: u64,
+    },
+    /// The window reaches back past pairs already expired.
+    Expired {
+        /// The window's oldest tick.
+        from: u64,
+        /// The oldest tick kept.
+        horizon: u64,
+    },
+}
+
+impl core::fmt::Display for SlidingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SlidingError::TooOld { tick, oldest } => write!(
+                f,
+                "tick {tick} is older than any window can reach (oldest accepted: {oldest})"
+            ),
+            SlidingError::QueryBeforeNewest { now, newest } => write!(
+                f,
+                "a window must end at or after the newest tick seen ({newest}), not at {now}"
+            ),
+            SlidingError::Window { window, retention } => write!(
+                f,
+                "window {window} must be between 1 and the retention, {retention}"
+            ),
+            SlidingError::Expired { from, horizon } => write!(
+                f,
+                "the window starts at tick {from}, before the oldest tick kept ({horizon})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SlidingError {}
+
+/// One register's pairs: inline while short.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    len: u8,
+    inline: [u32; INLINE],
+}
+
+/// Pair counts and memory of a [`SlidingHll`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlidingStats {
+    /// Pairs held in all.
+    pub pairs: usize,
+    /// Pairs per register, on average.
+    pub pairs_per_register: f64,
+    /// The longest list.
+    pub longest: usize,
+    /// Bytes held: the struct, the inline slots and the side table's lists.
+    pub bytes: usize,
+}
+
+/// A HyperLogLog answering distinct counts over any window up to a retention.
+#[derive(Clone, Debug)]
+pub struct SlidingHll {
+    p: u8,
+    hasher: ItemHasher,
+    confidence: f64,
+    retention: u64,
+    /// Ticks are stored as offsets from `base`.
+    base: u64,
+    /// The newest tick seen, if any.
+    newest: Option<u64>,
+    /// Pairs older than this were expired.
+    horizon: u64,
+    slots: Vec<Slot>,
+    /// Lists longer than [`INLINE`]; a slot holding one keeps its index in `inline[0]`.
+    long: Vec<Vec<u32>>,
+    /// Indices of `long` entries not in use.
+    free: Vec<u32>,
+}
+
+/// Two sketches are equal when they answer alike: same shape, hash, clock and lists (however
+/// their ticks happen to be stored).
+impl PartialEq for SlidingHll {
+    fn eq(&self, other: &Self) -> bool {
+        self.p == other.p
+            && self.hasher == other.hasher
+            && self.confidence == other.confidence
+            && self.retention == other.retention
+            && self.newest == other.newest
+            && self.horizon == other.horizon
+            && self.pairs().eq(other.pairs())
+    }
+}
+
+#[inline]
+fn pack(offset: u64, rank: u8) -> u32 {
+    ((offset as u32) << RANK_BITS) | rank as u32
+}
+
+#[inline]
+fn rank_of(pair: u32) -> u8 {
+    (pair & RANK_MASK) as u8
+}
+
+#[inline]
+fn offset_of(pair: u32) -> u64 {
+    (pair >> RANK_BITS) as u64
+}
+
+impl SlidingHll {
+    /// A sliding sketch of precision `p` answering windows of up to `retention` ticks.
+    pub fn new(p: u8, retention: u64) -> Result<Self, ParamError> {
+        Self::with_hasher(p, retention, ItemHasher::default())
+    }
+
+    /// The same, hashing with `hasher`.
+    pub fn with_hasher(p: u8, retention: u64, hasher: ItemHasher) -> Result<Self, ParamError> {
+        if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
+            return Err(ParamError::new("precision", "in 4..=18", p));
+        }
+        if !(1..=MAX_RETENTION).contains(&retention) {
+            return Err(ParamError::new(
+                "retention",
+                "in 1..=67108863 ticks (use coarser ticks for longer retentions)",
+                retention,
+            ));
+        }
+        Ok(SlidingHll {
+            p,
+            hasher,
+            confidence: DEFAULT_CONFIDENCE,
+            retention,
+            base: 0,
+            newest: None,
+            horizon: 0,
+            slots: vec![Slot::default(); 1 << p],
+            long: Vec::new(),
+            free: Vec::new(),
+        })
+    }
+
+    /// Brackets at `confidence` instead of 95%.
+    pub fn with_confidence(mut self, confidence: f64) -> Result<Self, ParamError> {
+        z_score(confidence)?;
+        self.confidence = confidence;
+        Ok(self)
+    }
+
+    /// The precision.
+    pub fn precision(&self) -> u8 {
+        self.p
+    }
+
+    /// The hash items are hashed with.
+    pub fn hasher(&self) -> ItemHasher {
+        self.hasher
+    }
+
+    /// The longest window a query may ask for.
+    pub fn retention(&self) -> u64 {
+        self.retention
+    }
+
+    /// The confidence of the brackets.
+    pub fn confidence(&self) -> f64 {
+        self.confidence
+    }
+
+    /// The newest tick seen.
+    pub fn newest(&self) -> Option<u64> {
+        self.newest
+    }
+
+    /// The oldest tick still accepted: past both the retention and the last `expire`.
+    pub fn oldest_accepted(&self) -> u64 {
+        let by_retention = self
+            .newest
+            .map_or(0, |n| n.saturating_sub(self.retention - 1));
+        by_retention.max(self.horizon)
+    }
+
+    /// Adds an item's bytes at `tick`.
+    #[inline]
+    pub fn insert(&mut self, item: &[u8], tick: u64) -> Result<(), SlidingError> {
+        self.insert_hash(self.hasher.hash(item), tick)
+    }
+
+    /// Adds a `u64` item at `tick`.
+    #[inline]
+    pub fn insert_u64(&mut self, item: u64, tick: u64) -> Result<(), SlidingError> {
+        self.insert_hash(self.hasher.hash_u64(item), tick)
+    }
+
+    /// Adds an item by its hash (computed with [`Self::hasher`]) at `tick`. Events may arrive
+    /// out of order; one older than [`Self::oldest_accepted`] is refused.
+    pub fn insert_hash(&mut self, hash: u64, tick: u64) -> Result<(), SlidingError> {
+        let oldest = self.oldest_accepted();
+        if tick < oldest {
+            return Err(SlidingError::TooOld { tick, oldest });
+        }
+        if tick - self.base > MAX_RETENTION {
+            self.rebase(tick);
+        }
+        if self.newest.is_none_or(|n| tick > n) {
+            self.newest = Some(tick);
+        }
+        let (index, rank) = split(hash, self.p);
+        self.add_pair(index, tick - self.base, rank);
+        Ok(())
+    }
+
+    /// Moves the base so that `tick` fits, expiring what the retention no longer reaches.
+    fn rebase(&mut self, tick: u64) {
+        let keep_from = tick.saturating_sub(self.retention - 1).max(self.horizon);
+        self.expire(keep_from);
+        let shift = keep_from - self.base;
+        for i in 0..self.slots.len() {
+            self.edit(i, |list, _| {
+                for pair in list.iter_mut() {
+                    *pair = pack(offset_of(*pair) - shift, rank_of(*pair));
+                }
+            });
+        }
+        self.base = keep_from;
+    }
+
+    /// Register `i`'s pairs.
+    #[inline]
+    fn list(&self, i: usize) -> &[u32] {
+        let slot = &self.slots[i];
+        if slot.len as usize <= INLINE {
+            &slot.inline[..slot.len as usize]
+        } else {
+            &self.long[slot.inline[0] as usize]
+        }
+    }
+
+    /// Edits register `i`'s list through a stack copy, then stores it inline or in the pool.
+    fn edit(&mut self, i: usize, f: impl FnOnce(&mut ListBuf, u64)) {
+        let mut buf = ListBuf::default();
+        buf.extend_from_slice(self.list(i));
+        f(&mut buf, self.base);
+        self.store(i, &buf);
+    }
+
+    /// Stores `list` as register `i`'s pairs.
+    fn store(&mut self, i: usize, list: &[u32]) {
+        debug_assert!(list.len() <= max_rank(self.p) as usize);
+        let slot = &mut self.slots[i];
+        let pooled = (slot.len as usize > INLINE).then_some(slot.inline[0]);
+        slot.len = list.len() as u8;
+        if list.len() <= INLINE {
+            slot.inline[..list.len()].copy_from_slice(list);
+            slot.inline[list.len()..].fill(0);
+            if let Some(index) = pooled {
+                self.long[index as usize].clear(); // keep the allocation for reuse
+                self.free.push(index);
+            }
+        } else {
+            let index = match pooled {
+                Some(index) => index,
+                None => match self.free.pop() {
+                    Some(index) => index,
+                    None => {
+                        self.long.push(Vec::new());
+                        (self.long.len() - 1) as u32
+                    }
+                },
+            };
+            slot.inline = [index, 0, 0];
+            let pool = &mut self.long[index as usize];
+            pool.clear();
+            pool.extend_from_slice(list);
+        }
+    }
+
+    /// Adds the pair (offset, rank) to register `i`, keeping ticks strictly increasing and
+    /// ranks strictly decreasing.
+    #[inline]
+    fn add_pair(&mut self, i: usize, offset: u64, rank: u8) {
+        // The common case, in place: an inline list and a tick no older than its newest.
+        let slot = &mut self.slots[i];
+        let len = slot.len as usize;
+        if len <= INLINE && (len == 0 || offset_of(slot.inline[len - 1]) <= offset) {
+            let mut n = len;
+            while n > 0 && rank_of(slot.inline[n - 1]) <= rank {
+                n -= 1;
+            }
+            if n > 0 && offset_of(slot.inline[n - 1]) == offset {
+                // A same-tick pair of higher rank dominates the new one.
+                return;
+            }
+            if n < INLINE {
+                slot.inline[n] = pack(offset, rank);
+                slot.len = n as u8 + 1;
+                return;
+            }
+        }
+        if len > INLINE {
+            // A pooled list: edit it where it is; it only leaves the pool when it shrinks.
+            let list = &mut self.long[slot.inline[0] as usize];
+            insert_pair_vec(list, offset, rank);
+            if list.len() <= INLINE {
+                let short: ListBuf = ListBuf::from_slice(list);
+                self.store(i, &short);
+            } else {
+                slot.len = list.len() as u8;
+            }
+            return;
+        }
+        self.edit(i, |list, _| insert_pair(list, offset, rank));
+    }
+
+    /// Drops pairs older than `oldest`: no window can reach them any more. Later events
+    /// older than `oldest` are refused.
+    pub fn expire(&mut self, oldest: u64) {
+        if oldest <= self.horizon {
+            return;
+        }
+        self.horizon = oldest;
+        if oldest <= self.base {
+            return;
+        }
+        let cut = oldest - self.base;
+        for i in 0..self.slots.len() {
+            let list = self.list(i);
+            if list.first().is_some_and(|&p| offset_of(p) < cut) {
+                self.edit(i, |list, _| {
+                    let keep = list.iter().position(|&p| offset_of(p) >= cut);
+                    list.drop_front(keep.unwrap_or(list.len()));
+                });
+            }
+        }
+    }
+
+    /// The plain registers of the window `(now − window, now]`.
+    pub fn registers(&self, now: u64, window: u64) -> Result<Vec<u8>, SlidingError> {
+        if window == 0 || window > self.retention {
+            return Err(SlidingError::Window {
+                window,
+                retention: self.retention,
+            });
+        }
+        if let Some(newest) = self.newest {
+            if now < newest {
+                return Err(SlidingError::QueryBeforeNewest { now, newest });
+            }
+        }
+        let from = (now + 1).saturating_sub(window);
+        if from < self.horizon {
+            return Err(SlidingError::Expired {
+                from,
+                horizon: self.horizon,
+            });
+        }
+        let mut regs = vec![0u8; self.slots.len()];
+        if from >= self.base + (MAX_RETENTION + 1) {
+            return Ok(regs); // the whole window is newer than anything held
+        }
+        let cut = from.saturating_sub(self.base);
+        for (i, reg) in regs.iter_mut().enumerate() {
+            // The oldest pair inside the window has the highest rank inside it.
+            if let Some(&p) = self.list(i).iter().find(|&&p| offset_of(p) >= cut) {
+                *reg = rank_of(p);
+            }
+        }
+        Ok(regs)
+    }
+
+    /// Distinct items in the window `(now − window, now]`, Ertl's estimator with its bracket.
+    pub fn count(&self, now: u64, window: u64) -> Result<Estimate, SlidingError> {
+        let regs = self.registers(now, window)?;
+        Ok(estimate_registers(&regs, self.confidence)
+            .expect("registers of a valid precision and ranks, and a validated confidence"))
+    }
+
+    /// Pairs held and bytes.
+    pub fn stats(&self) -> SlidingStats {
+        let pairs: usize = self.slots.iter().map(|s| s.len as usize).sum();
+        let longest = self.slots.iter().map(|s| s.len as usize).max().unwrap_or(0);
+        let long_bytes: usize = self
+            .long
+            .iter()
+            .map(|v| v.capacity() * 4 + core::mem::size_of::<Vec<u32>>())
+            .sum::<usize>()
+            + self.free.capacity() * 4;
+        SlidingStats {
+            pairs,
+            pairs_per_register: pairs as f64 / self.slots.len() as f64,
+            longest,
+            bytes: core::mem::size_of::<Self>()
+                + self.slots.len() * core::mem::size_of::<Slot>()
+                + long_bytes,
+        }
+    }
+
+    // --- for the encoding ---
+
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, Vec<(u64, u8)>)> + '_ {
+        (0..self.slots.len()).map(move |i| {
+            let list = self
+                .list(i)
+                .iter()
+                .map(|&p| (self.base + offset_of(p), rank_of(p)))
+                .collect();
+            (i, list)
+        })
+    }
+
+    pub(crate) fn horizon(&self) -> u64 {
+        self.horizon
+    }
+
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Rebuilds from validated parts: lists in tick order with ranks strictly decreasing,
+    /// ticks within `[base, base + MAX_RETENTION]`.
+    pub(crate) fn from_parts(
+        mut sketch: SlidingHll,
+        base: u64,
+        newest: Option<u64>,
+        horizon: u64,
+        lists: Vec<Vec<(u64, u8)>>,
+    ) -> SlidingHll {
+        sketch.base = base;
+        sketch.newest = newest;
+        sketch.horizon = horizon;
+        for (i, list) in lists.into_iter().enumerate() {
+            sketch.edit(i, |buf, base| {
+                buf.clear();
+                for &(t, r) in &list {
+                    buf.extend_from_slice(&[pack(t - base, r)]);
+                }
+            });
+        }
+        sketch
+    }
+}
+
+/// A list being edited, on the stack: at most [`MAX_LIST`] pairs.
+struct ListBuf {
+    len: usize,
+    pairs: [u32; MAX_LIST],
+}
+
+impl Default for ListBuf {
+    fn default() -> Self {
+        ListBuf {
+            len: 0,
+            pairs: [0; MAX_LIST],
+        }
+    }
+}
+
+impl core::ops::Deref for ListBuf {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.pairs[..self.len]
+    }
+}
+
+impl core::ops::DerefMut for ListBuf {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        &mut self.pairs[..self.len]
+    }
+}
+
+impl ListBuf {
+    fn from_slice(items: &[u32]) -> Self {
+        let mut b = ListBuf::default();
+        b.extend_from_slice(items);
+        b
+    }
+
+    fn extend_from_slice(&mut self, items: &[u32]) {
+        self.pairs[self.len..self.len + items.len()].copy_from_slice(items);
+        self.len += items.len();
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Removes `[from, to)` and puts `pair` in its place.
+    fn replace(&mut self, from: usize, to: usize, pair: u32) {
+        let tail = self.len - to;
+        self.pairs.copy_within(to..self.len, from + 1);
+        self.pairs[from] = pair;
+        self.len = from + 1 + tail;
+    }
+
+    /// Removes the first `n` pairs.
+    fn drop_front(&mut self, n: usize) {
+        self.pairs.copy_within(n..self.len, 0);
+        self.len -= n;
+    }
+}
+
+/// [`insert_pair`] on a pooled list, in place.
+fn insert_pair_vec(list: &mut Vec<u32>, offset: u64, rank: u8) {
+    if list.last().is_some_and(|&p| offset_of(p) <= offset) {
+        // In order: drop trailing pairs the new one dominates, then append.
+        while list.last().is_some_and(|&p| rank_of(p) <= rank) {
+            list.pop();
+        }
+        if list.last().is_some_and(|&p| offset_of(p) == offset) {
+            return;
+        }
+        list.push(pack(offset, rank));
+        return;
+    }
+    let mut buf = ListBuf::from_slice(list);
+    insert_pair(&mut buf, offset, rank);
+    list.clear();
+    list.extend_from_slice(&buf);
+}
+
+/// Places (offset, rank) into a list ordered by offset, ranks strictly decreasing.
+fn insert_pair(list: &mut ListBuf, offset: u64, rank: u8) {
+    // First pair strictly newer than the new one.
+    let pos = list
+        .iter()
+        .rposition(|&p| offset_of(p) <= offset)
+        .map_or(0, |i| i + 1);
+    if list.get(pos).is_some_and(|&p| rank_of(p) >= rank) {
+        return; // a newer pair at least as high: the new one is never a maximum
+    }
+    if pos > 0 {
+        let prev = list[pos - 1];
+        if offset_of(prev) == offset && rank_of(prev) >= rank {
+            return; // same tick, at least as high
+        }
+    }
+    let mut start = pos;
+    while start > 0 && rank_of(list[start - 1]) <= rank {
+        start -= 1;
+    }
+    list.replace(start, pos, pack(offset, rank));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ticks and ranks of register `i`.
+    fn pairs_of(s: &SlidingHll, i: usize) -> Vec<(u64, u8)> {
+        s.pairs().nth(i).unwrap().1
+    }
+
+    #[test]
+    fn dominated_pairs_are_dropped_in_and_out_of_order() {
+        let mut s = SlidingHll::new(4, 1_000).unwrap();
+        // Register 0 (hash low bits 0000); rank = 1 + trailing zeros of hash >> 4.
+        let h = |rank: u8| (1u64 << (4 + rank - 1)) & !0xF;
+        s.insert_hash(h(3), 10).unwrap();
+        s.insert_hash(h(2), 20).unwrap();
+        s.insert_hash(h(1), 30).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(10, 3), (20, 2), (30, 1)]);
+        // In order, rank 2 at 40 removes (20, 2) and (30, 1).
+        s.insert_hash(h(2), 40).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(10, 3), (40, 2)]);
+        // Out of order: rank 1 at 25 is dominated by (40, 2).
+        s.insert_hash(h(1), 25).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(10, 3), (40, 2)]);
+        // Out of order: rank 5 at 15 removes (10, 3) and sits before (40, 2).
+        s.insert_hash(h(5), 15).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(15, 5), (40, 2)]);
+        // Same tick, lower rank: dropped; same tick, higher: replaces.
+        s.insert_hash(h(1), 40).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(15, 5), (40, 2)]);
+        s.insert_hash(h(4), 40).unwrap();
+        assert_eq!(pairs_of(&s, 0), [(15, 5), (40, 4)]);
+        // Long lists move aside and back.
+        for (k, t) in (50..56).enumerate() {
+            s.insert_hash(h(3 - (k as u8 % 3)), t).unwrap();
+        }
+        let l = pairs_of(&s, 0);
+        assert!(
+            l.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 > w[1].1),
+            "{l:?}"
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_limits() {
+        let mut s = SlidingHll::new(8, 100).unwrap();
+        s.insert_u64(1, 500).unwrap();
+        assert_eq!(
+            s.insert_u64(2, 400),
+            Err(SlidingError::TooOld {
+                tick: 400,
+                oldest: 401
+            })
+        );
+        assert!(matches!(
+            s.count(499, 10),
+            Err(SlidingError::QueryBeforeNewest { .. })
+        ));
+        assert!(matches!(
+            s.count(500, 101),
+            Err(SlidingError::Window { .. })
+        ));
+        assert!(matches!(s.count(500, 0), Err(SlidingError::Window { .. })));
+        s.expire(450);
+        assert!(matches!(
+            s.count(500, 100),
+            Err(SlidingError::Expired { .. })
+        ));
+        assert!(s.count(500, 51).is_ok());
+        assert!(SlidingHll::new(3, 10).is_err());
+        assert!(SlidingHll::new(12, 0).is_err());
+        assert!(SlidingHll::new(12, MAX_RETENTION + 1).is_err());
+    }
+
+    #[test]
+    fn rebasing_keeps_every_reachable_pair() {
+        let mut s = SlidingHll::new(6, 1_000).unwrap();
+        let mut t = 0u64;
+        for i in 0..5_000u64 {
+            t += 40_000; // crosses the 2^26 offset range many times
+            s.insert_u64(i, t).unwrap();
+        }
+        // The last 1,000 ticks hold exactly one event.
+        let e = s.count(t, 1_000).unwrap();
+        assert_eq!(e.value.round(), 1.0);
+        // A window of 1,000 ticks after a long idle gap sees nothing.
+        let e = s.count(t + 50_000_000_000, 1_000).unwrap();
+        assert_eq!(e.value, 0.0);
+    }
+}

@@ -1,0 +1,261 @@
+//! The windowed distinct-count structures in the envelope.
+//!
+//! ```text
+//! SlidingHll (family 18); the envelope's hash id and seed are the sketch's
+//!   params:  p u8 (4..=18), retention u64 (1..=2^26 − 1), confidence f64 (in (0, 1))
+//!   payload: base u64, has newest u8 (0/1), newest u64, horizon u64, then for each of the
+//!            2^p registers: pairs u8 (≤ 65 − p), then per pair, oldest first:
+//!            tick offset from base u32 (≤ 2^26 − 1), rank u8 (1..=65 − p);
+//!            offsets strictly increase and ranks strictly decrease
+//! RingWindow (family 17)
+//!   params:  p u8, bucket width u64 (≥ 1), buckets u32 (1..=10^6)
+//!   payload: has newest u8, newest bucket u64, then for each slot i: present u8, and if
+//!            present: bucket u64 (≡ i mod buckets, within the ring), length u64, and that
+//!            many bytes: the bucket's HyperLogLog in its own envelope (family 16), whose
+//!            hash and precision must be the ring's
+//! ```
+
+use super::ring::Slot;
+use super::sliding::MAX_RETENTION;
+use super::{max_rank, Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
+use crate::codec::{self, Family, Reader, Writer};
+use crate::DecodeError;
+
+fn read_bool(r: &mut Reader<'_>, field: &'static str) -> Result<bool, DecodeError> {
+    let off = r.offset();
+    match r.u8(field)? {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(Reader::invalid(field, off, "0 or 1", other as u64)),
+    }
+}
+
+fn read_precision(r: &mut Reader<'_>) -> Result<u8, DecodeError> {
+    let off = r.offset();
+    let p = r.u8("precision")?;
+    if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
+        return Err(Reader::invalid("precision", off, "in 4..=18", p as u64));
+    }
+    Ok(p)
+}
+
+impl SlidingHll {
+    /// Encodes the sketch in the envelope.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params
+            .u8(self.precision())
+            .u64(self.retention())
+            .f64(self.confidence());
+        let mut w = Writer::new();
+        w.u64(self.base())
+            .u8(self.newest().is_some() as u8)
+            .u64(self.newest().unwrap_or(0))
+            .u64(self.horizon());
+        for (_, list) in self.pairs() {
+            w.u8(list.len() as u8);
+            for (tick, rank) in list {
+                w.u32((tick - self.base()) as u32).u8(rank);
+            }
+        }
+        codec::encode(
+            Family::SlidingHll,
+            0,
+            self.hasher(),
+            params.bytes(),
+            w.bytes(),
+        )
+    }
+
+    /// Decodes a sketch, checking every pair before building it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, Family::SlidingHll)?;
+        if env.flags != 0 {
+            return Err(Reader::invalid("flags", 6, "0", env.flags as u64));
+        }
+        let mut params = env.params();
+        let p = read_precision(&mut params)?;
+        let roff = params.offset();
+        let retention = params.u64("retention")?;
+        if !(1..=MAX_RETENTION).contains(&retention) {
+            return Err(Reader::invalid(
+                "retention",
+                roff,
+                "in 1..=2^26 − 1",
+                retention,
+            ));
+        }
+        let coff = params.offset();
+        let confidence = params.f64("confidence")?;
+        params.finish()?;
+        let sketch = SlidingHll::with_hasher(p, retention, env.hasher)
+            .and_then(|s| s.with_confidence(confidence))
+            .map_err(|_| Reader::invalid("confidence", coff, "in (0, 1)", confidence.to_bits()))?;
+
+        let mut r = env.payload();
+        let base = r.u64("base")?;
+        let has_newest = read_bool(&mut r, "has newest")?;
+        let noff = r.offset();
+        let newest_tick = r.u64("newest")?;
+        let newest = has_newest.then_some(newest_tick);
+        if newest.is_some_and(|n| n < base || n - base > MAX_RETENTION) {
+            return Err(Reader::invalid(
+                "newest",
+                noff,
+                "within 2^26 − 1 ticks after the base",
+                newest_tick,
+            ));
+        }
+        let horizon = r.u64("horizon")?;
+        let m = 1usize << p;
+        if r.remaining() < m {
+            return Err(DecodeError::Truncated {
+                field: "registers",
+                offset: r.offset(),
+                needed: m as u64,
+                available: r.remaining(),
+            });
+        }
+        let top = max_rank(p);
+        let mut lists = Vec::with_capacity(m);
+        for _ in 0..m {
+            let loff = r.offset();
+            let len = r.u8("pairs")?;
+            if len > top || (len > 0 && !has_newest) {
+                return Err(Reader::invalid(
+                    "pairs",
+                    loff,
+                    "at most 65 − p pairs, and none before any event",
+                    len as u64,
+                ));
+            }
+            let mut list = Vec::with_capacity(len as usize);
+            let mut prev: Option<(u32, u8)> = None;
+            for _ in 0..len {
+                let toff = r.offset();
+                let offset = r.u32("tick offset")?;
+                let rank = r.u8("rank")?;
+                let tick = base + offset as u64;
+                let ordered = prev.is_none_or(|(po, pr)| offset > po && rank < pr)
+                    && rank >= 1
+                    && rank <= top;
+                let inside = tick <= newest_tick && tick >= horizon;
+                if !ordered || !inside {
+                    return Err(Reader::invalid(
+                        "pair",
+                        toff,
+                        "ticks increasing within [horizon, newest], ranks decreasing in 1..=65 − p",
+                        offset as u64,
+                    ));
+                }
+                prev = Some((offset, rank));
+                list.push((tick, rank));
+            }
+            lists.push(list);
+        }
+        r.finish()?;
+        Ok(SlidingHll::from_parts(sketch, base, newest, horizon, lists))
+    }
+}
+
+impl RingWindow {
+    /// Encodes the ring in the envelope; each bucket's sketch is nested in its own.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params
+            .u8(self.precision())
+            .u64(self.width())
+            .u32(self.buckets() as u32);
+        let mut w = Writer::new();
+        w.u8(self.newest_bucket().is_some() as u8)
+            .u64(self.newest_bucket().unwrap_or(0));
+        for slot in self.slots() {
+            match slot {
+                None => {
+                    w.u8(0);
+                }
+                Some(s) => {
+                    let inner = s.sketch.to_bytes();
+                    w.u8(1).u64(s.bucket).u64(inner.len() as u64).raw(&inner);
+                }
+            }
+        }
+        codec::encode(
+            Family::RingWindow,
+            0,
+            self.hasher(),
+            params.bytes(),
+            w.bytes(),
+        )
+    }
+
+    /// Decodes a ring, checking every slot and nested sketch.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, Family::RingWindow)?;
+        if env.flags != 0 {
+            return Err(Reader::invalid("flags", 6, "0", env.flags as u64));
+        }
+        let mut params = env.params();
+        let p = read_precision(&mut params)?;
+        let woff = params.offset();
+        let width = params.u64("bucket width")?;
+        let boff = params.offset();
+        let n = params.u32("buckets")?;
+        params.finish()?;
+        let mut ring = RingWindow::with_hasher(p, width, n, env.hasher).map_err(|e| {
+            if e.name == "buckets" {
+                Reader::invalid("buckets", boff, "in 1..=1000000", n as u64)
+            } else {
+                Reader::invalid("bucket width", woff, "at least 1", width)
+            }
+        })?;
+        let n = n as u64;
+        let mut r = env.payload();
+        let has_newest = read_bool(&mut r, "has newest")?;
+        let newest = r.u64("newest bucket")?;
+        let newest = has_newest.then_some(newest);
+        if (r.remaining() as u64) < n {
+            return Err(DecodeError::Truncated {
+                field: "slots",
+                offset: r.offset(),
+                needed: n,
+                available: r.remaining(),
+            });
+        }
+        let mut slots = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            if !read_bool(&mut r, "slot present")? {
+                slots.push(None);
+                continue;
+            }
+            let off = r.offset();
+            let bucket = r.u64("bucket")?;
+            let in_ring =
+                newest.is_some_and(|nb| bucket <= nb && bucket + n > nb) && bucket % n == i;
+            if !in_ring {
+                return Err(Reader::invalid(
+                    "bucket",
+                    off,
+                    "its slot's bucket, within the ring",
+                    bucket,
+                ));
+            }
+            let len = r.u64("sketch length")?;
+            let soff = r.offset();
+            let inner = r.bytes(len, "bucket sketch")?;
+            let sketch = Hll::from_bytes(inner)?;
+            if sketch.precision() != p || sketch.hasher() != env.hasher {
+                return Err(Reader::invalid(
+                    "bucket sketch",
+                    soff,
+                    "the ring's precision and hash",
+                    sketch.precision() as u64,
+                ));
+            }
+            slots.push(Some(Slot { bucket, sketch }));
+        }
+        r.finish()?;
+        ring.restore(newest, slots);
+        Ok(ring)
+    }
+}

@@ -1,0 +1,358 @@
+//! The membership structures in the envelope.
+//!
+//! ```text
+//! QuotientFilter (family 48), flags 0
+//!   params:  p u8 (fingerprint bits, 2..=64), q0 u8 (quotient bits at build, 1..=40),
+//!            reserve u8 (≤ p)
+//!   payload: q u8 (q0 ≤ q < p, p − q ≤ 58, q ≤ 40), len u64 (< ⌈3·2^q/4⌉),
+//!            occupied, continuation, shifted: ⌈2^q/64⌉ u64 words each (bit i = slot i),
+//!            remainders: ⌈2^q·(p−q)/64⌉ + 1 u64 words, field i at bit i·(p−q)
+//!   The table must pass the structural check (runs, clusters, sorted runs, one empty slot,
+//!   len = slots in use) and every bit past the last slot must be zero.
+//! StackedFilter (family 49), flags 0
+//!   params:  capacity u64, fpr f64, growth f64, tightening f64
+//!   payload: layers u64 (≥ 1), then per layer: forecast u64 (= round(capacity·growth^i)),
+//!            length u64 and that many bytes: the layer's own QuotientFilter encoding,
+//!            whose hash must be the stack's
+//! LengtheningFilter (family 50, experimental), flags 0
+//!   params:  p0 u8, q0 u8, step u8 (1 or 2)
+//!   payload: q u8 (q0 ≤ q < p0), len u64 (< ⌈3·2^q/4⌉), generations u64 (= q − q0 + 1),
+//!            then per generation: keys u64, distinct u64 (≤ keys) and that many
+//!            fingerprints u64, strictly increasing, each below 2^(p0 + step·g);
+//!            the keys sum to len
+//! ```
+
+use std::collections::HashSet;
+
+use super::bits::{Meta, PackedArray, MAX_WIDTH};
+use super::lengthening::LengtheningFilter;
+use super::quotient::{grow_at, QuotientFilter, MAX_QUOTIENT_BITS};
+use super::stacked::StackedFilter;
+use crate::codec::{self, Family, Reader, Writer};
+use crate::DecodeError;
+
+fn check_flags(flags: u8) -> Result<(), DecodeError> {
+    if flags != 0 {
+        return Err(Reader::invalid("flags", 6, "0", flags as u64));
+    }
+    Ok(())
+}
+
+fn read_words(r: &mut Reader<'_>, n: usize, field: &'static str) -> Result<Vec<u64>, DecodeError> {
+    let bytes = r.bytes(n as u64 * 8, field)?;
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+        .collect())
+}
+
+impl QuotientFilter {
+    /// Encodes the filter in the envelope.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params
+            .u8(self.p as u8)
+            .u8(self.q0 as u8)
+            .u8(self.reserve as u8);
+        let mut payload = Writer::new();
+        payload.u8(self.q as u8).u64(self.len);
+        for field in 0..3 {
+            for w in self.meta.field_words(field) {
+                payload.u64(w);
+            }
+        }
+        for &w in self.rems.words() {
+            payload.u64(w);
+        }
+        codec::encode(
+            Family::QuotientFilter,
+            0,
+            self.hasher,
+            params.bytes(),
+            payload.bytes(),
+        )
+    }
+
+    /// Decodes a filter, checking every field and the whole table's structure.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, Family::QuotientFilter)?;
+        check_flags(env.flags)?;
+        let mut params = env.params();
+        let poff = params.offset();
+        let p = params.u8("fingerprint bits")? as u32;
+        if !(2..=64).contains(&p) {
+            return Err(Reader::invalid(
+                "fingerprint bits",
+                poff,
+                "in 2..=64",
+                p as u64,
+            ));
+        }
+        let qoff = params.offset();
+        let q0 = params.u8("initial quotient bits")? as u32;
+        if q0 == 0 || q0 > MAX_QUOTIENT_BITS || q0 >= p || p - q0 > MAX_WIDTH {
+            return Err(Reader::invalid(
+                "initial quotient bits",
+                qoff,
+                "in 1..=40, below p, at most 58 below p",
+                q0 as u64,
+            ));
+        }
+        let roff = params.offset();
+        let reserve = params.u8("reserve")? as u32;
+        if reserve > p {
+            return Err(Reader::invalid(
+                "reserve",
+                roff,
+                "at most p",
+                reserve as u64,
+            ));
+        }
+        params.finish()?;
+
+        let mut r = env.payload();
+        let qoff = r.offset();
+        let q = r.u8("quotient bits")? as u32;
+        if q < q0 || q >= p || q > MAX_QUOTIENT_BITS {
+            return Err(Reader::invalid(
+                "quotient bits",
+                qoff,
+                "between q0 and p − 1, at most 40",
+                q as u64,
+            ));
+        }
+        let loff = r.offset();
+        let len = r.u64("keys")?;
+        if len >= grow_at(q) {
+            return Err(Reader::invalid(
+                "keys",
+                loff,
+                "below the table's load limit ⌈3·2^q/4⌉",
+                len,
+            ));
+        }
+        let slots = 1usize << q;
+        let width = p - q;
+        let flag_words = Meta::word_count(slots);
+        let rem_words = PackedArray::word_count(width, slots);
+        let needed = (3 * flag_words + rem_words) as u64 * 8;
+        if needed != r.remaining() as u64 {
+            return Err(DecodeError::Truncated {
+                field: "table",
+                offset: r.offset(),
+                needed,
+                available: r.remaining(),
+            });
+        }
+        let toff = r.offset();
+        let bad_tail = |field| Reader::invalid(field, toff, "no bits past the last slot", 1);
+        let occupied = read_words(&mut r, flag_words, "occupied")?;
+        let continuation = read_words(&mut r, flag_words, "continuation")?;
+        let shifted = read_words(&mut r, flag_words, "shifted")?;
+        let meta = Meta::from_fields(slots, [occupied, continuation, shifted])
+            .ok_or_else(|| bad_tail("metadata"))?;
+        let rems =
+            PackedArray::from_words(width, slots, read_words(&mut r, rem_words, "remainders")?)
+                .ok_or_else(|| bad_tail("remainders"))?;
+        r.finish()?;
+        let f = QuotientFilter {
+            hasher: env.hasher,
+            p,
+            q0,
+            q,
+            reserve,
+            len,
+            meta,
+            rems,
+        };
+        f.validate()
+            .map_err(|what| Reader::invalid("table", toff, what, len))?;
+        Ok(f)
+    }
+}
+
+impl StackedFilter {
+    /// Encodes the stack in the envelope (each layer as its own quotient-filter encoding).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params
+            .u64(self.capacity)
+            .f64(self.fpr)
+            .f64(self.growth)
+            .f64(self.tightening);
+        let mut payload = Writer::new();
+        payload.u64(self.layers.len() as u64);
+        for (layer, &n) in self.layers.iter().zip(&self.forecasts) {
+            let b = layer.to_bytes();
+            payload.u64(n).u64(b.len() as u64);
+            payload.raw(&b);
+        }
+        codec::encode(
+            Family::StackedFilter,
+            0,
+            self.hasher,
+            params.bytes(),
+            payload.bytes(),
+        )
+    }
+
+    /// Decodes a stack, checking its schedule and every layer.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, Family::StackedFilter)?;
+        check_flags(env.flags)?;
+        let mut params = env.params();
+        let off = params.offset();
+        let capacity = params.u64("capacity")?;
+        let fpr = params.f64("fpr")?;
+        let growth = params.f64("growth")?;
+        let tightening = params.f64("tightening")?;
+        params.finish()?;
+        let mut s = StackedFilter::with_schedule(capacity, fpr, growth, tightening)
+            .map_err(|_| Reader::invalid("parameters", off, "a valid stack schedule", capacity))?;
+        s.hasher = env.hasher;
+        s.layers.clear();
+        s.forecasts.clear();
+        let mut r = env.payload();
+        let coff = r.offset();
+        // Each layer takes at least its two u64 headers.
+        let n = r.count("layers", 16, u64::MAX)?;
+        if n == 0 {
+            return Err(Reader::invalid("layers", coff, "at least 1", 0));
+        }
+        for i in 0..n {
+            let foff = r.offset();
+            let forecast = r.u64("layer forecast")?;
+            if forecast != s.layer_params(i).0 {
+                return Err(Reader::invalid(
+                    "layer forecast",
+                    foff,
+                    "capacity · growth^i",
+                    forecast,
+                ));
+            }
+            let blen = r.u64("layer length")?;
+            let boff = r.offset();
+            let b = r.bytes(blen, "layer")?;
+            let layer = QuotientFilter::from_bytes(b)
+                .map_err(|_| Reader::invalid("layer", boff, "a valid quotient filter", i as u64))?;
+            if layer.hasher != env.hasher {
+                return Err(Reader::invalid("layer", boff, "the stack's hash", i as u64));
+            }
+            s.layers.push(layer);
+            s.forecasts.push(forecast);
+        }
+        r.finish()?;
+        Ok(s)
+    }
+}
+
+impl LengtheningFilter {
+    /// Encodes the model in the envelope.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params
+            .u8(self.p0 as u8)
+            .u8(self.q0 as u8)
+            .u8(self.step as u8);
+        let mut payload = Writer::new();
+        payload
+            .u8(self.q as u8)
+            .u64(self.len)
+            .u64(self.gens.len() as u64);
+        for (set, &count) in self.gens.iter().zip(&self.counts) {
+            let mut fps: Vec<u64> = set.iter().copied().collect();
+            fps.sort_unstable();
+            payload.u64(count).u64(fps.len() as u64);
+            for fp in fps {
+                payload.u64(fp);
+            }
+        }
+        codec::encode(
+            Family::LengtheningFilter,
+            0,
+            self.hasher,
+            params.bytes(),
+            payload.bytes(),
+        )
+    }
+
+    /// Decodes the model, checking every field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, Family::LengtheningFilter)?;
+        check_flags(env.flags)?;
+        let mut params = env.params();
+        let off = params.offset();
+        let p0 = params.u8("fingerprint bits")? as u32;
+        let q0 = params.u8("quotient bits")? as u32;
+        let step = params.u8("step")? as u32;
+        params.finish()?;
+        if !(1..=2).contains(&step) {
+            return Err(Reader::invalid("step", off + 2, "1 or 2", step as u64));
+        }
+        let mut t = LengtheningFilter::with_bits(p0, q0, step).map_err(|_| {
+            Reader::invalid("fingerprint bits", off, "a valid table shape", p0 as u64)
+        })?;
+        t.hasher = env.hasher;
+        let mut r = env.payload();
+        let qoff = r.offset();
+        let q = r.u8("quotient bits")? as u32;
+        if q < q0 || q >= p0 {
+            return Err(Reader::invalid(
+                "quotient bits",
+                qoff,
+                "in q0..p0",
+                q as u64,
+            ));
+        }
+        let loff = r.offset();
+        let len = r.u64("keys")?;
+        if len >= grow_at(q) {
+            return Err(Reader::invalid("keys", loff, "below the load limit", len));
+        }
+        let goff = r.offset();
+        let gens = r.u64("generations")?;
+        if gens != (q - q0 + 1) as u64 {
+            return Err(Reader::invalid("generations", goff, "q − q0 + 1", gens));
+        }
+        t.q = q;
+        t.gens.clear();
+        t.counts.clear();
+        let mut total = 0u64;
+        for g in 0..gens as usize {
+            let coff = r.offset();
+            let count = r.u64("generation keys")?;
+            total = total.checked_add(count).ok_or(Reader::invalid(
+                "generation keys",
+                coff,
+                "a sum within u64",
+                count,
+            ))?;
+            let n = r.count("fingerprints", 8, count)?;
+            let bits = t.generation_bits(g);
+            let mut set = HashSet::with_capacity(n);
+            let mut prev: Option<u64> = None;
+            for _ in 0..n {
+                let foff = r.offset();
+                let fp = r.u64("fingerprint")?;
+                if prev.is_some_and(|p| fp <= p) || (bits < 64 && fp >> bits != 0) {
+                    return Err(Reader::invalid(
+                        "fingerprint",
+                        foff,
+                        "increasing and within the generation's bits",
+                        fp,
+                    ));
+                }
+                prev = Some(fp);
+                set.insert(fp);
+            }
+            t.gens.push(set);
+            t.counts.push(count);
+        }
+        if total != len {
+            return Err(Reader::invalid("keys", loff, "the generations' sum", len));
+        }
+        r.finish()?;
+        t.len = len;
+        Ok(t)
+    }
+}

@@ -1,0 +1,275 @@
+//! The ring of bucket sketches and the sliding HyperLogLog against each other and against an
+//! exact model (a map from item to the last tick it was seen).
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use tidemark::cardinality::{RingError, RingWindow, SlidingHll};
+use tidemark::codec::{self, Family};
+use tidemark::DecodeError;
+
+/// A stream of (item, tick): mostly in order, some events late by up to `late` ticks, and
+/// occasional idle gaps.
+fn stream(seed: u64, events: usize, population: u64, late: u64) -> Vec<(u64, u64)> {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let mut tick = 0u64;
+    let mut out = Vec::with_capacity(events);
+    for _ in 0..events {
+        if rng.random_bool(0.002) {
+            tick += rng.random_range(50..400); // an idle gap
+        } else if rng.random_bool(0.3) {
+            tick += 1;
+        }
+        let t = if late > 0 && rng.random_bool(0.1) {
+            tick.saturating_sub(rng.random_range(1..=late))
+        } else {
+            tick
+        };
+        out.push((rng.random_range(0..population), t));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// At every bucket boundary, the sliding sketch's registers for a window of whole buckets
+    /// equal the ring's merged registers exactly — in order or not.
+    #[test]
+    fn sliding_registers_equal_the_rings_at_every_boundary(
+        seed in any::<u64>(),
+        p in 4u8..=10,
+        width in 1u64..20,
+        buckets in 1u32..12,
+        late in 0u64..30,
+    ) {
+        let n = buckets as u64;
+        let mut ring = RingWindow::new(p, width, buckets).unwrap();
+        let mut sliding = SlidingHll::new(p, width * n).unwrap();
+        let events = stream(seed, 3_000, 500, late);
+        let mut last_bucket = None;
+        for &(item, tick) in &events {
+            let b = tick / width;
+            if let Some(lb) = last_bucket {
+                if b > lb {
+                    // Bucket lb has closed: compare every window ending with it.
+                    let now = (lb + 1) * width - 1;
+                    for w in 1..=n {
+                        let ring_regs = ring.window_sketch(now, w).unwrap().registers();
+                        // Every event so far is in a bucket ≤ lb, so the sliding clock is not
+                        // past the boundary.
+                        prop_assert!(sliding.newest().unwrap() <= now);
+                        let s = sliding.registers(now, w * width).unwrap();
+                        prop_assert_eq!(s, ring_regs, "window {} at {}", w, now);
+                    }
+                }
+            }
+            // The ring keeps whole buckets, the sliding sketch whole ticks of its retention:
+            // whatever the ring accepts, the sliding sketch accepts too. Feed both the same.
+            if ring.insert_u64(item, tick).is_ok() {
+                prop_assert!(sliding.insert_u64(item, tick).is_ok(), "tick {}", tick);
+                last_bucket = last_bucket.max(Some(b));
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Any window, not just bucket boundaries: the sliding registers equal the register-wise
+    /// maximum over exactly the events inside the window (a brute-force model keeping every
+    /// event), with events out of order, across rebases and expiry.
+    #[test]
+    fn sliding_registers_equal_brute_force_for_every_window(
+        seed in any::<u64>(),
+        p in 4u8..=8,
+        retention in 1u64..200,
+        late in 0u64..50,
+    ) {
+        let mut s = SlidingHll::new(p, retention).unwrap();
+        let hasher = s.hasher();
+        let mut kept: Vec<(usize, u8, u64)> = Vec::new();
+        for (k, (item, tick)) in stream(seed, 1_500, 400, late).into_iter().enumerate() {
+            if s.insert_u64(item, tick).is_ok() {
+                let (i, r) = tidemark::cardinality::split(hasher.hash_u64(item), p);
+                kept.push((i, r, tick));
+            }
+            if k % 150 != 149 {
+                continue;
+            }
+            let now = s.newest().unwrap();
+            if k % 300 == 299 {
+                // Expire what the longest window no longer reaches.
+                s.expire((now + 1).saturating_sub(retention));
+            }
+            for w in 1..=retention {
+                let from = (now + 1).saturating_sub(w);
+                let mut model = vec![0u8; 1 << p];
+                for &(i, r, t) in &kept {
+                    if t >= from && t <= now {
+                        model[i] = model[i].max(r);
+                    }
+                }
+                prop_assert_eq!(s.registers(now, w).unwrap(), model, "window {} at {}", w, now);
+            }
+        }
+    }
+}
+
+#[test]
+fn late_events_go_to_their_own_bucket_and_too_late_ones_are_refused() {
+    let mut ring = RingWindow::new(10, 60, 5).unwrap();
+    ring.insert_u64(1, 600).unwrap(); // bucket 10
+    ring.insert_u64(2, 601).unwrap();
+    ring.insert_u64(3, 420).unwrap(); // bucket 7: late, still in the ring (6..=10)
+    assert_eq!(ring.bucket(7).unwrap().estimate().value, 1.0);
+    assert_eq!(ring.bucket(10).unwrap().estimate().value, 2.0);
+    assert_eq!(
+        ring.insert_u64(4, 300),
+        Err(RingError::TooOld {
+            bucket: 5,
+            oldest: 6
+        })
+    );
+    assert_eq!(ring.bucket(10).unwrap().estimate().value, 2.0);
+    // The cached window notices the late event.
+    assert_eq!(ring.count(659, 5).unwrap().value, 3.0);
+    ring.insert_u64(5, 480).unwrap(); // bucket 8
+    assert_eq!(ring.count(659, 5).unwrap().value, 4.0);
+    assert_eq!(ring.count(659, 2).unwrap().value, 2.0);
+}
+
+/// Windowed estimates against the exact count: inside their 95% brackets at about 95% of
+/// checks. Checks within one stream share items and are correlated, so the tolerance is the
+/// binomial 3σ for the number of *streams* times checks per stream treated as independent,
+/// which is the looser (safer) reading: 0.95 − 3·√(0.95·0.05/N).
+#[test]
+fn windowed_estimates_fall_inside_their_brackets() {
+    let (mut inside_ring, mut inside_sliding, mut checks) = (0u32, 0u32, 0u32);
+    for seed in 0..30u64 {
+        let width = 10u64;
+        let n = 6u32;
+        let mut ring = RingWindow::new(10, width, n).unwrap();
+        let mut sliding = SlidingHll::new(10, width * n as u64).unwrap();
+        let mut last_seen: HashMap<u64, u64> = HashMap::new();
+        let mut rng = Pcg64::seed_from_u64(1_000 + seed);
+        let population = rng.random_range(200..20_000u64);
+        let mut newest = 0u64;
+        for (k, (item, tick)) in stream(seed, 20_000, population, 15).into_iter().enumerate() {
+            if ring.insert_u64(item, tick).is_ok() {
+                sliding.insert_u64(item, tick).unwrap();
+                let e = last_seen.entry(item).or_insert(tick);
+                *e = (*e).max(tick);
+                newest = newest.max(tick);
+            }
+            if k % 2_000 != 1_999 {
+                continue;
+            }
+            for w in [1u64, 3, 6] {
+                // Ring: the w buckets ending with the newest one.
+                let now_b = newest / width;
+                let from_ring = (now_b + 1).saturating_sub(w) * width;
+                let truth_ring = last_seen.values().filter(|&&t| t >= from_ring).count() as f64;
+                // Sliding: the last w·width ticks ending at the newest tick.
+                let from_sliding = (newest + 1).saturating_sub(w * width);
+                let truth_sliding =
+                    last_seen.values().filter(|&&t| t >= from_sliding).count() as f64;
+                checks += 1;
+                inside_ring += ring.count(newest, w).unwrap().contains(truth_ring) as u32;
+                inside_sliding += sliding
+                    .count(newest, w * width)
+                    .unwrap()
+                    .contains(truth_sliding) as u32;
+            }
+        }
+    }
+    let n = checks as f64;
+    let floor = 0.95 - 3.0 * (0.95 * 0.05 / n).sqrt();
+    for (name, inside) in [("ring", inside_ring), ("sliding", inside_sliding)] {
+        let rate = inside as f64 / n;
+        eprintln!("{name}: {inside}/{checks} windowed estimates inside their 95% bracket");
+        assert!(
+            rate >= floor,
+            "{name}: {inside}/{checks} inside, below {floor:.3}"
+        );
+    }
+}
+
+#[test]
+fn round_trips_are_identity() {
+    for late in [0u64, 20] {
+        let mut ring = RingWindow::new(8, 7, 9).unwrap();
+        let mut sliding = SlidingHll::new(8, 63).unwrap();
+        for (item, tick) in stream(5 + late, 5_000, 3_000, late) {
+            if ring.insert_u64(item, tick).is_ok() {
+                sliding.insert_u64(item, tick).unwrap();
+            }
+        }
+        sliding.expire(sliding.newest().unwrap() - 40);
+        let s2 = SlidingHll::from_bytes(&sliding.to_bytes()).unwrap();
+        assert_eq!(s2, sliding);
+        assert_eq!(s2.to_bytes(), sliding.to_bytes());
+        let mut r2 = RingWindow::from_bytes(&ring.to_bytes()).unwrap();
+        assert_eq!(r2.to_bytes(), ring.to_bytes());
+        let now = ring.newest_bucket().unwrap() * 7;
+        assert_eq!(
+            r2.window_sketch(now, 9).unwrap().registers(),
+            ring.window_sketch(now, 9).unwrap().registers()
+        );
+    }
+    let empty = SlidingHll::new(4, 1).unwrap();
+    assert_eq!(SlidingHll::from_bytes(&empty.to_bytes()).unwrap(), empty);
+    let ring = RingWindow::new(4, 1, 1).unwrap();
+    assert_eq!(
+        RingWindow::from_bytes(&ring.to_bytes()).unwrap().to_bytes(),
+        ring.to_bytes()
+    );
+}
+
+#[test]
+fn sketches_of_other_hashes_refuse_to_merge() {
+    let mut a = RingWindow::new(8, 10, 4).unwrap();
+    let b = RingWindow::with_hasher(8, 10, 4, tidemark::hash::ItemHasher::xxh3(7)).unwrap();
+    assert!(a.merge(&b).is_err());
+    let c = RingWindow::new(8, 10, 5).unwrap();
+    assert!(a.merge(&c).is_err());
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = SlidingHll::from_bytes(&bytes);
+        let _ = RingWindow::from_bytes(&bytes);
+    }
+
+    /// Mutated payloads inside valid envelopes reach the field checks and never panic.
+    #[test]
+    fn mutated_payloads_never_panic(idx in any::<usize>(), byte in any::<u8>(), cut in 0usize..4) {
+        let mut sliding = SlidingHll::new(4, 50).unwrap();
+        let mut ring = RingWindow::new(4, 5, 4).unwrap();
+        for (item, tick) in stream(idx as u64 % 7, 300, 100, 5) {
+            let _ = sliding.insert_u64(item, tick);
+            let _ = ring.insert_u64(item, tick);
+        }
+        for (bytes, family) in [(sliding.to_bytes(), Family::SlidingHll), (ring.to_bytes(), Family::RingWindow)] {
+            let env = codec::decode(&bytes).unwrap();
+            let mut payload = env.payload.to_vec();
+            let i = idx % payload.len();
+            payload[i] = byte;
+            payload.truncate(payload.len() - cut.min(payload.len()));
+            let again = codec::encode(family, 0, env.hasher, env.params, &payload);
+            let result: Result<(), DecodeError> = match family {
+                Family::SlidingHll => SlidingHll::from_bytes(&again).map(|s| {
+                    if let Some(n) = s.newest() { let _ = s.count(n, 1); }
+                }),
+                _ => RingWindow::from_bytes(&again).map(|mut r| {
+                    if let Some(n) = r.newest_bucket() { let _ = r.count(n * 5, 4); }
+                }),
+            };
+            let _ = result;
+        }
+    }
+}

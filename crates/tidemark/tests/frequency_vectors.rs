@@ -1,0 +1,65 @@
+//! Backward compatibility: committed Count-Min encodings (format version 1) still decode,
+//! re-encode byte for byte, and answer for the streams they were built from — so a change to
+//! the layout, or to how row functions derive from the seed, fails here.
+//!
+//! The vectors hold the sketches of `stream()` below; regenerate them only with a new format
+//! version (`TIDEMARK_WRITE_VECTORS=1 cargo test --test frequency_vectors`).
+
+use std::collections::HashMap;
+
+use tidemark::frequency::{CountMin, DyadicCountMin, Model};
+
+const PLAIN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/vectors/countmin_v1.bin"
+);
+const DYADIC: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/vectors/countmin_dyadic_v1.bin"
+);
+
+/// Item `i` (0..300) occurs `1 + i % 17` times.
+fn stream() -> Vec<(u64, i64)> {
+    (0..300u64).map(|i| (i, 1 + (i % 17) as i64)).collect()
+}
+
+fn build() -> (CountMin, DyadicCountMin) {
+    let mut cm = CountMin::with_dimensions(64, 3, Model::CashRegister).unwrap();
+    let mut dy = DyadicCountMin::with_dimensions(16, 2, 10, Model::NonNegativeTurnstile).unwrap();
+    for (x, c) in stream() {
+        cm.update(&x.to_le_bytes(), c).unwrap();
+        dy.update(x, c).unwrap();
+    }
+    (cm, dy)
+}
+
+#[test]
+fn committed_vectors_decode_and_answer() {
+    if std::env::var_os("TIDEMARK_WRITE_VECTORS").is_some() {
+        let (cm, dy) = build();
+        std::fs::write(PLAIN, cm.to_bytes()).unwrap();
+        std::fs::write(DYADIC, dy.to_bytes()).unwrap();
+    }
+    let exact: HashMap<u64, i64> = stream().into_iter().collect();
+    let total: i64 = exact.values().sum();
+
+    let bytes = std::fs::read(PLAIN).expect("testdata/vectors/countmin_v1.bin is committed");
+    let cm = CountMin::from_bytes(&bytes).unwrap();
+    assert_eq!(cm.to_bytes(), bytes);
+    assert_eq!((cm.width(), cm.depth(), cm.total()), (64, 3, total));
+    // Counters laid by other row functions would under-count some item.
+    for (&x, &c) in &exact {
+        assert!(cm.point(&x.to_le_bytes()).value >= c as f64, "item {x}");
+    }
+
+    let bytes =
+        std::fs::read(DYADIC).expect("testdata/vectors/countmin_dyadic_v1.bin is committed");
+    let dy = DyadicCountMin::from_bytes(&bytes).unwrap();
+    assert_eq!(dy.to_bytes(), bytes);
+    for (&x, &c) in &exact {
+        assert!(dy.point(x).unwrap().value >= c as f64, "item {x}");
+    }
+    let truth: i64 = (100..200u64).map(|x| exact[&x]).sum();
+    assert!(dy.range(100, 199).unwrap().value >= truth as f64);
+    assert_eq!(dy.range(0, 1023).unwrap().value, total as f64);
+}

@@ -1,0 +1,24 @@
+//! Fuzz the Count-Min decoder: no bytes may panic it, and whatever decodes must re-encode to
+//! the same bytes and answer queries without panicking.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tidemark::frequency::{self, Decoded};
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(decoded) = frequency::decode(data) {
+        match decoded {
+            Decoded::CountMin(cm) => {
+                assert_eq!(cm.to_bytes(), data);
+                let _ = cm.point(b"fuzz");
+            }
+            Decoded::Dyadic(s) => {
+                assert_eq!(s.to_bytes(), data);
+                let _ = s.point(0);
+                let _ = s.quantile(0.5);
+                let _ = s.heavy_hitters(0.1);
+                let _ = s.top_k(3);
+            }
+        }
+    }
+});
