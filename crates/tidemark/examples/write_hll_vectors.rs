@@ -7,7 +7,7 @@ use tidemark::cardinality::Hll;
 
 fn main() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/vectors");
-    for (name, n) in [("exact", 100u64), ("sparse", 600), ("dense", 5_000)] {
+    for (name, n) in [("exact", 100u64), ("sparse", 400), ("dense", 5_000)] {
         let mut h = Hll::new(12).unwrap();
         for i in 0..n {
             h.insert_u64(i);

@@ -78,7 +78,7 @@ fn committed_vectors_decode_to_their_recipes() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/vectors");
     for (name, n, repr) in [
         ("exact", 100u64, Representation::Exact),
-        ("sparse", 600, Representation::Sparse),
+        ("sparse", 400, Representation::Sparse),
         ("dense", 5_000, Representation::Dense),
     ] {
         let bytes = std::fs::read(format!("{dir}/hll_{name}_v1.bin")).expect("vector committed");

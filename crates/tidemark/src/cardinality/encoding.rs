@@ -10,7 +10,7 @@
 //!            [HIP value f64, finite and ≥ 0; for the exact form equal to its count]
 //!            [cached cardinality u64 < 2^63]
 //!     exact:  count u64, then count hashes u64, strictly increasing; the table holding them
-//!             (load ≤ 3/4, power-of-two capacity ≥ 4) must take at most 2^p bytes at 8 a slot
+//!             (load ≤ 1/2, power-of-two capacity ≥ 4) must take at most 2^p bytes at 8 a slot
 //!     sparse: count u64, then count entries u32 = index << 6 | rank, strictly increasing,
 //!             index < 2^25, rank in 1..=40; the table at 4 bytes a slot at most 2^p bytes
 //!     dense:  ⌈6·2^p / 8⌉ bytes, register i in bits 6i..6i+6 (little-endian bit order),

@@ -5,7 +5,7 @@ use core::fmt;
 use super::redis;
 use super::registers::{
     bracket, ertl_from_histogram, fold, histogram, max_rank, split, z_score, DEFAULT_CONFIDENCE,
-    ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION,
+    ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION, Z_95,
 };
 use super::sets::{capacity_for, ExactSet, SparseMap, SPARSE_PRECISION};
 use crate::error::{MergeError, ParamError};
@@ -59,9 +59,29 @@ pub(crate) struct Hip {
     pub(crate) sum: u128,
 }
 
+/// 2^(64 − r) for every rank r in 0..=64: a table, as a variable 128-bit shift is branchy.
+const WEIGHTS: [u128; 65] = {
+    let mut w = [0u128; 65];
+    let mut r = 0;
+    while r < 65 {
+        w[r] = 1u128 << (64 - r);
+        r += 1;
+    }
+    w
+};
+
 #[inline]
 fn weight(rank: u8) -> u128 {
-    1u128 << (64 - rank as u32)
+    WEIGHTS[rank as usize]
+}
+
+/// `m / P(change)` = `m·2^64 / sum`: the HIP increment. The 128-bit sum converts as two
+/// 64-bit halves (a native conversion each), not through the slow generic `u128 → f64`.
+#[inline]
+fn hip_increment(m: f64, sum: u128) -> f64 {
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    let s = (sum >> 64) as u64 as f64 * TWO_64 + sum as u64 as f64;
+    m * TWO_64 / s
 }
 
 /// A HyperLogLog sketch of precision `p` (4..=18): `2^p` registers once dense.
@@ -114,7 +134,11 @@ impl Hll {
             return Err(ParamError::new("precision", "in 4..=18", p));
         }
         let m = 1usize << p;
-        let repr = if 8 * 4 <= m {
+        // The first table holds 8 hashes in 128 bytes (fewer at tiny p): small keys never
+        // grow, and the common ones skip the first few doublings.
+        let repr = if 8 * 16 <= m {
+            Repr::Exact(ExactSet::with_capacity(16))
+        } else if 8 * 4 <= m {
             Repr::Exact(ExactSet::with_capacity(4))
         } else {
             Repr::Sparse(SparseMap::with_capacity(4))
@@ -123,7 +147,7 @@ impl Hll {
             p,
             hasher,
             confidence: DEFAULT_CONFIDENCE,
-            z: z_score(DEFAULT_CONFIDENCE).expect("0.95 is a valid confidence"),
+            z: Z_95,
             redis: false,
             cache: None,
             repr,
@@ -232,8 +256,7 @@ impl Hll {
                 regs[i] = r;
                 self.cache = None;
                 if let Some(hip) = &mut self.hip {
-                    let m = (1u64 << self.p) as f64;
-                    hip.value += m * 18_446_744_073_709_551_616.0 / hip.sum as f64;
+                    hip.value += hip_increment((1u64 << self.p) as f64, hip.sum);
                     hip.sum = hip.sum - weight(old) + weight(r);
                 }
             }
@@ -242,7 +265,7 @@ impl Hll {
         }
     }
 
-    #[cold]
+    #[inline(never)]
     fn insert_small(&mut self, hash: u64) {
         loop {
             match &mut self.repr {
@@ -274,8 +297,7 @@ impl Hll {
                     if let Some(old) = map.update(i as u32, r) {
                         self.cache = None;
                         if let Some(hip) = &mut self.hip {
-                            let m = (1u64 << SPARSE_PRECISION) as f64;
-                            hip.value += m * 18_446_744_073_709_551_616.0 / hip.sum as f64;
+                            hip.value += hip_increment((1u64 << SPARSE_PRECISION) as f64, hip.sum);
                             hip.sum = hip.sum - weight(old) + weight(r);
                         }
                     }
@@ -332,8 +354,12 @@ impl Hll {
         let m = self.m();
         match &self.repr {
             Repr::Exact(set) => {
-                if 8 * 2 * set.capacity() <= m {
-                    self.repr = Repr::Exact(set.grown());
+                // Quadruple while that still fits: half the rehashing of doubling, for a table
+                // that is at most 4× larger than needed and never larger than the registers.
+                if 8 * 4 * set.capacity() <= m {
+                    self.repr = Repr::Exact(set.grown(4));
+                } else if 8 * 2 * set.capacity() <= m {
+                    self.repr = Repr::Exact(set.grown(2));
                 } else {
                     self.convert_exact();
                 }
@@ -394,7 +420,11 @@ impl Hll {
                 let zeros = (1u128 << SPARSE_PRECISION) - map.len() as u128;
                 zeros * weight(0) + map.iter().map(|(_, r)| weight(r)).sum::<u128>()
             }
-            Repr::Dense(regs) => regs.iter().map(|&r| weight(r)).sum(),
+            Repr::Dense(regs) => histogram(regs)
+                .iter()
+                .enumerate()
+                .map(|(r, &c)| c as u128 * weight(r as u8))
+                .sum(),
         }
     }
 

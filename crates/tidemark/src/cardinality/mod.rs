@@ -17,7 +17,7 @@
 //!
 //! [`Hll`] starts small and grows, never holding more bytes than its dense registers would:
 //!
-//! 1. **Exact**: the set of item hashes (8 bytes a slot, load ≤ 3/4), answered exactly while
+//! 1. **Exact**: the set of item hashes (8 bytes a slot, load ≤ 1/2), answered exactly while
 //!    the table is no larger than `m` bytes.
 //! 2. **Sparse**: (index, rank) pairs at the sparse precision `p' = 25` (4 bytes a slot),
 //!    while the table is no larger than `m` bytes. With 2^25 virtual registers the estimate is

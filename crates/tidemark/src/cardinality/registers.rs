@@ -26,6 +26,9 @@ pub const ERTL_RSE: f64 = 1.038_967_0;
 pub const HIP_RSE: f64 = 0.832_554_6;
 /// The default confidence of every HyperLogLog bracket.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+/// The two-sided normal quantile of [`DEFAULT_CONFIDENCE`], precomputed so that building a
+/// sketch costs no bisection (checked against [`z_score`] in the tests).
+pub(crate) const Z_95: f64 = 1.959_963_984_540_054;
 
 /// The largest rank a register can hold at precision `p`: `65 − p` (all `64 − p` rank bits
 /// zero, the sentinel counted).
@@ -248,7 +251,15 @@ pub fn z_score(confidence: f64) -> Result<f64, ParamError> {
     if !(confidence > 0.0 && confidence < 1.0) {
         return Err(ParamError::new("confidence", "in (0, 1)", confidence));
     }
-    // erf is increasing: bisect erf(z/√2) = confidence on [0, 40].
+    // The default is precomputed, so every sketch at 95% carries the very same z.
+    if confidence == DEFAULT_CONFIDENCE {
+        return Ok(Z_95);
+    }
+    Ok(z_bisect(confidence))
+}
+
+/// Bisects erf(z/√2) = confidence on [0, 40] (erf is increasing).
+fn z_bisect(confidence: f64) -> f64 {
     let (mut lo, mut hi) = (0.0f64, 40.0f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
@@ -261,7 +272,7 @@ pub fn z_score(confidence: f64) -> Result<f64, ParamError> {
             break;
         }
     }
-    Ok(0.5 * (lo + hi))
+    0.5 * (lo + hi)
 }
 
 /// erf(x) for x ≥ 0 by the all-positive series
@@ -367,6 +378,16 @@ mod tests {
     }
 
     #[test]
+    fn saturated_registers_answer_without_panicking() {
+        // Every register at the largest rank: no finite estimate exists (τ(0) = 0, σ(0) = 0).
+        for p in [4u8, 14, 18] {
+            let regs = vec![max_rank(p); 1 << p];
+            let e = estimate_registers(&regs, 0.95).unwrap();
+            assert!(e.value.is_infinite() && e.low <= e.value && e.value <= e.high);
+        }
+    }
+
+    #[test]
     fn one_item_in_a_large_sketch_estimates_about_one() {
         // Linear-counting regime: m·ln(m/(m−1)) ≈ 1 for one non-empty register.
         let mut regs = vec![0u8; 1 << 14];
@@ -381,6 +402,7 @@ mod tests {
         assert!((z_score(0.90).unwrap() - 1.644_854).abs() < 1e-5);
         assert!((z_score(0.99).unwrap() - 2.575_829).abs() < 1e-5);
         assert!((z_score(0.999).unwrap() - 3.290_527).abs() < 1e-5);
+        assert!((z_bisect(DEFAULT_CONFIDENCE) - Z_95).abs() < 1e-9);
         assert!(z_score(0.0).is_err());
         assert!(z_score(f64::NAN).is_err());
     }
