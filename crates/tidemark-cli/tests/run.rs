@@ -571,3 +571,26 @@ fn the_examples_run_and_a_store_refuses_another_config() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("another config"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn demo_writes_its_chart() {
+    let d = dir("chart");
+    let svg = d.join("fanout.svg");
+    let out = tidemark(&["demo", "--minutes", "8", "--chart", s(&svg)], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("ALERT 10.9.0.1"), "{text}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+    // One line per source drawn (scanner, health checker, two users), the threshold named.
+    assert_eq!(chart.matches("<polyline").count(), 4);
+    assert!(chart.contains(">10.9.0.1<") && chart.contains(">10.0.0.2<"));
+    assert!(chart.contains("threshold 500"));
+    let out = tidemark(&["demo", "--minutes", "8", "--no-chart"], "");
+    assert!(out.status.success());
+    std::fs::remove_dir_all(&d).unwrap();
+}
