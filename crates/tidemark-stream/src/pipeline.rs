@@ -27,9 +27,9 @@ use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
 
 use crate::config::Config;
-use crate::engine::{Alert, Engine, Outputs};
+use crate::engine::{Alert, Engine, MetricShape, Outputs};
 use crate::record::Extractor;
-use crate::store::{Batch, BucketRef, Meta, Store};
+use crate::store::{Batch, BucketRef, Meta, RollupRef, Store};
 use crate::RunError;
 
 /// Where the input was when state was committed.
@@ -230,6 +230,11 @@ pub fn run(
     state.completed = false;
     let mut ex = Extractor::new(&config);
     let names: Vec<String> = config.metrics.iter().map(|m| m.name.clone()).collect();
+    let rollup_names: Vec<String> = config
+        .metrics
+        .iter()
+        .map(|m| m.rollup_name().unwrap_or_default())
+        .collect();
 
     let total_bytes: u64 = opts
         .inputs
@@ -248,6 +253,7 @@ pub fn run(
         config_text,
         fingerprint,
         names: &names,
+        rollup_names: &rollup_names,
     };
     for (fi, input) in inputs.iter().enumerate() {
         let fi = fi as u64;
@@ -446,6 +452,7 @@ struct CommitCtx<'a> {
     config_text: &'a str,
     fingerprint: u64,
     names: &'a [String],
+    rollup_names: &'a [String],
 }
 
 impl CommitCtx<'_> {
@@ -470,29 +477,72 @@ impl CommitCtx<'_> {
             fingerprint: self.fingerprint,
             state: state.to_bytes(),
         };
-        fn bref<'b>(names: &'b [String], b: &'b crate::engine::ClosedBucket) -> BucketRef<'b> {
+        fn bref<'b>(
+            names: &'b [String],
+            rollup_names: &'b [String],
+            b: &'b crate::engine::ClosedBucket,
+        ) -> BucketRef<'b> {
             BucketRef {
-                metric: &names[b.metric],
+                metric: if b.rollup {
+                    &rollup_names[b.metric]
+                } else {
+                    &names[b.metric]
+                },
                 key: &b.key,
                 start: b.start,
                 bytes: &b.bytes,
             }
         }
         let names = self.names;
-        let puts: Vec<BucketRef<'_>> = out.closed.iter().map(|b| bref(names, b)).collect();
-        let merges: Vec<BucketRef<'_>> = out.late_merges.iter().map(|b| bref(names, b)).collect();
-        let expire: Vec<(&str, u64)> = out
+        let rollup_names = self.rollup_names;
+        let puts: Vec<BucketRef<'_>> = out
+            .closed
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let merges: Vec<BucketRef<'_>> = out
+            .late_merges
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let mut expire: Vec<(&str, u64)> = out
             .expire_before
             .iter()
             .enumerate()
             .filter_map(|(i, e)| e.map(|before| (self.names[i].as_str(), before)))
             .collect();
+        expire.extend(
+            out.expire_rollups_before
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.map(|before| (self.rollup_names[i].as_str(), before))),
+        );
         let config = self.config;
-        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+        let rollups: Vec<RollupRef<'_>> = out
+            .rollups
+            .iter()
+            .map(|r| RollupRef {
+                metric: &self.names[r.metric],
+                into: &self.rollup_names[r.metric],
+                from: r.from,
+                to: r.to,
+                width: config.metrics[r.metric]
+                    .rollup
+                    .expect("only rolled-up metrics roll"),
+            })
+            .collect();
+        let roll = |metric: &str, period: u64, parts: &[(u64, Vec<u8>)]| {
             let (i, _) = config
                 .metric(metric)
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
-            let shape = engine.shape(i);
+            let m = &config.metrics[i];
+            let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
+            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_bytes())
+        };
+        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+            let (_, shape) = MetricShape::for_name(config, metric)
+                .ok_or_else(|| format!("no metric {metric:?}"))?;
+            let shape = &shape;
             let mut a = shape.decode(old, start).map_err(|e| e.to_string())?;
             let b = shape.decode(add, start).map_err(|e| e.to_string())?;
             a.merge(&b).map_err(|e| e.to_string())?;
@@ -503,6 +553,8 @@ impl CommitCtx<'_> {
                 puts,
                 merges,
                 merge: &merge,
+                rollups,
+                roll: &roll,
                 expire,
                 meta: &meta,
             })
