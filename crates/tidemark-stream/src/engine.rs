@@ -418,7 +418,8 @@ impl Engine {
             if let Kind::Frequency { .. } = m.kind {
                 return Err(EngineError::Unsupported {
                     metric: m.name.clone(),
-                    what: "frequency metrics (the Count-Min sketch is not in this build yet)",
+                    what:
+                        "frequency metrics (Count-Min buckets are not wired into the pipeline yet)",
                 });
             }
             metrics.push(MetricState {
