@@ -3,7 +3,6 @@
 mod common;
 use common::{json_lines, tidemark};
 
-
 #[test]
 fn counts_arrivals_with_a_bracket_holding_the_truth() {
     // 1,000 arrivals, a one at every third: the last 100 hold 33 ones (positions 900..999 with

@@ -4,7 +4,6 @@
 mod common;
 use common::{json_lines, lines, ok, temp, tidemark};
 
-
 #[test]
 fn build_query_and_info_round_trip_through_a_file() {
     let f = temp("a.tdmk");

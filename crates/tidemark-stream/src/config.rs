@@ -16,6 +16,9 @@
 //! precision = 10              # distinct: HyperLogLog p in 4..=18 (default 12)
 //! # epsilon = 0.1             # count: exponential histogram ε (default 0.1)
 //! retention = "1d"            # buckets older than this behind the watermark are deleted
+//! rollup = "1h"               # optional: complete hours of buckets merged into hour buckets,
+//!                             # stored as metric "fanout@1h" and kept for rollup_retention
+//! rollup_retention = "30d"    # (default 30d)
 //! allowed_lateness = "30s"    # the watermark trails the latest event time by this much
 //! late = "drop"               # drop | merge: what happens to events for closed buckets
 //!
@@ -107,6 +110,8 @@ struct RawMetric {
     epsilon: Option<f64>,
     delta: Option<f64>,
     retention: Option<String>,
+    rollup: Option<String>,
+    rollup_retention: Option<String>,
     allowed_lateness: Option<String>,
     late: Option<String>,
     #[serde(default)]
@@ -155,8 +160,8 @@ pub enum Kind {
         /// The histogram's ε: relative error at most ε/2.
         epsilon: f64,
     },
-    /// Item frequencies (Count-Min): accepted by the config, refused by the engine until the
-    /// Count-Min sketch lands.
+    /// Item frequencies (Count-Min): accepted by the config, refused by the engine (not built
+    /// yet: the frequency metric remains).
     Frequency {
         /// Additive error ε·N.
         epsilon: f64,
@@ -227,12 +232,25 @@ pub struct MetricConfig {
     pub window: u64,
     /// Retention, ms, at least `window`.
     pub retention: u64,
+    /// Rollup width, ms: a multiple of `bucket`, larger than it; complete periods of buckets
+    /// are merged into one bucket of this width, stored under [`MetricConfig::rollup_name`].
+    pub rollup: Option<u64>,
+    /// How long rollup buckets are kept, ms.
+    pub rollup_retention: u64,
     /// Allowed lateness, ms.
     pub allowed_lateness: u64,
     /// Late policy.
     pub late: LatePolicy,
     /// Alert rules.
     pub alerts: Vec<AlertRule>,
+}
+
+impl MetricConfig {
+    /// The name rollup buckets are stored under: `name@width` (`fanout@1h`).
+    pub fn rollup_name(&self) -> Option<String> {
+        self.rollup
+            .map(|w| format!("{}@{}", self.name, format_duration(w)))
+    }
 }
 
 /// A validated config.
@@ -397,6 +415,27 @@ impl Config {
                     format!("{:?}", m.retention.unwrap_or_default()),
                 ));
             }
+            let rollup = match &m.rollup {
+                None => None,
+                Some(r) => {
+                    let w = duration(at("rollup"), r)?;
+                    if w <= bucket || w % bucket != 0 {
+                        return Err(ConfigError::invalid(
+                            at("rollup"),
+                            format!(
+                                "a multiple of the bucket width {} larger than it",
+                                format_duration(bucket)
+                            ),
+                            format!("{r:?}"),
+                        ));
+                    }
+                    Some(w)
+                }
+            };
+            let rollup_retention = match &m.rollup_retention {
+                Some(r) => duration(at("rollup_retention"), r)?,
+                None => 30 * 86_400_000,
+            };
             let allowed_lateness = match m.allowed_lateness.as_deref() {
                 None | Some("0") | Some("0s") | Some("0ms") => 0,
                 Some(l) => duration(at("allowed_lateness"), l)?,
@@ -461,6 +500,8 @@ impl Config {
                 bucket,
                 window,
                 retention,
+                rollup,
+                rollup_retention,
                 allowed_lateness,
                 late,
                 alerts,
@@ -485,7 +526,7 @@ impl Config {
         );
         for m in &self.metrics {
             s.push_str(&format!(
-                "|{}:{:?}:{:?}:{:?}:{}:{}:{}:{}:{:?}",
+                "|{}:{:?}:{:?}:{:?}:{}:{}:{}:{}:{:?}:{:?}:{}",
                 m.name,
                 m.kind,
                 m.key,
@@ -494,7 +535,9 @@ impl Config {
                 m.window,
                 m.retention,
                 m.allowed_lateness,
-                m.late
+                m.late,
+                m.rollup,
+                m.rollup_retention
             ));
         }
         xxhash_rust::xxh3::xxh3_64(s.as_bytes())

@@ -187,6 +187,52 @@ impl MetricShape {
         }
     }
 
+    /// The shape of a metric's rollup buckets (the rollup width), if it has rollups.
+    pub fn rollup_of(m: &MetricConfig) -> Option<MetricShape> {
+        let w = m.rollup?;
+        let mut s = MetricShape::of(m);
+        s.width = w;
+        Some(s)
+    }
+
+    /// The metric and shape a stored name denotes: a metric's name, or its rollup name
+    /// (`fanout@1h`).
+    pub fn for_name(config: &Config, name: &str) -> Option<(usize, MetricShape)> {
+        config.metrics.iter().enumerate().find_map(|(i, m)| {
+            if m.name == name {
+                Some((i, MetricShape::of(m)))
+            } else if m.rollup_name().as_deref() == Some(name) {
+                MetricShape::rollup_of(m).map(|s| (i, s))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// The bucket width, ms.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Merges `parts` — `(start, bytes)` of buckets of this shape — into one bucket of the
+    /// `into` shape starting at `start` (a rollup): counts add, sketches merge.
+    pub fn roll(
+        &self,
+        into: &MetricShape,
+        start: u64,
+        parts: &[(u64, Vec<u8>)],
+    ) -> Result<Summary, String> {
+        let mut acc = into.empty(start);
+        for (s0, bytes) in parts {
+            let s = self.decode(bytes, *s0).map_err(|e| e.to_string())?;
+            match (&mut acc, &s) {
+                (Summary::Count(a), Summary::Count(b)) => a.add_count(b.count()),
+                (a, b) => a.merge(b).map_err(|e| e.to_string())?,
+            }
+        }
+        Ok(acc)
+    }
+
     /// An empty summary for the bucket starting at `start`.
     pub fn empty(&self, start: u64) -> Summary {
         match self.kind {
@@ -238,6 +284,20 @@ pub struct ClosedBucket {
     pub start: u64,
     /// The summary's bytes.
     pub bytes: Vec<u8>,
+    /// Whether this is a bucket of the metric's rollup (a late merge into a period already
+    /// rolled up), stored under the rollup name.
+    pub rollup: bool,
+}
+
+/// A period whose buckets are all closed: merge them into rollup buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rollup {
+    /// Index of the metric.
+    pub metric: usize,
+    /// Start of the first period to roll up, ms.
+    pub from: u64,
+    /// End of the last one, ms (a multiple of the rollup width).
+    pub to: u64,
 }
 
 /// An alert: a key's window estimate crossed a rule's limit.
@@ -271,6 +331,10 @@ pub struct Outputs {
     pub late_merges: Vec<ClosedBucket>,
     /// Per metric, buckets starting before this are past retention and may be deleted.
     pub expire_before: Vec<Option<u64>>,
+    /// Periods to roll up (after this batch's buckets are written).
+    pub rollups: Vec<Rollup>,
+    /// Per metric, rollup buckets starting before this may be deleted.
+    pub expire_rollups_before: Vec<Option<u64>>,
     /// Alerts raised.
     pub alerts: Vec<Alert>,
 }
@@ -278,7 +342,7 @@ pub struct Outputs {
 impl Outputs {
     /// Whether there is anything the store must commit.
     pub fn needs_commit(&self) -> bool {
-        !self.closed.is_empty() || !self.late_merges.is_empty()
+        !self.closed.is_empty() || !self.late_merges.is_empty() || !self.rollups.is_empty()
     }
 }
 
@@ -326,6 +390,8 @@ struct MetricState {
     shape: MetricShape,
     /// Buckets with start < closed_until are closed; `None` before the first event.
     closed_until: Option<u64>,
+    /// Rollup periods ending at or before this are rolled up.
+    rolled_until: Option<u64>,
     open: VecDeque<OpenBucket>,
     windows: FastMap<Key, KeyWindow>,
     counters: Counters,
@@ -342,7 +408,7 @@ pub struct Engine {
 /// `(m, from, to, visit)`.
 pub type ScanFn<'a> = dyn FnMut(usize, u64, u64, &mut crate::store::Visit<'_>) + 'a;
 
-const SNAPSHOT_VERSION: u8 = 1;
+const SNAPSHOT_VERSION: u8 = 2;
 
 impl Engine {
     /// An engine for the config's metrics. Refuses a metric kind it cannot run yet.
@@ -352,13 +418,15 @@ impl Engine {
             if let Kind::Frequency { .. } = m.kind {
                 return Err(EngineError::Unsupported {
                     metric: m.name.clone(),
-                    what: "frequency metrics (the Count-Min sketch is not in this build yet)",
+                    what:
+                        "frequency metrics (Count-Min buckets are not wired into the pipeline yet)",
                 });
             }
             metrics.push(MetricState {
                 cfg: m.clone(),
                 shape: MetricShape::of(m),
                 closed_until: None,
+                rolled_until: None,
                 open: VecDeque::new(),
                 windows: FastMap::default(),
                 counters: Counters::default(),
@@ -370,6 +438,7 @@ impl Engine {
             max_time: None,
             out: Outputs {
                 expire_before: vec![None; n],
+                expire_rollups_before: vec![None; n],
                 ..Outputs::default()
             },
         })
@@ -422,6 +491,7 @@ impl Engine {
             &mut self.out,
             Outputs {
                 expire_before: vec![None; n],
+                expire_rollups_before: vec![None; n],
                 ..Outputs::default()
             },
         )
@@ -440,7 +510,11 @@ impl Engine {
             let wm = time.saturating_sub(m.cfg.allowed_lateness);
             let until = wm - wm % m.cfg.bucket;
             match m.closed_until {
-                None => self.metrics[i].closed_until = Some(until),
+                None => {
+                    let m = &mut self.metrics[i];
+                    m.closed_until = Some(until);
+                    m.rolled_until = m.cfg.rollup.map(|r| until - until % r);
+                }
                 Some(c) if until > c => self.close_until(i, until),
                 _ => {}
             }
@@ -478,7 +552,24 @@ impl Engine {
                         key: key.into(),
                         start,
                         bytes: s.to_bytes(),
+                        rollup: false,
                     });
+                    // A period already rolled up gets the event too.
+                    if let (Some(r), Some(rolled)) = (m.cfg.rollup, m.rolled_until) {
+                        let period = start - start % r;
+                        if period < rolled {
+                            let shape = MetricShape::rollup_of(&m.cfg).expect("a rollup");
+                            let mut p = shape.empty(period);
+                            p.add(item);
+                            self.out.late_merges.push(ClosedBucket {
+                                metric,
+                                key: key.into(),
+                                start: period,
+                                bytes: p.to_bytes(),
+                                rollup: true,
+                            });
+                        }
+                    }
                 }
             }
             return;
@@ -534,6 +625,20 @@ impl Engine {
             let b = m.open.pop_front().expect("checked non-empty");
             Self::close_bucket(m, i, b, &mut self.out);
         }
+        if let (Some(r), Some(rolled), Some(closed)) =
+            (m.cfg.rollup, m.rolled_until, m.closed_until)
+        {
+            let to = closed - closed % r;
+            if to > rolled {
+                self.out.rollups.push(Rollup {
+                    metric: i,
+                    from: rolled,
+                    to,
+                });
+                m.rolled_until = Some(to);
+                self.out.expire_rollups_before[i] = Some(to.saturating_sub(m.cfg.rollup_retention));
+            }
+        }
     }
 
     fn close_bucket(m: &mut MetricState, i: usize, b: OpenBucket, out: &mut Outputs) {
@@ -553,6 +658,7 @@ impl Engine {
                 key: key.as_bytes().into(),
                 start: b.start,
                 bytes: s.to_bytes(),
+                rollup: false,
             });
             let rules = m.cfg.alerts.len();
             let w = m.windows.entry(key).or_insert_with(|| KeyWindow {
@@ -673,10 +779,12 @@ impl Engine {
             for v in [c.events, c.late, c.dropped, c.merged, c.buckets, c.alerts] {
                 w.u64(v);
             }
-            match m.closed_until {
-                Some(t) => w.u8(1).u64(t),
-                None => w.u8(0).u64(0),
-            };
+            for t in [m.closed_until, m.rolled_until] {
+                match t {
+                    Some(t) => w.u8(1).u64(t),
+                    None => w.u8(0).u64(0),
+                };
+            }
             w.u64(m.open.len() as u64);
             for b in &m.open {
                 w.u64(b.start).u64(b.keys.len() as u64);
@@ -726,7 +834,7 @@ impl Engine {
         let off = r.offset();
         let v = r.u8("snapshot version").map_err(bad)?;
         if v != SNAPSHOT_VERSION {
-            return Err(bad(Reader::invalid("snapshot version", off, "1", v as u64)));
+            return Err(bad(Reader::invalid("snapshot version", off, "2", v as u64)));
         }
         let opt = |r: &mut Reader<'_>| -> Result<Option<u64>, DecodeError> {
             let off = r.offset();
@@ -767,6 +875,20 @@ impl Engine {
             }
             let off = r.offset();
             m.closed_until = opt(&mut r).map_err(bad)?;
+            let roff = r.offset();
+            m.rolled_until = opt(&mut r).map_err(bad)?;
+            if m.rolled_until.is_some() != (m.cfg.rollup.is_some() && m.closed_until.is_some())
+                || m.rolled_until
+                    .zip(m.cfg.rollup)
+                    .is_some_and(|(t, w)| t % w != 0 || Some(t) > m.closed_until)
+            {
+                return Err(bad(Reader::invalid(
+                    "rolled until",
+                    roff,
+                    "a rollup boundary not after closed-until, present iff the metric rolls up",
+                    m.rolled_until.unwrap_or(0),
+                )));
+            }
             let width = m.cfg.bucket;
             // Every time the engine adds to must stay far from u64::MAX: ends are start + width.
             let aligned = |t: u64| t % width == 0 && t <= u64::MAX / 2;

@@ -12,9 +12,12 @@
 //! run's. Alerts are written before their commit, so a crash between the two repeats them
 //! (at least once), never loses them.
 //!
-//! Files are resumed by seeking to the committed byte offset (a CSV file's header is read
-//! again first); standard input by skipping the committed number of bytes, which presumes the
-//! same stream is fed again.
+//! Files are resumed at the committed byte offset (a CSV file's header is read again first);
+//! standard input by skipping the committed number of bytes, which presumes the same stream
+//! is fed again. Which it is, the state tells: it records a fingerprint of the input list and
+//! whether the run completed. Another list of files is new input, read from its start; the
+//! same list is resumed where it stopped (after a completed run, that reads only lines
+//! appended to the last file since); standard input after a completed run is new data.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -24,9 +27,9 @@ use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
 
 use crate::config::Config;
-use crate::engine::{Alert, Engine, Outputs};
+use crate::engine::{Alert, Engine, MetricShape, Outputs};
 use crate::record::Extractor;
-use crate::store::{Batch, BucketRef, Meta, Store};
+use crate::store::{Batch, BucketRef, Meta, RollupRef, Store};
 use crate::RunError;
 
 /// Where the input was when state was committed.
@@ -43,6 +46,13 @@ pub struct Position {
 /// The state committed with each batch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunState {
+    /// A fingerprint of the input list (file names as given, or standard input): a run over
+    /// another list starts its input from the beginning.
+    pub inputs: u64,
+    /// Whether the run that committed this state reached the end of its input. A completed
+    /// run over standard input is followed by new data, read from its start; an interrupted
+    /// one is resumed.
+    pub completed: bool,
     /// The input position.
     pub position: Position,
     /// Records counted so far.
@@ -53,13 +63,15 @@ pub struct RunState {
     pub engine: Vec<u8>,
 }
 
-const STATE_VERSION: u8 = 1;
+const STATE_VERSION: u8 = 2;
 
 impl RunState {
     /// Encodes the state.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(STATE_VERSION)
+            .u64(self.inputs)
+            .u8(self.completed as u8)
             .u64(self.position.file)
             .u64(self.position.offset)
             .u64(self.position.line)
@@ -76,8 +88,15 @@ impl RunState {
         let off = r.offset();
         let v = r.u8("state version")?;
         if v != STATE_VERSION {
-            return Err(Reader::invalid("state version", off, "1", v as u64));
+            return Err(Reader::invalid("state version", off, "2", v as u64));
         }
+        let inputs = r.u64("inputs")?;
+        let off = r.offset();
+        let completed = match r.u8("completed")? {
+            0 => false,
+            1 => true,
+            other => return Err(Reader::invalid("completed", off, "0 or 1", other as u64)),
+        };
         let position = Position {
             file: r.u64("file")?,
             offset: r.u64("offset")?,
@@ -89,6 +108,8 @@ impl RunState {
         let engine = r.bytes(n as u64, "engine snapshot")?.to_vec();
         r.finish()?;
         Ok(RunState {
+            inputs,
+            completed,
             position,
             records,
             bad_lines,
@@ -189,8 +210,31 @@ pub fn run(
         }
         None => Engine::new(&config).map_err(RunError::Engine)?,
     };
+    let inputs_id = {
+        let mut names = String::new();
+        for p in &opts.inputs {
+            names.push_str(&p.display().to_string());
+            names.push('\0');
+        }
+        if opts.inputs.is_empty() {
+            names.push_str("<stdin>");
+        }
+        xxhash_rust::xxh3::xxh3_64(names.as_bytes())
+    };
+    if state.inputs != inputs_id || (opts.inputs.is_empty() && state.completed) {
+        // New input: read it from its start. (The same files again resume where the last
+        // run stopped, which reads only what was appended since.)
+        state.position = Position::default();
+    }
+    state.inputs = inputs_id;
+    state.completed = false;
     let mut ex = Extractor::new(&config);
     let names: Vec<String> = config.metrics.iter().map(|m| m.name.clone()).collect();
+    let rollup_names: Vec<String> = config
+        .metrics
+        .iter()
+        .map(|m| m.rollup_name().unwrap_or_default())
+        .collect();
 
     let total_bytes: u64 = opts
         .inputs
@@ -209,6 +253,7 @@ pub fn run(
         config_text,
         fingerprint,
         names: &names,
+        rollup_names: &rollup_names,
     };
     for (fi, input) in inputs.iter().enumerate() {
         let fi = fi as u64;
@@ -352,21 +397,26 @@ pub fn run(
             }
         }
         bytes_before += size;
-        state.position = Position {
-            file: fi + 1,
-            offset: 0,
-            line: 0,
+        // The next file from its start; after the last one, stay at its end, so a later
+        // run over the same files reads only what was appended.
+        state.position = if fi + 1 < inputs.len() as u64 {
+            Position {
+                file: fi + 1,
+                offset: 0,
+                line: 0,
+            }
+        } else {
+            Position {
+                file: fi,
+                offset,
+                line: line_no,
+            }
         };
         if let Some(p) = opts.progress.as_mut() {
             p(bytes_before, total_bytes);
         }
     }
-    // Past the last input: stay at its end (a later run with the same inputs reads nothing).
-    state.position = Position {
-        file: inputs.len() as u64,
-        offset: 0,
-        line: 0,
-    };
+    state.completed = true;
     if !opts.keep_open {
         engine.flush();
     }
@@ -402,6 +452,7 @@ struct CommitCtx<'a> {
     config_text: &'a str,
     fingerprint: u64,
     names: &'a [String],
+    rollup_names: &'a [String],
 }
 
 impl CommitCtx<'_> {
@@ -426,29 +477,72 @@ impl CommitCtx<'_> {
             fingerprint: self.fingerprint,
             state: state.to_bytes(),
         };
-        fn bref<'b>(names: &'b [String], b: &'b crate::engine::ClosedBucket) -> BucketRef<'b> {
+        fn bref<'b>(
+            names: &'b [String],
+            rollup_names: &'b [String],
+            b: &'b crate::engine::ClosedBucket,
+        ) -> BucketRef<'b> {
             BucketRef {
-                metric: &names[b.metric],
+                metric: if b.rollup {
+                    &rollup_names[b.metric]
+                } else {
+                    &names[b.metric]
+                },
                 key: &b.key,
                 start: b.start,
                 bytes: &b.bytes,
             }
         }
         let names = self.names;
-        let puts: Vec<BucketRef<'_>> = out.closed.iter().map(|b| bref(names, b)).collect();
-        let merges: Vec<BucketRef<'_>> = out.late_merges.iter().map(|b| bref(names, b)).collect();
-        let expire: Vec<(&str, u64)> = out
+        let rollup_names = self.rollup_names;
+        let puts: Vec<BucketRef<'_>> = out
+            .closed
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let merges: Vec<BucketRef<'_>> = out
+            .late_merges
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let mut expire: Vec<(&str, u64)> = out
             .expire_before
             .iter()
             .enumerate()
             .filter_map(|(i, e)| e.map(|before| (self.names[i].as_str(), before)))
             .collect();
+        expire.extend(
+            out.expire_rollups_before
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.map(|before| (self.rollup_names[i].as_str(), before))),
+        );
         let config = self.config;
-        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+        let rollups: Vec<RollupRef<'_>> = out
+            .rollups
+            .iter()
+            .map(|r| RollupRef {
+                metric: &self.names[r.metric],
+                into: &self.rollup_names[r.metric],
+                from: r.from,
+                to: r.to,
+                width: config.metrics[r.metric]
+                    .rollup
+                    .expect("only rolled-up metrics roll"),
+            })
+            .collect();
+        let roll = |metric: &str, period: u64, parts: &[(u64, Vec<u8>)]| {
             let (i, _) = config
                 .metric(metric)
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
-            let shape = engine.shape(i);
+            let m = &config.metrics[i];
+            let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
+            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_bytes())
+        };
+        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+            let (_, shape) = MetricShape::for_name(config, metric)
+                .ok_or_else(|| format!("no metric {metric:?}"))?;
+            let shape = &shape;
             let mut a = shape.decode(old, start).map_err(|e| e.to_string())?;
             let b = shape.decode(add, start).map_err(|e| e.to_string())?;
             a.merge(&b).map_err(|e| e.to_string())?;
@@ -459,6 +553,8 @@ impl CommitCtx<'_> {
                 puts,
                 merges,
                 merge: &merge,
+                rollups,
+                roll: &roll,
                 expire,
                 meta: &meta,
             })

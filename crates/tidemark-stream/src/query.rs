@@ -94,7 +94,10 @@ pub struct Answer {
 }
 
 /// A stored metric's config, the default query time (its watermark) and its shape.
-fn open_metric(store: &dyn Store, metric: &str) -> Result<(Config, usize, u64), QueryError> {
+fn open_metric(
+    store: &dyn Store,
+    metric: &str,
+) -> Result<(Config, usize, MetricShape, u64), QueryError> {
     let meta = store
         .meta()
         .map_err(QueryError::Store)?
@@ -102,10 +105,14 @@ fn open_metric(store: &dyn Store, metric: &str) -> Result<(Config, usize, u64), 
     let config = Config::from_toml(&meta.config).map_err(|e: ConfigError| QueryError::Corrupt {
         message: e.to_string(),
     })?;
-    let Some((i, _)) = config.metric(metric) else {
+    let Some((i, shape)) = MetricShape::for_name(&config, metric) else {
         return Err(QueryError::NoMetric {
             name: metric.to_string(),
-            have: config.metrics.iter().map(|m| m.name.clone()).collect(),
+            have: config
+                .metrics
+                .iter()
+                .flat_map(|m| std::iter::once(m.name.clone()).chain(m.rollup_name()))
+                .collect(),
         });
     };
     let state = RunState::from_bytes(&meta.state).map_err(|e| QueryError::Corrupt {
@@ -116,8 +123,10 @@ fn open_metric(store: &dyn Store, metric: &str) -> Result<(Config, usize, u64), 
             message: e.to_string(),
         }
     })?;
-    let at = engine.closed_until(i).unwrap_or(0);
-    Ok((config, i, at))
+    // A rollup answers up to its last complete period.
+    let closed = engine.closed_until(i).unwrap_or(0);
+    let at = closed - closed % shape.width();
+    Ok((config, i, shape, at))
 }
 
 /// The window of length `window` ms ending at `at` (default: the metric's watermark), for
@@ -130,22 +139,22 @@ pub fn window(
     key: Option<&[u8]>,
     top: Option<usize>,
 ) -> Result<Answer, QueryError> {
-    let (config, i, watermark) = open_metric(store, metric)?;
+    let (config, i, shape, watermark) = open_metric(store, metric)?;
     let m = &config.metrics[i];
-    if window == 0 || window % m.bucket != 0 {
+    let width = shape.width();
+    if window == 0 || window % width != 0 {
         return Err(QueryError::BadWindow {
             window,
-            bucket: m.bucket,
+            bucket: width,
         });
     }
     let at = at.unwrap_or(watermark);
-    let to = at - at % m.bucket;
+    let to = at - at % width;
     let from = to.saturating_sub(window);
-    let shape = MetricShape::of(m);
     let mut acc: BTreeMap<Vec<u8>, (Summary, u64)> = BTreeMap::new();
     let mut err = None;
     store
-        .scan(&m.name, from, to, &mut |k, start, bytes| {
+        .scan(metric, from, to, &mut |k, start, bytes| {
             if key.is_some_and(|want| want != k) || err.is_some() {
                 return;
             }

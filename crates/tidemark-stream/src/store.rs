@@ -91,6 +91,29 @@ pub type Visit<'a> = dyn FnMut(&[u8], u64, &[u8]) + 'a;
 /// Combines a stored bucket's bytes with a late event's: `(metric, start, stored, late)`.
 pub type MergeFn<'a> = &'a dyn Fn(&str, u64, &[u8], &[u8]) -> Result<Vec<u8>, String>;
 
+/// Combines a period's buckets `(start, bytes)` into its rollup bucket:
+/// `(metric, period start, parts)`.
+pub type RollFn<'a> = &'a dyn Fn(&str, u64, &[(u64, Vec<u8>)]) -> Result<Vec<u8>, String>;
+
+/// A rollup's buckets grouped by `(period start, key)`: `(start, bytes)` of each.
+type Periods = BTreeMap<(u64, Vec<u8>), Vec<(u64, Vec<u8>)>>;
+
+/// Periods of a metric to roll up: every stored bucket of `metric` in `[from, to)` is grouped
+/// by `(period, key)` (`period = start − start % width`) and written as one bucket of `into`.
+#[derive(Clone, Copy, Debug)]
+pub struct RollupRef<'a> {
+    /// The metric rolled up.
+    pub metric: &'a str,
+    /// The rollup's stored name.
+    pub into: &'a str,
+    /// First period start, ms.
+    pub from: u64,
+    /// Last period end, ms.
+    pub to: u64,
+    /// Rollup width, ms.
+    pub width: u64,
+}
+
 /// Everything one commit writes, atomically.
 pub struct Batch<'a> {
     /// Closed buckets (overwrite).
@@ -99,6 +122,10 @@ pub struct Batch<'a> {
     pub merges: Vec<BucketRef<'a>>,
     /// How to merge them.
     pub merge: MergeFn<'a>,
+    /// Rollups, applied after the puts and merges.
+    pub rollups: Vec<RollupRef<'a>>,
+    /// How to build a rollup bucket.
+    pub roll: RollFn<'a>,
     /// Per metric: delete buckets starting before this.
     pub expire: Vec<(&'a str, u64)>,
     /// The new metadata.
@@ -190,6 +217,30 @@ impl Store for RedbStore {
                 t.insert((b.metric, b.start, b.key), bytes.as_slice())
                     .map_err(backend)?;
             }
+            for r in &batch.rollups {
+                let mut groups: Periods = BTreeMap::new();
+                let lo: (&str, u64, &[u8]) = (r.metric, r.from, &[]);
+                let hi: (&str, u64, &[u8]) = (r.metric, r.to, &[]);
+                for entry in t.range(lo..hi).map_err(backend)? {
+                    let (k, v) = entry.map_err(backend)?;
+                    let (_, start, key) = k.value();
+                    groups
+                        .entry((start - start % r.width, key.to_vec()))
+                        .or_default()
+                        .push((start, v.value().to_vec()));
+                }
+                for ((period, key), parts) in groups {
+                    let bytes = (batch.roll)(r.metric, period, &parts).map_err(|message| {
+                        StoreError::Merge {
+                            metric: r.into.to_string(),
+                            start: period,
+                            message,
+                        }
+                    })?;
+                    t.insert((r.into, period, key.as_slice()), bytes.as_slice())
+                        .map_err(backend)?;
+                }
+            }
             for &(metric, before) in &batch.expire {
                 let lo: (&str, u64, &[u8]) = (metric, 0, &[]);
                 let hi: (&str, u64, &[u8]) = (metric, before, &[]);
@@ -275,6 +326,27 @@ impl Store for MemStore {
                 None => b.bytes.to_vec(),
             };
             next.insert(k, bytes);
+        }
+        for r in &batch.rollups {
+            let mut groups: Periods = BTreeMap::new();
+            let lo = (r.metric.to_string(), r.from, Vec::new());
+            let hi = (r.metric.to_string(), r.to, Vec::new());
+            for ((_, start, key), v) in next.range(lo..hi) {
+                groups
+                    .entry((start - start % r.width, key.clone()))
+                    .or_default()
+                    .push((*start, v.clone()));
+            }
+            for ((period, key), parts) in groups {
+                let bytes = (batch.roll)(r.metric, period, &parts).map_err(|message| {
+                    StoreError::Merge {
+                        metric: r.into.to_string(),
+                        start: period,
+                        message,
+                    }
+                })?;
+                next.insert((r.into.to_string(), period, key), bytes);
+            }
         }
         for &(metric, before) in &batch.expire {
             next.retain(|(m, s, _), _| !(m == metric && *s < before));

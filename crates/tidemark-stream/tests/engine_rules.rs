@@ -226,6 +226,7 @@ kind = "count"
 key = ["k"]
 bucket = "5s"
 window = "20s"
+rollup = "1m"
 allowed_lateness = "3s"
 late = "drop"
 [[metric.alert]]
@@ -255,7 +256,16 @@ fn drive(events: &[(u64, u8, u64)], cuts: &[usize]) -> (MemStore, Vec<String>, V
                 b.bytes.clone(),
             );
         }
+        for r in &out.rollups {
+            // Rollups are checked against their model in rollup_exact_model.rs; here only
+            // that an interrupted engine asks for the same ones.
+            alerts.push(format!("rollup {} {}..{}", r.metric, r.from, r.to));
+        }
         for b in &out.late_merges {
+            if b.rollup {
+                alerts.push(format!("late rollup {} {:?} {}", b.metric, b.key, b.start));
+                continue;
+            }
             let k = (names[b.metric].to_string(), b.start, b.key.to_vec());
             let shape = e.shape(b.metric);
             let add = shape.decode(&b.bytes, b.start).unwrap();

@@ -35,6 +35,13 @@ pub struct Args {
     /// JSON lines (alerts, then a summary object) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Where to write the chart (SVG: fan-out per source over time, with the threshold and
+    /// the error bars). Written only in text mode.
+    #[arg(long, value_name = "FILE", default_value = "tidemark-demo.svg")]
+    pub chart: std::path::PathBuf,
+    /// Write no chart.
+    #[arg(long)]
+    pub no_chart: bool,
     /// Only write the generated flow log to this CSV file (for `tidemark run` and benches).
     #[arg(long, value_name = "FILE")]
     pub emit: Option<std::path::PathBuf>,
@@ -159,7 +166,153 @@ fn run_in(
                 ))
             );
         }
+        if !args.no_chart {
+            let mut keys: Vec<String> = (0..spec.scanners).map(FlowLog::scanner).collect();
+            keys.push(FlowLog::HEALTH.to_string());
+            // The busiest users by volume, for contrast.
+            keys.extend(
+                by_volume
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("10.2."))
+                    .take(2)
+                    .map(|(k, _)| k.to_string()),
+            );
+            let svg = chart(&store, &keys, log)?;
+            std::fs::write(&args.chart, svg)
+                .map_err(|e| crate::UsageError::file(args.chart.display(), e))?;
+            println!("chart: {}", args.chart.display());
+        }
         crate::cmd::run::print_summary(&report, secs);
     }
     Ok(())
+}
+
+/// One point of a series: window end (ms) and the estimate.
+struct Point {
+    end: u64,
+    value: f64,
+    low: f64,
+    high: f64,
+}
+
+/// The 5-minute fan-out of each key at every bucket end, from the stored sketches, drawn as
+/// an SVG line chart on a log scale with error bars, the threshold and the alert limit.
+fn chart(store: &RedbStore, keys: &[String], log: &FlowLog) -> anyhow::Result<String> {
+    const BUCKET: u64 = 60_000;
+    let first = log.flows.iter().map(|f| f.ts).min().unwrap_or(0) * 1000;
+    let last = log.flows.iter().map(|f| f.ts).max().unwrap_or(0) * 1000;
+    let mut series: Vec<Vec<Point>> = keys.iter().map(|_| Vec::new()).collect();
+    let mut end = first - first % BUCKET + BUCKET;
+    while end <= last - last % BUCKET + BUCKET {
+        let a = query::window(store, "fanout", 5 * BUCKET, Some(end), None, None)?;
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(r) = a.rows.iter().find(|r| &r.key == k) {
+                series[i].push(Point {
+                    end,
+                    value: r.estimate.value,
+                    low: r.estimate.low,
+                    high: r.estimate.high,
+                });
+            }
+        }
+        end += BUCKET;
+    }
+    let (w, h) = (960.0, 520.0);
+    let (left, right, top, bottom) = (70.0, 230.0, 40.0, 50.0);
+    let x0 = first - first % BUCKET;
+    let x1 = (last - last % BUCKET + BUCKET).max(x0 + BUCKET);
+    let x = |t: u64| left + (t - x0) as f64 / (x1 - x0) as f64 * (w - left - right);
+    let ymax = 4.0; // log10 of 10,000
+    let y = |v: f64| top + (1.0 - v.max(1.0).log10() / ymax) * (h - top - bottom);
+    let mut out = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(out, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{left}" y="22" font-size="15">Fan-out per source: distinct (dst_ip, dst_port) in the last 5 minutes (HyperLogLog p = 10, 95% bars)</text>"#
+    );
+    for d in 0..=4 {
+        let v = 10f64.powi(d);
+        let yy = y(v);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            w - right,
+            left - 6.0,
+            yy + 4.0,
+            v as u64
+        );
+    }
+    let mut t = x0;
+    while t <= x1 {
+        let xx = x(t);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{xx:.1}" y1="{top}" x2="{xx:.1}" y2="{:.1}" stroke="#eee"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            h - bottom,
+            h - bottom + 18.0,
+            &crate::cmd::query::rfc3339(t)[11..16]
+        );
+        t += 5 * BUCKET;
+    }
+    let _ = writeln!(
+        out,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">window end (UTC)</text>"##,
+        left + (w - left - right) / 2.0,
+        h - 10.0
+    );
+    for (v, label, dash, dy) in [
+        (500.0, "threshold 500", "6,4", 14.0),
+        (548.75, "alert limit 500 + 3σ", "2,3", -4.0),
+    ] {
+        let yy = y(v);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{left}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#c00" stroke-dasharray="{dash}"/><text x="{:.1}" y="{:.1}" fill="#c00">{label}</text>"##,
+            w - right,
+            w - right + 6.0,
+            yy + dy
+        );
+    }
+    let colours = [
+        "#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#2ca02c", "#8c564b",
+    ];
+    for (i, (k, pts)) in keys.iter().zip(&series).enumerate() {
+        let c = colours[i % colours.len()];
+        let path: Vec<String> = pts
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.end), y(p.value)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
+        for p in pts {
+            if p.high > p.low {
+                let _ = writeln!(
+                    out,
+                    r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="{c}"/>"#,
+                    x(p.end),
+                    y(p.low),
+                    y(p.high)
+                );
+            }
+        }
+        let ly = top + 20.0 + 20.0 * i as f64;
+        let lx = w - right + 10.0;
+        let _ = writeln!(
+            out,
+            r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{c}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{k}</text>"#,
+            lx + 20.0,
+            lx + 26.0,
+            ly + 4.0
+        );
+    }
+    let _ = writeln!(out, "</svg>");
+    Ok(out)
 }
