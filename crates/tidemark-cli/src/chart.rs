@@ -43,6 +43,8 @@ pub struct Chart {
     /// Only rows whose fields have these values (`""`: only rows that have the field), for
     /// plates that print several tables.
     pub only: &'static [(&'static str, &'static str)],
+    /// Points without joining lines (for cases that are categories, not a scale).
+    pub points_only: bool,
 }
 
 /// A number from a record field: JSON numbers, and numeric strings (some plates format
@@ -215,15 +217,24 @@ where
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     for (i, s) in data.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        c.draw_series(LineSeries::new(
-            s.points.iter().copied(),
-            color.stroke_width(2),
-        ))
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?
-        .label(s.name.clone())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        c.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let line = if chart.points_only {
+            Vec::new()
+        } else {
+            s.points.clone()
+        };
+        c.draw_series(LineSeries::new(line, color.stroke_width(2)))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        let radius = if chart.points_only { 5 } else { 3 };
+        c.draw_series(
+            s.points
+                .iter()
+                .map(|&p| Circle::new(p, radius, color.filled())),
+        )
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         c.draw_series(
             s.bars.iter().map(|&(x, lo, hi)| {
                 PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(1))

@@ -347,6 +347,16 @@ impl<'a> Reader<'a> {
         Ok(i64::from_le_bytes(self.array(field)?))
     }
 
+    /// A boolean stored as one byte, 0 or 1 (anything else is an error naming the field).
+    pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
+        let offset = self.offset();
+        match self.u8(field)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Reader::invalid(field, offset, "0 or 1", other as u64)),
+        }
+    }
+
     /// A little-endian IEEE-754 `f64`.
     pub fn f64(&mut self, field: &'static str) -> Result<f64, DecodeError> {
         Ok(f64::from_le_bytes(self.array(field)?))

@@ -113,11 +113,17 @@ pub fn baseline<'a>(m: &Measure, all: &'a [Measure]) -> Option<&'a Measure> {
             return None; // ours
         }
         let suffix = c.find('<').map_or("", |k| &c[k..]);
-        for name in [
+        // `count_min_sketch_conservative` pairs with `tidemark_conservative` where that
+        // exists: the same variant of the same operation.
+        let variants = c
+            .match_indices('_')
+            .map(|(k, _)| format!("tidemark{}", &c[k..]));
+        let names = variants.chain([
             format!("Tidemark{suffix}"),
             format!("tidemark{suffix}"),
-            "tidemark".into(),
-        ] {
+            "tidemark".to_string(),
+        ]);
+        for name in names {
             let mut p = m.path.clone();
             p[i] = name;
             if let Some(b) = all.iter().find(|x| x.path == p) {
@@ -142,19 +148,21 @@ fn fmt_ns(ns: f64) -> String {
 
 /// The markdown table of one suite, and one chart record per peer measurement.
 fn report(suite: &str, measures: &[Measure]) -> (String, Vec<Record>) {
-    let mut md = format!("### {suite}\n\n| measurement | median | tidemark | ratio |\n| --- | ---: | ---: | ---: |\n");
+    let mut md = format!("### {suite}\n\n| case | measurement | median | tidemark | ratio |\n| ---: | --- | ---: | ---: | ---: |\n");
     let mut records = Vec::new();
     for m in measures {
         let b = baseline(m, measures);
-        let (ours, ratio) = match b {
+        let (case, ours, ratio) = match b {
             Some(b) => (
+                (records.len() + 1).to_string(),
                 fmt_ns(b.median_ns),
                 format!("{:.2}×", m.median_ns / b.median_ns),
             ),
-            None => (String::new(), String::new()),
+            None => (String::new(), String::new(), String::new()),
         };
         md.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
+            case,
             m.path.join(" / "),
             fmt_ns(m.median_ns),
             ours,
@@ -261,6 +269,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 log_y: true,
                 y_label: "peer / tidemark",
                 only: &[],
+                points_only: true,
             };
             chart::render(&chart, &records, &dir.join(suite))?;
         }
@@ -324,6 +333,19 @@ window                          fastest       │ slowest       │ median      
         assert_eq!(b.path.join("/"), "push/tidemark/W=1000 d=0.5");
         assert!((m[1].median_ns / b.median_ns - 47.69e6 / 848.7e3).abs() < 1e-9);
         assert!(baseline(&m[3], &m).is_none());
+        let variant = |name: &str| Measure {
+            path: vec!["update".into(), name.into()],
+            median_ns: 1.0,
+        };
+        let all = vec![
+            variant("tidemark"),
+            variant("tidemark_conservative"),
+            variant("count_min_sketch_conservative"),
+        ];
+        assert_eq!(
+            baseline(&all[2], &all).unwrap().path[1],
+            "tidemark_conservative"
+        );
         assert!(baseline(&m[0], &m).is_none());
     }
 

@@ -21,15 +21,6 @@ use super::{max_rank, Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION}
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
 
-fn read_bool(r: &mut Reader<'_>, field: &'static str) -> Result<bool, DecodeError> {
-    let off = r.offset();
-    match r.u8(field)? {
-        0 => Ok(false),
-        1 => Ok(true),
-        other => Err(Reader::invalid(field, off, "0 or 1", other as u64)),
-    }
-}
-
 fn read_precision(r: &mut Reader<'_>) -> Result<u8, DecodeError> {
     let off = r.offset();
     let p = r.u8("precision")?;
@@ -94,7 +85,7 @@ impl SlidingHll {
 
         let mut r = env.payload();
         let base = r.u64("base")?;
-        let has_newest = read_bool(&mut r, "has newest")?;
+        let has_newest = r.bool("has newest")?;
         let noff = r.offset();
         let newest_tick = r.u64("newest")?;
         let newest = has_newest.then_some(newest_tick);
@@ -211,7 +202,7 @@ impl RingWindow {
         })?;
         let n = n as u64;
         let mut r = env.payload();
-        let has_newest = read_bool(&mut r, "has newest")?;
+        let has_newest = r.bool("has newest")?;
         let newest = r.u64("newest bucket")?;
         let newest = has_newest.then_some(newest);
         if (r.remaining() as u64) < n {
@@ -224,7 +215,7 @@ impl RingWindow {
         }
         let mut slots = Vec::with_capacity(n as usize);
         for i in 0..n {
-            if !read_bool(&mut r, "slot present")? {
+            if !r.bool("slot present")? {
                 slots.push(None);
                 continue;
             }

@@ -54,15 +54,6 @@ fn read_span(r: &mut Reader<'_>) -> Result<Span, DecodeError> {
     }
 }
 
-fn read_bool(r: &mut Reader<'_>, field: &'static str) -> Result<bool, DecodeError> {
-    let off = r.offset();
-    match r.u8(field)? {
-        0 => Ok(false),
-        1 => Ok(true),
-        other => Err(Reader::invalid(field, off, "0 or 1", other as u64)),
-    }
-}
-
 impl ExpHistogram {
     /// Encodes the histogram in the envelope.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -116,7 +107,7 @@ impl ExpHistogram {
 
         let mut r = env.payload();
         let now = r.u64("now")?;
-        let started = read_bool(&mut r, "started")?;
+        let started = r.bool("started")?;
         let merges = r.u64("merges")?;
         let worst_merges = r.u64("worst merges")?;
         let soff = r.offset();
@@ -267,7 +258,7 @@ impl BlockCounter {
         params.finish()?;
         let mut r = env.payload();
         let now = r.u64("now")?;
-        let started = read_bool(&mut r, "started")?;
+        let started = r.bool("started")?;
         let max_blocks = BlockCounter::ring_len(span.length(), block) as u64;
         let n = r.count("blocks", 16, max_blocks)?;
         let mut blocks = Vec::with_capacity(n);

@@ -15,6 +15,7 @@ const fn chart(title: &'static str, x: &'static str, ys: &'static [&'static str]
         log_y: false,
         y_label: "",
         only: &[],
+        points_only: false,
     }
 }
 
