@@ -149,16 +149,11 @@ fn series(chart: &Chart, records: &[Record]) -> Vec<Series> {
 
 fn tick(v: f64, log: bool) -> String {
     if log {
-        // Label the decades only: 3.162 under a log axis reads as noise.
-        if (v - v.round()).abs() < 1e-9 {
-            let k = v.round() as i32;
-            return if (0..=6).contains(&k) {
-                format!("{}", 10u64.pow(k as u32))
-            } else {
-                format!("1e{k}")
-            };
+        let p = 10f64.powf(v);
+        if (v - v.round()).abs() < 1e-9 && (0..=6).contains(&(v.round() as i32)) {
+            return format!("{}", p.round() as u64);
         }
-        return String::new();
+        return short(p);
     }
     short(v)
 }
