@@ -68,6 +68,28 @@ pub enum MergeError {
     },
 }
 
+impl MergeError {
+    /// The check every merge starts with: the same hash and seed, then each named shape
+    /// parameter `(name, ours, theirs)` equal. The first difference is the error.
+    pub fn check(
+        ours: ItemHasher,
+        theirs: ItemHasher,
+        fields: &[(&'static str, u64, u64)],
+    ) -> Result<(), MergeError> {
+        if ours != theirs {
+            return Err(MergeError::HashMismatch { ours, theirs });
+        }
+        match fields.iter().find(|(_, a, b)| a != b) {
+            Some(&(field, ours, theirs)) => Err(MergeError::Incompatible {
+                field,
+                ours,
+                theirs,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for MergeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

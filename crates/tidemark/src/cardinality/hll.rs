@@ -527,12 +527,7 @@ impl Hll {
     /// are refused. The merged sketch answers with Ertl's estimator (HIP holds only for one
     /// stream), unless `other` was empty.
     pub fn merge(&mut self, other: &Hll) -> Result<(), MergeError> {
-        if self.hasher != other.hasher {
-            return Err(MergeError::HashMismatch {
-                ours: self.hasher,
-                theirs: other.hasher,
-            });
-        }
+        MergeError::check(self.hasher, other.hasher, &[])?;
         if other.p < self.p {
             // The fold re-expresses the same items at the smaller precision: HIP's running
             // value stays an unbiased estimate of this stream, so only a Redis cache goes.

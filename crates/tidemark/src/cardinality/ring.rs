@@ -255,25 +255,15 @@ impl RingWindow {
     /// streams. A bucket only one side still holds is kept; one older than the merged ring
     /// can hold is dropped.
     pub fn merge(&mut self, other: &RingWindow) -> Result<(), MergeError> {
-        if self.hasher != other.hasher {
-            return Err(MergeError::HashMismatch {
-                ours: self.hasher,
-                theirs: other.hasher,
-            });
-        }
-        for (field, ours, theirs) in [
-            ("precision", self.p as u64, other.p as u64),
-            ("bucket width", self.width, other.width),
-            ("buckets", self.buckets(), other.buckets()),
-        ] {
-            if ours != theirs {
-                return Err(MergeError::Incompatible {
-                    field,
-                    ours,
-                    theirs,
-                });
-            }
-        }
+        MergeError::check(
+            self.hasher,
+            other.hasher,
+            &[
+                ("precision", self.p as u64, other.p as u64),
+                ("bucket width", self.width, other.width),
+                ("buckets", self.buckets(), other.buckets()),
+            ],
+        )?;
         let newest = self.newest.max(other.newest);
         let n = self.buckets();
         for slot in other.slots.iter().flatten() {

@@ -329,33 +329,20 @@ impl CountMin {
 
     /// Why `other` cannot be combined with `self`, if it cannot.
     fn compatible(&self, other: &CountMin) -> Result<(), FrequencyError> {
-        if self.hasher != other.hasher {
-            return Err(MergeError::HashMismatch {
-                ours: self.hasher,
-                theirs: other.hasher,
-            }
-            .into());
-        }
-        let fields = [
-            ("width", self.width() as u64, other.width() as u64),
-            ("depth", self.depth() as u64, other.depth() as u64),
-            ("model", self.model as u64, other.model as u64),
-            (
-                "conservative update",
-                self.conservative as u64,
-                other.conservative as u64,
-            ),
-        ];
-        for (field, ours, theirs) in fields {
-            if ours != theirs {
-                return Err(MergeError::Incompatible {
-                    field,
-                    ours,
-                    theirs,
-                }
-                .into());
-            }
-        }
+        MergeError::check(
+            self.hasher,
+            other.hasher,
+            &[
+                ("width", self.width() as u64, other.width() as u64),
+                ("depth", self.depth() as u64, other.depth() as u64),
+                ("model", self.model as u64, other.model as u64),
+                (
+                    "conservative update",
+                    self.conservative as u64,
+                    other.conservative as u64,
+                ),
+            ],
+        )?;
         if self.table.rows != other.table.rows {
             return Err(MergeError::Incompatible {
                 field: "row hashes",
@@ -434,13 +421,7 @@ impl CountMin {
     /// over rows of the row-wise dot products. It never under-counts, and
     /// `[max(0, value − ε‖a‖₁‖b‖₁), value]` holds the truth with probability `1 − δ`.
     pub fn inner_product(&self, other: &CountMin) -> Result<Estimate, FrequencyError> {
-        if self.hasher != other.hasher {
-            return Err(MergeError::HashMismatch {
-                ours: self.hasher,
-                theirs: other.hasher,
-            }
-            .into());
-        }
+        MergeError::check(self.hasher, other.hasher, &[])?;
         if !self.table.same_shape(&other.table) {
             return Err(MergeError::Incompatible {
                 field: "width or row hashes",

@@ -417,29 +417,16 @@ impl DyadicCountMin {
     }
 
     fn compatible(&self, other: &DyadicCountMin) -> Result<(), FrequencyError> {
-        if self.hasher != other.hasher {
-            return Err(MergeError::HashMismatch {
-                ours: self.hasher,
-                theirs: other.hasher,
-            }
-            .into());
-        }
-        let fields = [
-            ("bits", self.bits as u64, other.bits as u64),
-            ("width", self.width as u64, other.width as u64),
-            ("depth", self.depth as u64, other.depth as u64),
-            ("model", self.model as u64, other.model as u64),
-        ];
-        for (field, ours, theirs) in fields {
-            if ours != theirs {
-                return Err(MergeError::Incompatible {
-                    field,
-                    ours,
-                    theirs,
-                }
-                .into());
-            }
-        }
+        MergeError::check(
+            self.hasher,
+            other.hasher,
+            &[
+                ("bits", self.bits as u64, other.bits as u64),
+                ("width", self.width as u64, other.width as u64),
+                ("depth", self.depth as u64, other.depth as u64),
+                ("model", self.model as u64, other.model as u64),
+            ],
+        )?;
         Ok(())
     }
 
