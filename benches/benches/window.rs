@@ -62,18 +62,23 @@ fn warmup(c: &Case) -> usize {
     (c.window as usize * 11) / 10 + 1_000
 }
 
+/// Our histogram, warmed past its window.
+fn warmed(c: &Case) -> ExpHistogram {
+    let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
+    for b in bit_stream(1, c.density, warmup(c)) {
+        h.push(b).unwrap();
+    }
+    h
+}
+
 /// Arrivals pushed: ours, and sketch_oxide's two ways.
 mod push {
     use super::*;
 
     #[divan::bench(args = CASES)]
     fn tidemark(bencher: Bencher, c: &Case) {
-        let warm = bit_stream(1, c.density, warmup(c));
+        let h = warmed(c);
         let bits = bit_stream(2, c.density, BATCH);
-        let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
-        for &b in &warm {
-            h.push(b).unwrap();
-        }
         bencher
             .counter(ItemsCount::new(BATCH))
             .with_inputs(|| h.clone())
@@ -87,66 +92,40 @@ mod push {
 
     #[divan::bench(args = CASES)]
     fn sketch_oxide_expire_each(bencher: Bencher, c: &Case) {
-        use sketch_oxide::streaming::ExponentialHistogram;
-        let warm = bit_stream(1, c.density, warmup(c));
-        let bits = bit_stream(2, c.density, BATCH);
-        let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
-        let mut t = 0u64;
-        for &b in &warm {
-            t += 1;
-            if b {
-                h.insert(t, 1);
-            }
-            h.expire(t);
-        }
-        bencher
-            .counter(ItemsCount::new(BATCH))
-            .with_inputs(|| h.clone())
-            .bench_local_values(|mut h| {
-                let mut t = t;
-                for &b in &bits {
-                    t += 1;
-                    if b {
-                        h.insert(t, 1);
-                    }
-                    h.expire(t);
-                }
-                h
-            });
+        sketch_oxide(bencher, c, 1);
     }
 
     /// sketch_oxide with expiry amortised: `expire(now)` once every 1,024 arrivals, so its
     /// insert cost is measured nearly alone (its state then briefly exceeds the window).
     #[divan::bench(args = CASES)]
     fn sketch_oxide_expire_every_1024(bencher: Bencher, c: &Case) {
+        sketch_oxide(bencher, c, 1_024);
+    }
+
+    /// sketch_oxide fed the same ones, stamped with their arrival index, expiring every
+    /// `expire_every` arrivals.
+    fn sketch_oxide(bencher: Bencher, c: &Case, expire_every: u64) {
         use sketch_oxide::streaming::ExponentialHistogram;
-        let warm = bit_stream(1, c.density, warmup(c));
-        let bits = bit_stream(2, c.density, BATCH);
+        let feed = |h: &mut ExponentialHistogram, mut t: u64, bits: &[bool]| -> u64 {
+            for &b in bits {
+                t += 1;
+                if b {
+                    h.insert(t, 1);
+                }
+                if t % expire_every == 0 {
+                    h.expire(t);
+                }
+            }
+            t
+        };
         let mut h = ExponentialHistogram::new(c.window, c.epsilon).unwrap();
-        let mut t = 0u64;
-        for &b in &warm {
-            t += 1;
-            if b {
-                h.insert(t, 1);
-            }
-            if t % 1_024 == 0 {
-                h.expire(t);
-            }
-        }
+        let t = feed(&mut h, 0, &bit_stream(1, c.density, warmup(c)));
+        let bits = bit_stream(2, c.density, BATCH);
         bencher
             .counter(ItemsCount::new(BATCH))
             .with_inputs(|| h.clone())
             .bench_local_values(|mut h| {
-                let mut t = t;
-                for &b in &bits {
-                    t += 1;
-                    if b {
-                        h.insert(t, 1);
-                    }
-                    if t % 1_024 == 0 {
-                        h.expire(t);
-                    }
-                }
+                feed(&mut h, t, &bits);
                 h
             });
     }
@@ -158,11 +137,7 @@ mod estimate {
 
     #[divan::bench(args = CASES)]
     fn tidemark(bencher: Bencher, c: &Case) {
-        let warm = bit_stream(1, c.density, warmup(c));
-        let mut h = ExpHistogram::arrivals(c.window, c.epsilon).unwrap();
-        for &b in &warm {
-            h.push(b).unwrap();
-        }
+        let h = warmed(c);
         bencher.bench_local(|| divan::black_box(&h).estimate());
     }
 }

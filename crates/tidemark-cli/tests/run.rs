@@ -3,26 +3,15 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+mod common;
+use common::tidemark;
 
 use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::RunState;
 use tidemark_stream::store::{RedbStore, Store};
-
-fn tidemark(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    // A run that stops early (a bad config) may close its stdin before we write: that is
-    // not the test's failure, its exit status is.
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    child.wait_with_output().unwrap()
-}
 
 fn dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tidemark-run-{}-{tag}", std::process::id()));
