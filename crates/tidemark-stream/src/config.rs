@@ -15,6 +15,8 @@
 //! window = "5m"               # alert window: a multiple of the bucket width
 //! precision = 10              # distinct: HyperLogLog p in 4..=18 (default 12)
 //! # epsilon = 0.1             # count: exponential histogram ε (default 0.1)
+//! # frequency: epsilon = 0.01, delta = 0.01 (Count-Min: error ε·N w.p. 1 − δ), phi = 0.05
+//! #   (items reaching φ of the key's events are kept by name: the heavy items)
 //! retention = "1d"            # buckets older than this behind the watermark are deleted
 //! rollup = "1h"               # optional: complete hours of buckets merged into hour buckets,
 //!                             # stored as metric "fanout@1h" and kept for rollup_retention
@@ -109,6 +111,7 @@ struct RawMetric {
     precision: Option<i64>,
     epsilon: Option<f64>,
     delta: Option<f64>,
+    phi: Option<f64>,
     retention: Option<String>,
     rollup: Option<String>,
     rollup_retention: Option<String>,
@@ -160,13 +163,15 @@ pub enum Kind {
         /// The histogram's ε: relative error at most ε/2.
         epsilon: f64,
     },
-    /// Item frequencies (Count-Min): accepted by the config, refused by the engine (not built
-    /// yet: the frequency metric remains).
+    /// Item frequencies per key: exact item counts while few, then Count-Min with the items
+    /// reaching φ of the key's total ([`tidemark::frequency::ItemCounts`]).
     Frequency {
-        /// Additive error ε·N.
+        /// Additive error ε·N (N the key's events in the bucket or window).
         epsilon: f64,
         /// Failure probability δ.
         delta: f64,
+        /// Heavy-hitter fraction: the items kept by name are those reaching φ·N.
+        phi: f64,
     },
 }
 
@@ -349,17 +354,37 @@ impl Config {
                     Kind::Count { epsilon: e }
                 }
                 "frequency" => {
-                    let e = m.epsilon.unwrap_or(0.001);
+                    let e = m.epsilon.unwrap_or(0.01);
                     let d = m.delta.unwrap_or(0.01);
-                    if !(e > 0.0 && e < 1.0) {
-                        return Err(ConfigError::invalid(at("epsilon"), "a number in (0, 1)", e));
+                    let phi = m.phi.unwrap_or(0.05);
+                    // Also bounds the sketch: w = ⌈e/ε⌉ ≤ 2^26, d = ⌈ln 1/δ⌉ ≤ 64.
+                    if !(1e-6..1.0).contains(&e) {
+                        return Err(ConfigError::invalid(
+                            at("epsilon"),
+                            "a number in [0.000001, 1)",
+                            e,
+                        ));
                     }
-                    if !(d > 0.0 && d < 1.0) {
-                        return Err(ConfigError::invalid(at("delta"), "a number in (0, 1)", d));
+                    if !(1e-12..1.0).contains(&d) {
+                        return Err(ConfigError::invalid(
+                            at("delta"),
+                            "a number in [1e-12, 1)",
+                            d,
+                        ));
+                    }
+                    if !(phi > e && phi <= 1.0) {
+                        return Err(ConfigError::invalid(
+                            at("phi"),
+                            format!(
+                                "a number in (epsilon = {e}, 1]: below ε the heavy items are noise"
+                            ),
+                            phi,
+                        ));
                     }
                     Kind::Frequency {
                         epsilon: e,
                         delta: d,
+                        phi,
                     }
                 }
                 other => {
@@ -370,6 +395,25 @@ impl Config {
                     ))
                 }
             };
+            let misplaced = [
+                ("precision", m.precision.is_some(), "distinct"),
+                ("delta", m.delta.is_some(), "frequency"),
+                ("phi", m.phi.is_some(), "frequency"),
+                (
+                    "epsilon",
+                    m.epsilon.is_some() && matches!(kind, Kind::Distinct { .. }),
+                    "count or frequency",
+                ),
+            ];
+            for (field, given, kinds) in misplaced {
+                if given && !kinds.contains(kind.name()) {
+                    return Err(ConfigError::invalid(
+                        at(field),
+                        format!("no {field} for a {} metric ({kinds} only)", kind.name()),
+                        field,
+                    ));
+                }
+            }
             if m.key.is_empty() || m.key.iter().any(String::is_empty) {
                 return Err(ConfigError::invalid(
                     at("key"),

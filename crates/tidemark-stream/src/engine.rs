@@ -15,20 +15,20 @@
 //! # Windows and alerts
 //!
 //! When a bucket closes, every key that has something in its metric's window is evaluated:
-//! a distinct metric merges the key's last `window / width` closed bucket sketches; a count
+//! a distinct or frequency metric merges the key's last `window / width` closed bucket sketches; a count
 //! metric reads its exponential histogram. An alert rule fires when the chosen end of the
 //! estimate exceeds `above + margin·σ` (σ the standard error at the threshold) at
 //! `consecutive` successive closes; it fires once per episode, and again only after the key
 //! dropped below and crossed again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use tidemark::codec::{Reader, Writer};
 use tidemark::{DecodeError, Estimate};
 
-use crate::config::{AlertOn, Config, Kind, LatePolicy, MetricConfig};
-use crate::summary::{BucketSummary, CountBucket, CountWindow, DistinctBucket};
+use crate::config::{AlertOn, AlertRule, Config, Kind, LatePolicy, MetricConfig};
+use crate::summary::{BucketSummary, CountBucket, CountWindow, DistinctBucket, FrequencyBucket};
 use crate::EngineError;
 
 /// A fast hasher for byte-string keys: xxh3 over each write.
@@ -116,6 +116,8 @@ pub enum Summary {
     Count(CountBucket),
     /// A distinct metric's bucket.
     Distinct(DistinctBucket),
+    /// A frequency metric's bucket.
+    Frequency(FrequencyBucket),
 }
 
 impl Summary {
@@ -123,14 +125,16 @@ impl Summary {
         match self {
             Summary::Count(_) => 0,
             Summary::Distinct(_) => 1,
+            Summary::Frequency(_) => 2,
         }
     }
 
     #[inline]
-    fn add(&mut self, item: u64) {
+    fn add(&mut self, item: u64, bytes: &[u8]) {
         match self {
-            Summary::Count(c) => c.add(item),
-            Summary::Distinct(d) => d.add(item),
+            Summary::Count(c) => c.add(item, bytes),
+            Summary::Distinct(d) => d.add(item, bytes),
+            Summary::Frequency(f) => f.add(item, bytes),
         }
     }
 
@@ -139,6 +143,7 @@ impl Summary {
         match self {
             Summary::Count(c) => c.to_bytes(),
             Summary::Distinct(d) => d.to_bytes(),
+            Summary::Frequency(f) => f.to_bytes(),
         }
     }
 
@@ -147,6 +152,7 @@ impl Summary {
         match self {
             Summary::Count(c) => c.estimate(),
             Summary::Distinct(d) => d.estimate(),
+            Summary::Frequency(f) => f.estimate(),
         }
     }
 
@@ -155,6 +161,7 @@ impl Summary {
         match (self, other) {
             (Summary::Count(a), Summary::Count(b)) => a.merge(b),
             (Summary::Distinct(a), Summary::Distinct(b)) => a.merge(b),
+            (Summary::Frequency(a), Summary::Frequency(b)) => a.merge(b),
             (a, b) => Err(tidemark::MergeError::Incompatible {
                 field: "metric kind",
                 ours: a.kind_byte(),
@@ -172,6 +179,11 @@ pub struct MetricShape {
     /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
     /// than copying one.
     empty_distinct: Option<DistinctBucket>,
+}
+
+/// Summaries with a ring of closed buckets as their live window (merged at each close).
+fn rings(kind: Kind) -> bool {
+    matches!(kind, Kind::Distinct { .. } | Kind::Frequency { .. })
 }
 
 impl MetricShape {
@@ -242,7 +254,11 @@ impl MetricShape {
                     .clone()
                     .expect("a distinct shape holds its empty bucket"),
             ),
-            Kind::Frequency { .. } => unreachable!("refused when the engine is built"),
+            Kind::Frequency {
+                epsilon,
+                delta,
+                phi,
+            } => Summary::Frequency(FrequencyBucket::new(epsilon, delta, phi)),
         }
     }
 
@@ -255,16 +271,18 @@ impl MetricShape {
             Kind::Distinct { precision } => Ok(Summary::Distinct(DistinctBucket::from_bytes(
                 bytes, precision,
             )?)),
-            Kind::Frequency { .. } => Err(DecodeError::Invalid {
-                field: "metric kind",
-                offset: 0,
-                expected: "count or distinct",
-                got: 2,
-            }),
+            Kind::Frequency {
+                epsilon,
+                delta,
+                phi,
+            } => Ok(Summary::Frequency(FrequencyBucket::from_bytes(
+                bytes, epsilon, delta, phi,
+            )?)),
         }
     }
 
-    /// The standard error of an estimate near `x` (0 for exact and guaranteed answers).
+    /// The standard error of an estimate near `x` (0 for exact and guaranteed answers, and for
+    /// Count-Min, whose error is one-sided and bounded, not normal: alert on `low` or `high`).
     pub fn sigma_at(&self, x: f64) -> f64 {
         match self.kind {
             Kind::Distinct { precision } => x.abs() * 1.04 / ((1u64 << precision) as f64).sqrt(),
@@ -315,6 +333,8 @@ pub struct Alert {
     pub window_end: u64,
     /// The window estimate.
     pub estimate: Estimate,
+    /// A frequency metric's most frequent item in the window (the one the estimate counts).
+    pub item: Option<Box<[u8]>>,
     /// The rule's threshold.
     pub threshold: f64,
     /// The threshold plus the margin: what the estimate was compared with.
@@ -383,6 +403,36 @@ struct KeyWindow {
     state: WindowState,
     /// Per rule: successive closes above the limit.
     streak: Vec<u32>,
+    /// A frequency metric's streaks, per heavy item (alerts are per key and item); only items
+    /// with a streak running are held.
+    items: BTreeMap<Box<[u8]>, Vec<u32>>,
+}
+
+/// Advances one subject's streaks (one per rule) with its window estimate, calling `fire`
+/// with the rule and its limit when a streak reaches the rule's `consecutive`.
+fn step(
+    rules: &[AlertRule],
+    shape: &MetricShape,
+    streak: &mut [u32],
+    est: &Estimate,
+    mut fire: impl FnMut(usize, f64),
+) {
+    for (ri, rule) in rules.iter().enumerate() {
+        let limit = rule.above + rule.margin * shape.sigma_at(rule.above);
+        let x = match rule.on {
+            AlertOn::Value => est.value,
+            AlertOn::High => est.high,
+            AlertOn::Low => est.low,
+        };
+        if x > limit {
+            streak[ri] = streak[ri].saturating_add(1);
+            if streak[ri] == rule.consecutive {
+                fire(ri, limit);
+            }
+        } else {
+            streak[ri] = 0;
+        }
+    }
 }
 
 struct MetricState {
@@ -408,20 +458,15 @@ pub struct Engine {
 /// `(m, from, to, visit)`.
 pub type ScanFn<'a> = dyn FnMut(usize, u64, u64, &mut crate::store::Visit<'_>) + 'a;
 
-const SNAPSHOT_VERSION: u8 = 2;
+/// 3 adds the per-item alert streaks of frequency metrics; 2 (without them, written before
+/// frequency metrics ran) is still read.
+const SNAPSHOT_VERSION: u8 = 3;
 
 impl Engine {
-    /// An engine for the config's metrics. Refuses a metric kind it cannot run yet.
+    /// An engine for the config's metrics.
     pub fn new(config: &Config) -> Result<Engine, EngineError> {
         let mut metrics = Vec::new();
         for m in &config.metrics {
-            if let Kind::Frequency { .. } = m.kind {
-                return Err(EngineError::Unsupported {
-                    metric: m.name.clone(),
-                    what:
-                        "frequency metrics (Count-Min buckets are not wired into the pipeline yet)",
-                });
-            }
             metrics.push(MetricState {
                 cfg: m.clone(),
                 shape: MetricShape::of(m),
@@ -521,10 +566,19 @@ impl Engine {
         }
     }
 
-    /// Adds one item of `key` at event `time` to metric `metric`. [`Engine::observe`] must
-    /// have seen `time` (or a later time) first.
+    /// Adds one item of `key` at event `time` to metric `metric`, by its hash only: for count
+    /// and distinct metrics (a frequency metric would keep its heavy items nameless; use
+    /// [`Engine::add_item`]). [`Engine::observe`] must have seen `time` (or a later time) first.
     #[inline]
     pub fn add(&mut self, metric: usize, time: u64, key: &[u8], item: u64) {
+        self.add_item(metric, time, key, item, &[]);
+    }
+
+    /// Adds one item of `key` at event `time` to metric `metric`: `item` is the hash of
+    /// `bytes` by the default [`tidemark::ItemHasher`] (the bytes are kept only by frequency
+    /// metrics, to name heavy items). [`Engine::observe`] must have seen `time` first.
+    #[inline]
+    pub fn add_item(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
         let m = &mut self.metrics[metric];
         let width = m.cfg.bucket;
         let start = time - time % width;
@@ -535,7 +589,7 @@ impl Engine {
                 LatePolicy::Merge => {
                     m.counters.merged += 1;
                     let mut s = m.shape.empty(start);
-                    s.add(item);
+                    s.add(item, bytes);
                     // A bucket still in the key's live ring gets the item too, so later
                     // windows see it; the store gets it by read-merge-write.
                     if let Some(KeyWindow {
@@ -560,7 +614,7 @@ impl Engine {
                         if period < rolled {
                             let shape = MetricShape::rollup_of(&m.cfg).expect("a rollup");
                             let mut p = shape.empty(period);
-                            p.add(item);
+                            p.add(item, bytes);
                             self.out.late_merges.push(ClosedBucket {
                                 metric,
                                 key: key.into(),
@@ -596,10 +650,10 @@ impl Engine {
         }
         let bucket = &mut m.open[idx - 1];
         match bucket.keys.get(key) {
-            Some(&i) => bucket.summaries[i as usize].add(item),
+            Some(&i) => bucket.summaries[i as usize].add(item, bytes),
             None => {
                 let mut s = m.shape.empty(start);
-                s.add(item);
+                s.add(item, bytes);
                 let i =
                     u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
                 bucket.summaries.push(s);
@@ -669,6 +723,7 @@ impl Engine {
                     _ => WindowState::Ring(VecDeque::new()),
                 },
                 streak: vec![0; rules],
+                items: BTreeMap::new(),
             });
             match (&mut w.state, s) {
                 (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
@@ -683,14 +738,14 @@ impl Engine {
         evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut empty = Vec::new();
         for (key, w) in evaluated {
-            let est = match &mut w.state {
+            let (est, window) = match &mut w.state {
                 WindowState::Hist(h) => {
                     h.advance(end);
                     if h.is_empty() {
                         empty.push(key.clone());
                         continue;
                     }
-                    h.estimate()
+                    (h.estimate(), None)
                 }
                 WindowState::Ring(r) => {
                     while r.front().is_some_and(|(s, _)| *s < first_kept) {
@@ -721,40 +776,55 @@ impl Engine {
                     }
                     if all_exact && sum <= min_limit {
                         w.streak.iter_mut().for_each(|s| *s = 0);
+                        w.items.clear();
                         continue;
                     }
                     let mut acc = r[0].1.clone();
                     for (_, s) in r.iter().skip(1) {
                         acc.merge(s).expect("one metric's buckets share a shape");
                     }
-                    acc.estimate()
+                    (acc.estimate(), Some(acc))
                 }
             };
-            for (ri, rule) in m.cfg.alerts.iter().enumerate() {
-                let limit = rule.above + rule.margin * m.shape.sigma_at(rule.above);
-                let x = match rule.on {
-                    AlertOn::Value => est.value,
-                    AlertOn::High => est.high,
-                    AlertOn::Low => est.low,
-                };
-                if x > limit {
-                    w.streak[ri] = w.streak[ri].saturating_add(1);
-                    if w.streak[ri] == rule.consecutive {
-                        m.counters.alerts += 1;
-                        out.alerts.push(Alert {
-                            metric: i,
-                            rule: ri,
-                            key: key.as_bytes().into(),
-                            bucket: b.start,
-                            window_end: end,
-                            estimate: est,
-                            threshold: rule.above,
-                            limit,
+            let rules = &m.cfg.alerts;
+            let counters = &mut m.counters;
+            let mut alert = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>| {
+                counters.alerts += 1;
+                out.alerts.push(Alert {
+                    metric: i,
+                    rule,
+                    key: key.as_bytes().into(),
+                    bucket: b.start,
+                    window_end: end,
+                    estimate,
+                    item: item.map(Into::into),
+                    threshold: rules[rule].above,
+                    limit,
+                });
+            };
+            match &window {
+                // Each heavy item of the window is its own subject: a second source
+                // hammering a host while the first still is raises its own alert.
+                Some(Summary::Frequency(f)) => {
+                    let mut running = BTreeMap::new();
+                    for (item, e) in f.counts().heavy_hitters() {
+                        let mut streak = w
+                            .items
+                            .remove(item.as_slice())
+                            .unwrap_or_else(|| vec![0; rules.len()]);
+                        step(rules, &m.shape, &mut streak, &e, |ri, limit| {
+                            alert(ri, limit, e, Some(&item))
                         });
+                        if streak.iter().any(|&s| s > 0) {
+                            running.insert(item.into_boxed_slice(), streak);
+                        }
                     }
-                } else {
-                    w.streak[ri] = 0;
+                    // Items no longer heavy are below every limit worth naming: reset.
+                    w.items = running;
                 }
+                _ => step(rules, &m.shape, &mut w.streak, &est, |ri, limit| {
+                    alert(ri, limit, est, None)
+                }),
             }
         }
         for k in empty {
@@ -765,7 +835,7 @@ impl Engine {
 
     /// The engine's state that is not in the store: event time, counters, open buckets,
     /// count histograms and alert streaks. With the store's closed buckets (for the rings of
-    /// distinct metrics, see [`Engine::restore`]) it resumes exactly where it stopped.
+    /// distinct and frequency metrics, see [`Engine::restore`]) it resumes exactly where it stopped.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(SNAPSHOT_VERSION);
@@ -815,13 +885,20 @@ impl Engine {
                         w.u64(0);
                     }
                 }
+                w.u64(kw.items.len() as u64);
+                for (item, streak) in &kw.items {
+                    w.u64(item.len() as u64).raw(item);
+                    for &s in streak {
+                        w.u32(s);
+                    }
+                }
             }
         }
         w.bytes().to_vec()
     }
 
     /// An engine resumed from [`Engine::snapshot`] bytes; `closed` supplies the stored
-    /// buckets of each distinct metric from `closed_until − window` on, to rebuild the
+    /// buckets of each distinct or frequency metric from `closed_until − window` on, to rebuild the
     /// rings.
     pub fn restore(
         config: &Config,
@@ -833,8 +910,13 @@ impl Engine {
         let bad = EngineError::Snapshot;
         let off = r.offset();
         let v = r.u8("snapshot version").map_err(bad)?;
-        if v != SNAPSHOT_VERSION {
-            return Err(bad(Reader::invalid("snapshot version", off, "2", v as u64)));
+        if !(2..=SNAPSHOT_VERSION).contains(&v) {
+            return Err(bad(Reader::invalid(
+                "snapshot version",
+                off,
+                "2 or 3",
+                v as u64,
+            )));
         }
         let opt = |r: &mut Reader<'_>| -> Result<Option<u64>, DecodeError> {
             let off = r.offset();
@@ -965,9 +1047,37 @@ impl Engine {
                     }
                     _ => WindowState::Ring(VecDeque::new()),
                 };
-                m.windows.insert(Key::new(&k), KeyWindow { state, streak });
+                let mut items = BTreeMap::new();
+                if v >= 3 {
+                    let elem = 8 + 4 * rules as u64;
+                    let n = r.count("item streaks", elem, u64::MAX).map_err(bad)?;
+                    for _ in 0..n {
+                        let item = bytes_field(&mut r, "item").map_err(bad)?;
+                        let mut streak = Vec::with_capacity(rules);
+                        for _ in 0..rules {
+                            streak.push(r.u32("item streak").map_err(bad)?);
+                        }
+                        items.insert(item.into_boxed_slice(), streak);
+                    }
+                    if n > 0 && !matches!(m.cfg.kind, Kind::Frequency { .. }) {
+                        return Err(bad(Reader::invalid(
+                            "item streaks",
+                            r.offset(),
+                            "none for a metric that is not a frequency metric",
+                            n as u64,
+                        )));
+                    }
+                }
+                m.windows.insert(
+                    Key::new(&k),
+                    KeyWindow {
+                        state,
+                        streak,
+                        items,
+                    },
+                );
             }
-            if let (Kind::Distinct { .. }, Some(until)) = (m.cfg.kind, m.closed_until) {
+            if let (true, Some(until)) = (rings(m.cfg.kind), m.closed_until) {
                 let from = until.saturating_sub(m.cfg.window);
                 let shape = m.shape.clone();
                 let rules = m.cfg.alerts.len();
@@ -982,6 +1092,7 @@ impl Engine {
                             let w = windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
                                 state: WindowState::Ring(VecDeque::new()),
                                 streak: vec![0; rules],
+                                items: BTreeMap::new(),
                             });
                             if let WindowState::Ring(r) = &mut w.state {
                                 r.push_back((start, s));

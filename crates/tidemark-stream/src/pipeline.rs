@@ -376,7 +376,7 @@ pub fn run(
                 report.records_this_run += 1;
                 engine.observe(ex.time);
                 for m in 0..names.len() {
-                    engine.add(m, ex.time, &ex.keys[m], ex.items[m]);
+                    engine.add_item(m, ex.time, &ex.keys[m], ex.items[m], &ex.item_bytes[m]);
                 }
                 if engine.needs_commit() {
                     state.position = Position {

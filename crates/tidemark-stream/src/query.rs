@@ -2,7 +2,9 @@
 //!
 //! A window `[at − W, at)` is answered by merging the key's stored buckets that start inside
 //! it (`at` is rounded down to a bucket boundary): HyperLogLogs by register-wise maximum,
-//! counts by adding (exact at bucket granularity). The config is read from the store, so a
+//! counts by adding (exact at bucket granularity), item counts by adding counters and uniting
+//! the named heavy items (a frequency row's estimate is its most frequent item's count, and
+//! it lists the heavy items of the window with their brackets). The config is read from the store, so a
 //! query needs only the file.
 
 use core::fmt;
@@ -78,6 +80,11 @@ pub struct Row {
     pub estimate: Estimate,
     /// Buckets merged.
     pub buckets: u64,
+    /// A frequency metric's heavy items in the window (those reaching φ of the key's events),
+    /// largest first, with their counts; empty for other kinds.
+    pub items: Vec<(String, Estimate)>,
+    /// A frequency metric's events of the key in the window (exact); `None` for other kinds.
+    pub events: Option<u64>,
 }
 
 /// The answer to a window query.
@@ -179,10 +186,25 @@ pub fn window(
     }
     let mut rows: Vec<Row> = acc
         .into_iter()
-        .map(|(k, (s, n))| Row {
-            key: String::from_utf8_lossy(&k).into_owned(),
-            estimate: s.estimate(),
-            buckets: n,
+        .map(|(k, (s, n))| {
+            let (items, events) = match &s {
+                Summary::Frequency(f) => (
+                    f.counts()
+                        .heavy_hitters()
+                        .into_iter()
+                        .map(|(i, e)| (String::from_utf8_lossy(&i).into_owned(), e))
+                        .collect(),
+                    Some(f.counts().total()),
+                ),
+                _ => (Vec::new(), None),
+            };
+            Row {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                estimate: s.estimate(),
+                buckets: n,
+                items,
+                events,
+            }
         })
         .collect();
     if let (Some(k), true) = (key, rows.is_empty()) {
@@ -191,6 +213,8 @@ pub fn window(
             key: String::from_utf8_lossy(k).into_owned(),
             estimate: Estimate::exact(0.0),
             buckets: 0,
+            items: Vec::new(),
+            events: matches!(m.kind, crate::config::Kind::Frequency { .. }).then_some(0),
         });
     }
     rows.sort_by(|a, b| {

@@ -63,6 +63,11 @@ pub struct Extractor {
     pub keys: Vec<Vec<u8>>,
     /// The last record's item hash, per metric (0 for count metrics).
     pub items: Vec<u64>,
+    /// The last record's item bytes, per metric: kept only for frequency metrics (which name
+    /// their heavy items), empty for the others.
+    pub item_bytes: Vec<Vec<u8>>,
+    /// Per metric, whether its item bytes are kept.
+    named: Vec<bool>,
 }
 
 impl Extractor {
@@ -83,6 +88,12 @@ impl Extractor {
             time: 0,
             keys: vec![Vec::new(); n],
             items: vec![0; n],
+            item_bytes: vec![Vec::new(); n],
+            named: config
+                .metrics
+                .iter()
+                .map(|m| matches!(m.kind, crate::config::Kind::Frequency { .. }))
+                .collect(),
         }
     }
 
@@ -229,7 +240,14 @@ impl Extractor {
             let items = &cols.items[m];
             self.items[m] = match items.len() {
                 0 => 0,
-                1 => self.hasher.hash(field(items[0]).as_bytes()),
+                1 => {
+                    let bytes = field(items[0]).as_bytes();
+                    if self.named[m] {
+                        self.item_bytes[m].clear();
+                        self.item_bytes[m].extend_from_slice(bytes);
+                    }
+                    self.hasher.hash(bytes)
+                }
                 _ => {
                     self.item_buf.clear();
                     for (j, &c) in items.iter().enumerate() {
@@ -237,6 +255,10 @@ impl Extractor {
                             self.item_buf.push(0x1f);
                         }
                         self.item_buf.extend_from_slice(field(c).as_bytes());
+                    }
+                    if self.named[m] {
+                        self.item_bytes[m].clear();
+                        self.item_bytes[m].extend_from_slice(&self.item_buf);
                     }
                     self.hasher.hash(&self.item_buf)
                 }
@@ -286,6 +308,9 @@ impl Extractor {
             } else {
                 self.hasher.hash(&item)
             };
+            if self.named[m] {
+                self.item_bytes[m] = item;
+            }
         }
         Ok(())
     }

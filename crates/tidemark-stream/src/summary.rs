@@ -14,15 +14,22 @@
 //! - `distinct`: a HyperLogLog per bucket; merging is the register-wise maximum; the live
 //!   window is a ring of the key's last `window / bucket` closed bucket sketches, merged at
 //!   each close.
+//! - `frequency`: [`FrequencyBucket`], the key's item counts — exact while few, then a
+//!   Count-Min sketch with the items reaching φ of the key's events kept by name
+//!   ([`ItemCounts`]). Merging adds counters and unites the named items, so the window (the
+//!   same ring as `distinct`) still names every item reaching φ of it. Its single answer,
+//!   for alerts and top keys, is the count of the key's most frequent item.
 
 use tidemark::cardinality::Hll;
+use tidemark::frequency::ItemCounts;
 use tidemark::window::{BlockCounter, ExpHistogram, Span};
 use tidemark::{DecodeError, Estimate, MergeError};
 
 /// What a metric keeps per key and bucket.
 pub trait BucketSummary: Clone {
-    /// Adds one item (its 64-bit hash; a count ignores it).
-    fn add(&mut self, item: u64);
+    /// Adds one item: its 64-bit hash and its bytes (a count ignores both, a distinct
+    /// summary the bytes; a frequency summary keeps the bytes of its heavy items).
+    fn add(&mut self, item: u64, bytes: &[u8]);
     /// Merges another summary of the same bucket and shape into this one.
     fn merge(&mut self, other: &Self) -> Result<(), MergeError>;
     /// Encodes into the envelope.
@@ -114,7 +121,7 @@ impl CountBucket {
 
 impl BucketSummary for CountBucket {
     #[inline]
-    fn add(&mut self, _item: u64) {
+    fn add(&mut self, _item: u64, _bytes: &[u8]) {
         self.count += 1;
     }
 
@@ -203,7 +210,7 @@ impl DistinctBucket {
 
 impl BucketSummary for DistinctBucket {
     #[inline]
-    fn add(&mut self, item: u64) {
+    fn add(&mut self, item: u64, _bytes: &[u8]) {
         self.hll.insert_hash(item);
     }
 
@@ -224,6 +231,65 @@ impl BucketSummary for DistinctBucket {
 
     fn estimate(&self) -> Estimate {
         self.hll.estimate()
+    }
+}
+
+/// The item counts of one key in one bucket (see [`ItemCounts`]).
+#[derive(Clone, Debug)]
+pub struct FrequencyBucket {
+    counts: ItemCounts,
+}
+
+impl FrequencyBucket {
+    /// An empty bucket of the metric's ε, δ and φ (validated by the config).
+    pub fn new(epsilon: f64, delta: f64, phi: f64) -> FrequencyBucket {
+        FrequencyBucket {
+            counts: ItemCounts::new(epsilon, delta, phi).expect("the config validated ε, δ, φ"),
+        }
+    }
+
+    /// Decodes a stored bucket, refusing one of other parameters (it would not merge).
+    pub fn from_bytes(
+        bytes: &[u8],
+        epsilon: f64,
+        delta: f64,
+        phi: f64,
+    ) -> Result<FrequencyBucket, DecodeError> {
+        let counts = ItemCounts::from_bytes(bytes)?;
+        if (counts.epsilon(), counts.delta(), counts.phi()) != (epsilon, delta, phi) {
+            return Err(DecodeError::Invalid {
+                field: "item counts parameters",
+                offset: tidemark::codec::HEADER_LEN,
+                expected: "the metric's epsilon, delta and phi",
+                got: counts.epsilon().to_bits(),
+            });
+        }
+        Ok(FrequencyBucket { counts })
+    }
+
+    /// The counts.
+    pub fn counts(&self) -> &ItemCounts {
+        &self.counts
+    }
+}
+
+impl BucketSummary for FrequencyBucket {
+    #[inline]
+    fn add(&mut self, item: u64, bytes: &[u8]) {
+        self.counts.insert_hashed(item, bytes, 1);
+    }
+
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        self.counts.merge(&other.counts)
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.counts.to_bytes()
+    }
+
+    /// The count of the key's most frequent item.
+    fn estimate(&self) -> Estimate {
+        self.counts.heaviest_count()
     }
 }
 
@@ -290,14 +356,14 @@ mod tests {
     fn count_bucket_round_trips_and_merges_by_adding() {
         let mut a = CountBucket::new(120_000, 60_000);
         for i in 0..37 {
-            a.add(i);
+            a.add(i, b"");
         }
         let bytes = a.to_bytes();
         let back = CountBucket::from_bytes(&bytes, 120_000, 60_000).unwrap();
         assert_eq!(back, a);
         assert_eq!(back.estimate(), Estimate::exact(37.0));
         let mut b = CountBucket::new(120_000, 60_000);
-        b.add(0);
+        b.add(0, b"");
         a.merge(&b).unwrap();
         assert_eq!(a.count(), 38);
         // Another bucket, or another width, does not merge.

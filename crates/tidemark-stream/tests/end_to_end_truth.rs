@@ -47,11 +47,18 @@ fn run(config: &str, log: &FlowLog, tag: &str) -> (MemStore, RunReport, Vec<Aler
     (store, report, alerts)
 }
 
+/// (key, bucket start ms) → flows per source.
+type FlowsBy = BTreeMap<(String, u64), HashMap<String, u64>>;
+
 /// The exact model: which flows are accepted (their bucket still open when they arrive),
 /// which are too late, which are late but within the lateness.
 struct Truth {
     /// (src, bucket start ms) → distinct (dst, port).
     buckets: BTreeMap<(String, u64), HashSet<(String, u16)>>,
+    /// (dst, bucket start ms) → flows per src: the hammer metric's truth.
+    flows_to: FlowsBy,
+    /// (dst port, bucket start ms) → flows per src: the ports metric's truth.
+    flows_on: FlowsBy,
     too_late: Vec<Flow>,
     late_within: u64,
 }
@@ -61,6 +68,8 @@ fn truth(log: &FlowLog, merge_too_late: bool) -> Truth {
     let mut newest_bucket: Option<u64> = None;
     let mut t = Truth {
         buckets: BTreeMap::new(),
+        flows_to: BTreeMap::new(),
+        flows_on: BTreeMap::new(),
         too_late: Vec::new(),
         late_within: 0,
     };
@@ -91,6 +100,16 @@ fn truth(log: &FlowLog, merge_too_late: bool) -> Truth {
             .entry((f.src.clone(), start))
             .or_default()
             .insert((f.dst.clone(), f.port));
+        *t.flows_to
+            .entry((f.dst.clone(), start))
+            .or_default()
+            .entry(f.src.clone())
+            .or_default() += 1;
+        *t.flows_on
+            .entry((f.port.to_string(), start))
+            .or_default()
+            .entry(f.src.clone())
+            .or_default() += 1;
     }
     t
 }
@@ -218,4 +237,154 @@ fn too_late_events_merge_into_their_stored_bucket_under_merge() {
         .unwrap();
         assert_eq!(a.rows[0].estimate.value, items.len() as f64, "{f:?}");
     }
+}
+
+/// Flows per (destination, source) and per (port, source) in 5 minutes: item counts at
+/// ε = δ = 0.1 (exact up to 10 sources a key and bucket: each host sees few sources and stays
+/// exact, ports see many and are sketched), φ = 0.2. The hammer metric alerts when the lower
+/// end of a host's source count passes 500 flows.
+const HAMMER: &str = r#"
+[input]
+format = "csv"
+time_field = "ts"
+time_format = "epoch_s"
+[[metric]]
+name = "hammer"
+kind = "frequency"
+key = ["dst_ip"]
+item = ["src_ip"]
+bucket = "1m"
+window = "5m"
+epsilon = 0.1
+delta = 0.1
+phi = 0.2
+allowed_lateness = "30s"
+late = "drop"
+[[metric.alert]]
+above = 500
+on = "low"
+[[metric]]
+name = "ports"
+kind = "frequency"
+key = ["dst_port"]
+item = ["src_ip"]
+bucket = "1m"
+window = "5m"
+epsilon = 0.1
+delta = 0.1
+phi = 0.2
+allowed_lateness = "30s"
+late = "drop"
+"#;
+
+/// Windows of 5 buckets at every boundary, every key of a frequency metric: every source
+/// with at least φ = 0.2 of the key's flows is named (recall 1, deterministic), each named
+/// count's upper end never under-counts, the key's total is exact and its estimate bounds
+/// its heaviest source. Returns (named counts checked, inside their bracket, sketched).
+fn check_frequency_windows(store: &MemStore, metric: &str, model: &FlowsBy) -> (u64, u64, u64) {
+    let first = model.keys().map(|(_, s)| *s).min().unwrap();
+    let last = model.keys().map(|(_, s)| *s).max().unwrap();
+    let (mut checks, mut inside, mut sketched) = (0u64, 0u64, 0u64);
+    let mut end = first + BUCKET;
+    while end <= last + BUCKET {
+        let mut exact: HashMap<&str, HashMap<&str, u64>> = HashMap::new();
+        for ((key, start), srcs) in model {
+            if *start >= end.saturating_sub(WINDOW) && *start < end {
+                let e = exact.entry(key.as_str()).or_default();
+                for (src, n) in srcs {
+                    *e.entry(src.as_str()).or_default() += n;
+                }
+            }
+        }
+        let a = query::window(store, metric, WINDOW, Some(end), None, None).unwrap();
+        assert_eq!(
+            a.rows.len(),
+            exact.len(),
+            "{metric}: keys in the window ending {end}"
+        );
+        for row in &a.rows {
+            let truth = &exact[row.key.as_str()];
+            let total: u64 = truth.values().sum();
+            assert_eq!(row.events, Some(total), "{metric} {} at {end}", row.key);
+            let named: HashMap<&str, _> = row.items.iter().map(|(i, e)| (i.as_str(), *e)).collect();
+            for (src, &n) in truth {
+                if n as f64 >= 0.2 * total as f64 {
+                    assert!(
+                        named.contains_key(src),
+                        "{metric}: {src} of {} missed at {end}",
+                        row.key
+                    );
+                }
+            }
+            for (src, e) in &row.items {
+                let n = truth.get(src.as_str()).copied().unwrap_or(0) as f64;
+                assert!(
+                    e.high >= n,
+                    "{metric}: {src} of {}: {e} under-counts {n}",
+                    row.key
+                );
+                checks += 1;
+                inside += u64::from(e.contains(n));
+                sketched += u64::from(e.low < e.high);
+            }
+            let max = truth.values().copied().max().unwrap_or(0) as f64;
+            assert!(
+                row.estimate.high >= max,
+                "{metric} {}: {} < {max}",
+                row.key,
+                row.estimate
+            );
+        }
+        end += BUCKET;
+    }
+    eprintln!("{metric} windows: {inside} of {checks} named counts inside, {sketched} sketched");
+    (checks, inside, sketched)
+}
+
+#[test]
+fn frequency_windows_name_every_heavy_source_and_scanners_alert() {
+    let log = FlowLog::generate(&spec());
+    let model = truth(&log, false);
+    let (store, report, alerts) = run(HAMMER, &log, "hammer");
+    // Two metrics see every event: each counts the too-late ones.
+    assert_eq!(report.dropped, 2 * model.too_late.len() as u64);
+    assert_eq!(report.late, 2 * model.late_within);
+
+    // Alerts: each scanner probes 1,024 ports on each of its 3 hosts in two minutes; no other
+    // source sends a host 500 flows in 5 minutes (the health checker sends each target 300).
+    // Alerts are per host and source: scanners overlapping on a host each raise their own.
+    let mut alerted: HashSet<(String, String)> = HashSet::new();
+    for a in &alerts {
+        assert_eq!(a.metric, "hammer");
+        let item = String::from_utf8(a.alert.item.clone().unwrap().into_vec()).unwrap();
+        assert!(a.alert.estimate.low > 500.0);
+        assert!(
+            alerted.insert((a.key.clone(), item)),
+            "one alert an episode"
+        );
+    }
+    let mut expected = HashSet::new();
+    for f in &log.flows {
+        if f.src.starts_with("10.9.") {
+            expected.insert((f.dst.clone(), f.src.clone()));
+        }
+    }
+    assert_eq!(
+        alerted, expected,
+        "exactly the scanners on their hosts alert"
+    );
+
+    let (checks, inside, _) = check_frequency_windows(&store, "hammer", &model.flows_to);
+    assert_eq!(inside, checks, "hosts see few sources: exact");
+    // Ports are sketched: brackets hold at the sketch's confidence 1 − e^−3 ≈ 95%, with
+    // three binomial standard deviations of slack for the number of checks.
+    let (checks, inside, sketched) = check_frequency_windows(&store, "ports", &model.flows_on);
+    assert!(sketched > 10, "some port windows are sketched: {sketched}");
+    let p = 1.0 - (-3.0f64).exp();
+    let n = checks as f64;
+    let floor = n * p - 3.0 * (n * p * (1.0 - p)).sqrt();
+    assert!(
+        inside as f64 >= floor,
+        "{inside} of {checks} named counts inside their bracket (floor {floor:.0})"
+    );
 }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
+use tidemark::{Estimate, ItemHasher};
 use tidemark_stream::config::Config;
+use tidemark_stream::engine::Summary;
 use tidemark_stream::engine::{Engine, Outputs};
 use tidemark_stream::pipeline::{self, RunOptions, RunState};
 use tidemark_stream::store::{MemStore, Store};
@@ -232,7 +234,32 @@ late = "drop"
 [[metric.alert]]
 above = 12
 on = "high"
+[[metric]]
+name = "f"
+kind = "frequency"
+key = ["k"]
+item = ["i"]
+bucket = "10s"
+window = "30s"
+epsilon = 0.1
+delta = 0.1
+phi = 0.15
+allowed_lateness = "5s"
+late = "merge"
+[[metric.alert]]
+above = 6
+on = "high"
 "#;
+
+/// Metric `f`'s item for an event: key 0 spreads over many items (its buckets pass the exact
+/// table's 10 items and become sketches), the other keys repeat their own.
+fn frequency_item(k: u8, item: u64) -> Vec<u8> {
+    if k == 0 {
+        format!("wide{item}").into_bytes()
+    } else {
+        format!("item{}", item % 4).into_bytes()
+    }
+}
 
 /// Drives the engine like the runner does, applying outputs to a store model; at the chosen
 /// points, snapshots and restores (the store keeps the closed buckets).
@@ -241,13 +268,13 @@ fn drive(events: &[(u64, u8, u64)], cuts: &[usize]) -> (MemStore, Vec<String>, V
     let mut e = Engine::new(&config).unwrap();
     let mut store = MemStore::default();
     let mut alerts = Vec::new();
-    let names = ["d", "c"];
+    let names = ["d", "c", "f"];
     let apply = |e: &mut Engine, store: &mut MemStore, alerts: &mut Vec<String>| {
         let out = e.take_outputs();
         for a in &out.alerts {
             alerts.push(format!(
-                "{}:{:?}:{}:{}",
-                a.metric, a.key, a.bucket, a.estimate.value
+                "{}:{:?}:{}:{}:{:?}",
+                a.metric, a.key, a.bucket, a.estimate.value, a.item
             ));
         }
         for b in &out.closed {
@@ -301,6 +328,8 @@ fn drive(events: &[(u64, u8, u64)], cuts: &[usize]) -> (MemStore, Vec<String>, V
         let key = [b'k', k];
         e.add(0, t, &key, item);
         e.add(1, t, &key, 0);
+        let named = frequency_item(k, item);
+        e.add_item(2, t, &key, ItemHasher::default().hash(&named), &named);
         if e.needs_commit() {
             apply(&mut e, &mut store, &mut alerts);
         }
@@ -341,6 +370,12 @@ fn snapshot_and_restore_resume_exactly() {
         let ev = events(seed, 3_000);
         let (store, alerts, snap) = drive(&ev, &[]);
         assert!(!alerts.is_empty(), "seed {seed}: the stream raises alerts");
+        for m in 0..3 {
+            assert!(
+                alerts.iter().any(|a| a.starts_with(&format!("{m}:"))),
+                "seed {seed}: metric {m} raises alerts"
+            );
+        }
         let cuts: Vec<usize> = (0..8).map(|i| 1 + i * 371 + seed as usize * 13).collect();
         let (store2, alerts2, snap2) = drive(&ev, &cuts);
         assert_eq!(store2, store, "seed {seed}: stores differ");
@@ -379,6 +414,66 @@ fn distinct_windows_of_small_keys_are_exact() {
     assert!(checked > 50);
 }
 
+#[test]
+fn frequency_buckets_hold_their_items_under_merge() {
+    // With `merge`, every event ends in its own bucket, late or not: the stored item counts
+    // of each (key, bucket) against an exact model. Exact tables are exact; sketches never
+    // under-count and name every item reaching φ = 0.1 of the bucket.
+    let ev = events(5, 4_000);
+    let (store, alerts, _) = drive(&ev, &[]);
+    let config = Config::from_toml(DISTINCT).unwrap();
+    let e = Engine::new(&config).unwrap();
+    let mut exact: HashMap<(Vec<u8>, u64), HashMap<Vec<u8>, u64>> = HashMap::new();
+    for &(t, k, item) in &ev {
+        *exact
+            .entry((vec![b'k', k], t / 10_000 * 10_000))
+            .or_default()
+            .entry(frequency_item(k, item))
+            .or_default() += 1;
+    }
+    let (mut exact_buckets, mut sketched) = (0, 0);
+    let mut stored = 0;
+    for ((name, start, key), bytes) in &store.buckets {
+        if name != "f" {
+            continue;
+        }
+        stored += 1;
+        let truth = &exact[&(key.clone(), *start)];
+        let total: u64 = truth.values().sum();
+        let Summary::Frequency(f) = e.shape(2).decode(bytes, *start).unwrap() else {
+            panic!("a frequency bucket");
+        };
+        assert_eq!(f.counts().total(), total);
+        let heavy: HashMap<Vec<u8>, Estimate> = f.counts().heavy_hitters().into_iter().collect();
+        for (item, &n) in truth {
+            let p = f.counts().point(item);
+            assert!(p.high >= n as f64);
+            if f.counts().is_exact() {
+                assert_eq!(p, Estimate::exact(n as f64));
+            }
+            if n as f64 >= 0.15 * total as f64 {
+                assert!(heavy.contains_key(item), "{item:?} of {key:?} at {start}");
+            }
+        }
+        if f.counts().is_exact() {
+            exact_buckets += 1;
+        } else {
+            sketched += 1;
+        }
+    }
+    assert_eq!(stored, exact.len(), "one stored bucket per key and bucket");
+    assert!(
+        exact_buckets > 50 && sketched > 20,
+        "{exact_buckets} exact, {sketched} sketched"
+    );
+    // Alerts of `f` name their item: above 6 in 30 s only repeated items of keys 1..5 can be.
+    let f_alerts: Vec<&String> = alerts.iter().filter(|a| a.starts_with("2:")).collect();
+    assert!(!f_alerts.is_empty());
+    for a in f_alerts {
+        assert!(a.contains("Some("), "{a}");
+    }
+}
+
 proptest! {
     #[test]
     fn state_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
@@ -396,6 +491,8 @@ proptest! {
             e.observe(t);
             e.add(0, t, &[b'k', k], item);
             e.add(1, t, &[b'k', k], 0);
+            let named = frequency_item(k, item);
+            e.add_item(2, t, &[b'k', k], ItemHasher::default().hash(&named), &named);
         }
         let mut snap = e.snapshot();
         let n = snap.len();

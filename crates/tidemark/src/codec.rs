@@ -83,6 +83,8 @@ pub enum Family {
     SlidingHll = 18,
     /// Count-Min sketch.
     CountMin = 32,
+    /// Exact item counts promoted to Count-Min with heavy-hitter candidates.
+    ItemCounts = 33,
     /// Quotient filter.
     QuotientFilter = 48,
     /// Stack of quotient filters.
@@ -93,13 +95,14 @@ pub enum Family {
 
 impl Family {
     /// Every family, for lookups by byte.
-    pub const ALL: [Family; 9] = [
+    pub const ALL: [Family; 10] = [
         Family::ExpHistogram,
         Family::BlockCounter,
         Family::Hll,
         Family::RingWindow,
         Family::SlidingHll,
         Family::CountMin,
+        Family::ItemCounts,
         Family::QuotientFilter,
         Family::StackedFilter,
         Family::LengtheningFilter,
@@ -119,6 +122,7 @@ impl Family {
             Family::RingWindow => "ring window",
             Family::SlidingHll => "sliding HyperLogLog",
             Family::CountMin => "Count-Min",
+            Family::ItemCounts => "item counts",
             Family::QuotientFilter => "quotient filter",
             Family::StackedFilter => "stacked filter",
             Family::LengtheningFilter => "lengthening filter",

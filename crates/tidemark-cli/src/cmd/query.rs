@@ -1,4 +1,5 @@
-//! `tidemark query`: window estimates with error bars from a store's sketches.
+//! `tidemark query`: window estimates with error bars from a store's sketches. A frequency
+//! metric answers with each key's heavy items (those reaching φ of its events in the window).
 
 use std::path::PathBuf;
 
@@ -21,7 +22,8 @@ pub struct Args {
     /// One key (fields joined by `,` for a key of several fields).
     #[arg(long, conflicts_with = "top")]
     pub key: Option<String>,
-    /// The N keys with the largest window estimates (default: every key, largest first).
+    /// The N keys with the largest window estimates (default: every key, largest first); for
+    /// a frequency metric, the keys whose most frequent item is the most frequent.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
     /// Window length (`5m`, `1h`), a multiple of the metric's bucket width.
@@ -110,6 +112,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     })?;
     let mut out = Output::new(args.json);
     for row in &answer.rows {
+        if let Some(events) = row.events {
+            // A frequency metric: one line per heavy item of the key's window; a key with no
+            // item reaching φ of its events gets one line, item "", bounding its heaviest.
+            let none = [(String::new(), row.estimate)];
+            let items = if row.items.is_empty() {
+                &none[..]
+            } else {
+                &row.items[..]
+            };
+            for (item, e) in items {
+                out.emit(
+                    &Record::new()
+                        .field("metric", args.metric.as_str())
+                        .field("key", row.key.as_str())
+                        .field("item", item.as_str())
+                        .field("from", rfc3339(answer.from))
+                        .field("to", rfc3339(answer.to))
+                        .estimate(e)
+                        .field("confidence", e.confidence())
+                        .field("method", e.method.to_string())
+                        .field("events", events)
+                        .field("buckets", row.buckets),
+                )?;
+            }
+            continue;
+        }
         out.emit(
             &Record::new()
                 .field("metric", args.metric.as_str())

@@ -42,7 +42,7 @@ pub struct Args {
 /// An alert as one JSON object.
 pub fn alert_json(a: &AlertOut) -> serde_json::Value {
     let e = &a.alert.estimate;
-    json!({
+    let mut v = json!({
         "metric": a.metric,
         "key": a.key,
         "bucket": crate::cmd::query::rfc3339(a.alert.bucket),
@@ -54,7 +54,12 @@ pub fn alert_json(a: &AlertOut) -> serde_json::Value {
         "confidence": e.confidence(),
         "threshold": a.alert.threshold,
         "limit": a.alert.limit,
-    })
+    });
+    // A frequency metric's alert counts one item: name it.
+    if let Some(item) = &a.alert.item {
+        v["item"] = String::from_utf8_lossy(item).into_owned().into();
+    }
+    v
 }
 
 /// Maps a pipeline error to the CLI's kinds: input and config errors exit 2.

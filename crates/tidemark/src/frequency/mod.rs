@@ -94,12 +94,14 @@ mod count_min;
 mod dyadic;
 mod encoding;
 mod heavy;
+mod item_counts;
 mod table;
 
 pub use count_min::CountMin;
 pub use dyadic::{DyadicCountMin, MAX_BITS};
 pub use encoding::{decode, Decoded};
 pub use heavy::{HeavyHitters, TopK};
+pub use item_counts::{ItemCounts, MAX_ITEM_LEN};
 pub use table::{MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
 
 use core::fmt;

@@ -1,0 +1,772 @@
+//! [`ItemCounts`]: how often each item occurs in one stream, exact while few items are seen,
+//! then a Count-Min sketch with its heavy-hitter candidates.
+//!
+//! # Why two representations
+//!
+//! A keyed pipeline keeps one of these per key and per bucket of time, and most keys see a
+//! handful of items. A `d × w` sketch (10.9 KB at ε = δ = 0.01) per key would be mostly empty
+//! counters, so the summary starts as an exact table of `(item, count)` and promotes to the
+//! sketch when it holds more than `w·d/8` distinct items (at ~64 bytes an entry, the point
+//! where the table would outgrow the sketch). Exact answers are exact; sketch answers carry
+//! Count-Min's bracket.
+//!
+//! # Heavy hitters and why the candidates survive merging
+//!
+//! In sketch mode the summary keeps, with the item bytes, every item whose estimate reached
+//! `φ·N` (`N` the total count) when it was last updated, and drops candidates that fall below
+//! it when the set doubles (as [`super::HeavyHitters`] does). Since Count-Min never
+//! under-counts, an item with `a_i ≥ φN` at the end had estimate `≥ a_i ≥ φN(t)` at its last
+//! update `t` and at every later sweep: it is always a candidate (recall 1, deterministic).
+//! At promotion, the exact table hands over the items with `a_i ≥ φN` the same way.
+//!
+//! A window is a merge of bucket summaries: counters add, candidate sets unite. An item with
+//! `a_i ≥ φ·ΣN_b` over the window has `a_{i,b} ≥ φ·N_b` in at least one bucket `b` (else
+//! summing `a_{i,b} < φN_b` gives `a_i < φΣN_b`), so it is a candidate of that bucket and of
+//! the union: recall 1 holds for any window. Items reported below `(φ − ε)N` need their
+//! estimate to err by more than `εN`: probability at most δ each.
+//!
+//! # The heaviest item
+//!
+//! [`ItemCounts::heaviest`] answers "how often did this stream's most frequent item occur":
+//! the largest candidate estimate `v` with bracket `[max(0, v − εN), max(v, φN)]`. The upper
+//! end always holds: a candidate's truth is at most its estimate, and a non-candidate's is
+//! below `φN`. The lower end holds with probability `1 − δ`. Exact mode answers exactly.
+//!
+//! ```
+//! use tidemark::frequency::ItemCounts;
+//!
+//! let mut a = ItemCounts::new(0.01, 0.01, 0.05).unwrap();
+//! for i in 0..5_000u32 {
+//!     let port = if i % 5 == 0 { "22".to_string() } else { format!("{}", 1024 + i) };
+//!     a.insert(port.as_bytes());
+//! }
+//! assert!(!a.is_exact()); // 4,000 distinct ports: promoted to the sketch
+//! let heavy = a.heavy_hitters();
+//! assert_eq!(heavy[0].0, b"22");
+//! assert!(heavy[0].1.low <= 1_000.0 && 1_000.0 <= heavy[0].1.high);
+//!
+//! // Another bucket of the same shape merges into a window.
+//! let mut b = ItemCounts::new(0.01, 0.01, 0.05).unwrap();
+//! for _ in 0..10 {
+//!     b.insert(b"22");
+//! }
+//! a.merge(&b).unwrap();
+//! assert_eq!(a.total(), 5_010);
+//! assert!(a.point(b"22").contains(1_010.0));
+//! ```
+
+use std::collections::HashMap;
+
+use super::count_min::{delta_of, dimensions, epsilon_of};
+use super::{CountMin, Model};
+use crate::codec::{self, Family, Reader, Writer};
+use crate::error::{DecodeError, MergeError, ParamError};
+use crate::estimate::{Estimate, Method};
+use crate::hash::ItemHasher;
+
+/// Flags bit 0: the summary is a sketch (else the exact table).
+const FLAG_SKETCH: u8 = 1;
+
+/// The longest item kept, bytes (longer items are counted but named by their first bytes).
+pub const MAX_ITEM_LEN: usize = 1 << 16;
+
+/// Exact item counts promoted to a Count-Min sketch with heavy-hitter candidates. See the
+/// [module docs](self).
+#[derive(Clone, Debug)]
+pub struct ItemCounts {
+    epsilon: f64,
+    delta: f64,
+    phi: f64,
+    width: usize,
+    depth: usize,
+    total: u64,
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// Item hash → (item, count).
+    Exact(HashMap<u64, (Box<[u8]>, u64)>),
+    Sketch {
+        cm: CountMin,
+        /// Item hash → item.
+        candidates: HashMap<u64, Box<[u8]>>,
+        /// Sweep when the candidates reach this many.
+        sweep_at: usize,
+    },
+}
+
+fn sweep_floor(phi: f64) -> usize {
+    (4.0 / phi).ceil().min(1e6) as usize
+}
+
+fn clip(item: &[u8]) -> Box<[u8]> {
+    item[..item.len().min(MAX_ITEM_LEN)].into()
+}
+
+impl ItemCounts {
+    /// An empty summary: exact until it holds more than `w·d/8` items, then a cash-register
+    /// Count-Min of `(ε, δ)` (`w = ⌈e/ε⌉`, `d = ⌈ln 1/δ⌉`) keeping the items that reach `φ`
+    /// of the total. `φ` must exceed ε (below it, the reported items are noise).
+    pub fn new(epsilon: f64, delta: f64, phi: f64) -> Result<ItemCounts, ParamError> {
+        let (width, depth) = dimensions(epsilon, delta)?;
+        if !(phi > epsilon && phi <= 1.0) {
+            return Err(ParamError::new("phi", "in (ε, 1]", phi));
+        }
+        Ok(ItemCounts {
+            epsilon,
+            delta,
+            phi,
+            width,
+            depth,
+            total: 0,
+            repr: Repr::Exact(HashMap::new()),
+        })
+    }
+
+    /// The most distinct items held exactly.
+    pub fn exact_limit(&self) -> usize {
+        (self.width * self.depth / 8).max(8)
+    }
+
+    /// The ε asked for.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The δ asked for.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// The heavy-hitter fraction φ.
+    pub fn phi(&self) -> f64 {
+        self.phi
+    }
+
+    /// The total count `N` (exact in both representations).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether the counts are still exact.
+    pub fn is_exact(&self) -> bool {
+        matches!(self.repr, Repr::Exact(_))
+    }
+
+    /// Adds one occurrence of `item`.
+    pub fn insert(&mut self, item: &[u8]) {
+        self.insert_hashed(ItemHasher::default().hash(item), item, 1);
+    }
+
+    /// Adds `count` occurrences of `item`, whose hash `h` is `ItemHasher::default().hash(item)`
+    /// (callers that already hashed it save the second hash). Counts saturate at 2^62 in
+    /// total, far beyond any real stream.
+    #[inline]
+    pub fn insert_hashed(&mut self, h: u64, item: &[u8], count: u64) {
+        let count = count.min((1u64 << 62) - self.total.min(1 << 62));
+        if count == 0 {
+            return;
+        }
+        self.total += count;
+        match &mut self.repr {
+            Repr::Exact(items) => {
+                if let Some((_, c)) = items.get_mut(&h) {
+                    *c += count;
+                    return;
+                }
+                items.insert(h, (clip(item), count));
+                if items.len() > self.exact_limit() {
+                    self.promote();
+                }
+            }
+            Repr::Sketch {
+                cm,
+                candidates,
+                sweep_at,
+            } => {
+                cm.update_hash(h, count as i64)
+                    .expect("a cash-register update below 2^62 in total");
+                let threshold = self.phi * self.total as f64;
+                if !candidates.contains_key(&h) && cm.point_hash(h).value >= threshold {
+                    candidates.insert(h, clip(item));
+                    if candidates.len() >= *sweep_at {
+                        candidates.retain(|&h, _| cm.point_hash(h).value >= threshold);
+                        *sweep_at = (2 * candidates.len()).max(sweep_floor(self.phi));
+                    }
+                }
+            }
+        }
+    }
+
+    fn empty_sketch(&self) -> CountMin {
+        CountMin::with_dimensions(self.width, self.depth, Model::CashRegister)
+            .expect("dimensions checked at construction")
+    }
+
+    /// Moves the exact table into a sketch; the items reaching `φN` become the candidates.
+    fn promote(&mut self) {
+        let Repr::Exact(items) = &mut self.repr else {
+            return;
+        };
+        let items = std::mem::take(items);
+        let mut cm = self.empty_sketch();
+        let threshold = self.phi * self.total as f64;
+        let mut candidates = HashMap::new();
+        for (h, (item, c)) in items {
+            cm.update_hash(h, c as i64)
+                .expect("a cash-register update below 2^62 in total");
+            if c as f64 >= threshold {
+                candidates.insert(h, item);
+            }
+        }
+        self.repr = Repr::Sketch {
+            cm,
+            candidates,
+            sweep_at: sweep_floor(self.phi),
+        };
+    }
+
+    /// The count of `item`.
+    pub fn point(&self, item: &[u8]) -> Estimate {
+        self.point_hashed(ItemHasher::default().hash(item))
+    }
+
+    /// The count of the item whose hash is `h`: exact, or Count-Min's
+    /// `[max(0, v − εN), v]` with confidence `1 − δ`.
+    pub fn point_hashed(&self, h: u64) -> Estimate {
+        match &self.repr {
+            Repr::Exact(items) => Estimate::exact(items.get(&h).map_or(0, |(_, c)| *c) as f64),
+            Repr::Sketch { cm, .. } => cm.point_hash(h),
+        }
+    }
+
+    /// The items whose count reaches `φN`, largest first (ties by item), with their counts.
+    /// Every item with `a_i ≥ φN` is here; in sketch mode an item below `(φ − ε)N` is here
+    /// with probability at most δ.
+    pub fn heavy_hitters(&self) -> Vec<(Vec<u8>, Estimate)> {
+        let threshold = self.phi * self.total as f64;
+        let mut out: Vec<(Vec<u8>, Estimate)> = match &self.repr {
+            Repr::Exact(items) => items
+                .values()
+                .filter(|(_, c)| *c > 0 && *c as f64 >= threshold)
+                .map(|(i, c)| (i.to_vec(), Estimate::exact(*c as f64)))
+                .collect(),
+            Repr::Sketch { cm, candidates, .. } => candidates
+                .iter()
+                .map(|(&h, i)| (i.to_vec(), cm.point_hash(h)))
+                .filter(|(_, e)| e.value >= threshold && e.value > 0.0)
+                .collect(),
+        };
+        out.sort_by(|a, b| b.1.value.total_cmp(&a.1.value).then_with(|| a.0.cmp(&b.0)));
+        out
+    }
+
+    /// The most frequent item and its count (see the [module docs](self) for the bracket):
+    /// exact while the counts are; `None` for an empty stream or, in sketch mode, when no
+    /// item reaches `φN` (then [`ItemCounts::heaviest_count`] still bounds the count).
+    pub fn heaviest(&self) -> Option<(Vec<u8>, Estimate)> {
+        if let Repr::Exact(items) = &self.repr {
+            return items
+                .values()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+                .map(|(i, c)| (i.to_vec(), Estimate::exact(*c as f64)));
+        }
+        let (item, e) = self.heavy_hitters().into_iter().next()?;
+        Some((item, self.widen_to_unseen(e)))
+    }
+
+    /// The count of the most frequent item, whichever it is: exact, or
+    /// `[max(0, v − εN), max(v, φN)]` with `v` the largest candidate estimate (0 if none).
+    pub fn heaviest_count(&self) -> Estimate {
+        match self.heaviest() {
+            Some((_, e)) => e,
+            None if self.is_exact() => Estimate::exact(0.0),
+            None => self.widen_to_unseen(Estimate::exact(0.0)),
+        }
+    }
+
+    /// A candidate's estimate as an answer for the heaviest item: its upper end covers the
+    /// items that are not candidates (each below `φN`).
+    fn widen_to_unseen(&self, e: Estimate) -> Estimate {
+        if self.is_exact() {
+            return e;
+        }
+        let n = self.total as f64;
+        let v = e.value;
+        Estimate::probabilistic(
+            v,
+            (v - self.effective_epsilon() * n).max(0.0).min(v),
+            v.max(self.phi * n),
+            1.0 - delta_of(self.depth),
+            Method::CountMinMin,
+        )
+    }
+
+    /// The ε the sketch's width guarantees.
+    pub fn effective_epsilon(&self) -> f64 {
+        epsilon_of(self.width)
+    }
+
+    /// Adds `other`'s stream: exact tables add (promoting past the limit), sketches add their
+    /// counters, candidate sets unite. Both must have the same ε, δ and φ.
+    pub fn merge(&mut self, other: &ItemCounts) -> Result<(), MergeError> {
+        MergeError::check(
+            ItemHasher::default(),
+            ItemHasher::default(),
+            &[
+                ("width", self.width as u64, other.width as u64),
+                ("depth", self.depth as u64, other.depth as u64),
+                ("phi", self.phi.to_bits(), other.phi.to_bits()),
+            ],
+        )?;
+        match &other.repr {
+            Repr::Exact(items) => {
+                for (&h, (item, c)) in items {
+                    self.insert_hashed(h, item, *c);
+                }
+            }
+            Repr::Sketch {
+                cm: theirs,
+                candidates: their_candidates,
+                ..
+            } => {
+                self.promote();
+                let total = self.total.saturating_add(other.total).min(1 << 62);
+                let Repr::Sketch { cm, candidates, .. } = &mut self.repr else {
+                    unreachable!("promoted above");
+                };
+                cm.merge(theirs).map_err(|e| match e {
+                    super::FrequencyError::Incompatible(m) => m,
+                    _ => MergeError::Incompatible {
+                        field: "total",
+                        ours: self.total,
+                        theirs: other.total,
+                    },
+                })?;
+                self.total = total;
+                let threshold = self.phi * total as f64;
+                for (&h, item) in their_candidates {
+                    candidates.entry(h).or_insert_with(|| item.clone());
+                }
+                candidates.retain(|&h, _| cm.point_hash(h).value >= threshold);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes held: the table's entries (at 32 bytes plus the item) or the sketch's counters
+    /// plus the candidates.
+    pub fn bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Exact(items) => items.values().map(|(i, _)| 32 + i.len()).sum(),
+            Repr::Sketch { candidates, .. } => {
+                self.width * self.depth * 8
+                    + candidates.values().map(|i| 24 + i.len()).sum::<usize>()
+            }
+        }
+    }
+
+    /// Encodes into the envelope (family 33). Items are written sorted, and in sketch mode
+    /// only the candidates still reaching `φN`, so equal summaries have equal bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        params.f64(self.epsilon).f64(self.delta).f64(self.phi);
+        let mut p = Writer::new();
+        p.u64(self.total);
+        let flags = match &self.repr {
+            Repr::Exact(items) => {
+                let mut v: Vec<&(Box<[u8]>, u64)> = items.values().collect();
+                v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                p.u64(v.len() as u64);
+                for (item, c) in v {
+                    p.u64(*c).u32(item.len() as u32).raw(item);
+                }
+                0
+            }
+            Repr::Sketch { cm, candidates, .. } => {
+                let sketch = cm.to_bytes();
+                p.u64(sketch.len() as u64).raw(&sketch);
+                let threshold = self.phi * self.total as f64;
+                let mut v: Vec<&Box<[u8]>> = candidates
+                    .iter()
+                    .filter(|(&h, _)| cm.point_hash(h).value >= threshold)
+                    .map(|(_, i)| i)
+                    .collect();
+                v.sort_unstable();
+                p.u64(v.len() as u64);
+                for item in v {
+                    p.u32(item.len() as u32).raw(item);
+                }
+                FLAG_SKETCH
+            }
+        };
+        codec::encode(
+            Family::ItemCounts,
+            flags,
+            ItemHasher::default(),
+            params.bytes(),
+            p.bytes(),
+        )
+    }
+
+    /// Decodes a summary, checking every field before trusting it: parameters, the hash
+    /// (tidemark's native hash only), each count positive and the counts summing to the total,
+    /// items distinct and at most [`MAX_ITEM_LEN`] bytes, the table within its limit; in sketch
+    /// mode the nested sketch's shape, model and total, and each candidate reaching `φN`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ItemCounts, DecodeError> {
+        let env = codec::decode_family(bytes, Family::ItemCounts)?;
+        if env.hasher != ItemHasher::default() {
+            return Err(Reader::invalid(
+                "hash",
+                7,
+                "tidemark's native hash (xxh3, default seed)",
+                env.hasher.seed(),
+            ));
+        }
+        if env.flags & !FLAG_SKETCH != 0 {
+            return Err(Reader::invalid("flags", 6, "0 or 1", env.flags as u64));
+        }
+        let mut r = env.params();
+        let off = r.offset();
+        let (epsilon, delta, phi) = (r.f64("epsilon")?, r.f64("delta")?, r.f64("phi")?);
+        r.finish()?;
+        let mut s = ItemCounts::new(epsilon, delta, phi).map_err(|_| {
+            Reader::invalid(
+                "parameters",
+                off,
+                "ε and δ in (0, 1) within the table limits, φ in (ε, 1]",
+                epsilon.to_bits(),
+            )
+        })?;
+        let hasher = ItemHasher::default();
+        let mut r = env.payload();
+        let off = r.offset();
+        let total = r.u64("total")?;
+        if total > 1 << 62 {
+            return Err(Reader::invalid("total", off, "at most 2^62", total));
+        }
+        let item = |r: &mut Reader<'_>| -> Result<Box<[u8]>, DecodeError> {
+            let off = r.offset();
+            let len = r.u32("item length")?;
+            if len as usize > MAX_ITEM_LEN {
+                return Err(Reader::invalid(
+                    "item length",
+                    off,
+                    "at most 65,536 bytes",
+                    len as u64,
+                ));
+            }
+            Ok(r.bytes(len as u64, "item")?.into())
+        };
+        if env.flags & FLAG_SKETCH == 0 {
+            let n = r.count("items", 12, s.exact_limit() as u64)?;
+            let mut items = HashMap::with_capacity(n);
+            let mut sum = 0u64;
+            let mut previous: Option<Box<[u8]>> = None;
+            for _ in 0..n {
+                let off = r.offset();
+                let c = r.u64("count")?;
+                if c == 0 || c > 1 << 62 {
+                    return Err(Reader::invalid("count", off, "in 1..=2^62", c));
+                }
+                sum = sum.saturating_add(c);
+                let off = r.offset();
+                let i = item(&mut r)?;
+                if previous.as_ref().is_some_and(|p| *p >= i) {
+                    return Err(Reader::invalid(
+                        "item",
+                        off,
+                        "items in increasing byte order, each once",
+                        i.len() as u64,
+                    ));
+                }
+                previous = Some(i.clone());
+                items.insert(hasher.hash(&i), (i, c));
+            }
+            if items.len() != n {
+                return Err(Reader::invalid(
+                    "items",
+                    off,
+                    "items of distinct hashes",
+                    n as u64,
+                ));
+            }
+            if sum != total {
+                return Err(Reader::invalid(
+                    "total",
+                    off,
+                    "the sum of the items' counts",
+                    total,
+                ));
+            }
+            s.repr = Repr::Exact(items);
+        } else {
+            let len_off = r.offset();
+            let n = r.count("sketch length", 1, u64::MAX)?;
+            let nested = r.bytes(n as u64, "sketch")?;
+            let cm = CountMin::from_bytes(nested).map_err(|e| match e {
+                DecodeError::Invalid {
+                    field,
+                    offset,
+                    expected,
+                    got,
+                } => DecodeError::Invalid {
+                    field,
+                    offset: offset + len_off + 8,
+                    expected,
+                    got,
+                },
+                e => e,
+            })?;
+            if cm.width() != s.width
+                || cm.depth() != s.depth
+                || cm.model() != Model::CashRegister
+                || cm.is_conservative()
+                || cm.hasher() != hasher
+            {
+                return Err(Reader::invalid(
+                    "sketch",
+                    len_off,
+                    "a plain cash-register Count-Min of the summary's ε and δ, native hash",
+                    cm.width() as u64,
+                ));
+            }
+            if cm.total() as u64 != total {
+                return Err(Reader::invalid(
+                    "total",
+                    off,
+                    "the nested sketch's total",
+                    total,
+                ));
+            }
+            let cand_off = r.offset();
+            let n = r.count("candidates", 4, 1 << 20)?;
+            let threshold = phi * total as f64;
+            let mut candidates = HashMap::with_capacity(n);
+            let mut previous: Option<Box<[u8]>> = None;
+            for _ in 0..n {
+                let off = r.offset();
+                let i = item(&mut r)?;
+                let h = hasher.hash(&i);
+                if previous.as_ref().is_some_and(|p| *p >= i) || cm.point_hash(h).value < threshold
+                {
+                    return Err(Reader::invalid(
+                        "candidate",
+                        off,
+                        "candidates in increasing byte order, each reaching φ of the total",
+                        i.len() as u64,
+                    ));
+                }
+                previous = Some(i.clone());
+                candidates.insert(h, i);
+            }
+            if candidates.len() != n {
+                return Err(Reader::invalid(
+                    "candidates",
+                    cand_off,
+                    "candidates of distinct hashes",
+                    n as u64,
+                ));
+            }
+            s.repr = Repr::Sketch {
+                cm,
+                candidates,
+                sweep_at: (2 * n).max(sweep_floor(phi)),
+            };
+        }
+        r.finish()?;
+        s.total = total;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64;
+
+    /// A skewed stream: item `i` with probability ∝ 1/(i+1), over `universe` items.
+    fn zipf_stream(seed: u64, n: usize, universe: u64) -> Vec<u64> {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut cumulative = Vec::with_capacity(universe as usize);
+        let mut sum = 0.0;
+        for i in 0..universe {
+            sum += 1.0 / (i + 1) as f64;
+            cumulative.push(sum);
+        }
+        (0..n)
+            .map(|_| {
+                let x = rng.random::<f64>() * sum;
+                (cumulative.partition_point(|&c| c < x) as u64).min(universe - 1)
+            })
+            .collect()
+    }
+
+    fn truth(items: &[u64]) -> BTreeMap<u64, u64> {
+        let mut t = BTreeMap::new();
+        for &i in items {
+            *t.entry(i).or_insert(0) += 1;
+        }
+        t
+    }
+
+    fn name(i: u64) -> Vec<u8> {
+        format!("item-{i}").into_bytes()
+    }
+
+    #[test]
+    fn small_streams_stay_exact_and_answer_exactly() {
+        let mut s = ItemCounts::new(0.01, 0.01, 0.1).unwrap();
+        assert_eq!(s.exact_limit(), 170);
+        let stream: Vec<u64> = (0..1_000).map(|i| i % 170).collect();
+        for &i in &stream {
+            s.insert(&name(i));
+        }
+        assert!(s.is_exact());
+        for (i, c) in truth(&stream) {
+            assert_eq!(s.point(&name(i)), Estimate::exact(c as f64));
+        }
+        assert_eq!(s.point(b"absent"), Estimate::exact(0.0));
+        // No item reaches 10% of 1,000 (each has 5 or 6): none heavy, the heaviest count is
+        // still exact.
+        assert!(s.heavy_hitters().is_empty());
+        assert_eq!(s.heaviest_count(), Estimate::exact(6.0));
+        s.insert(&name(999));
+        assert!(!s.is_exact(), "171 distinct items pass the limit of 170");
+        assert_eq!(s.total(), 1_001);
+    }
+
+    #[test]
+    fn heavy_hitters_have_recall_one_and_brackets_hold() {
+        // 40 seeds; each checks every item's bracket. At δ = e^−5 a bracket misses with
+        // probability at most 0.7%: allow the expected misses plus three standard deviations.
+        let mut checks = 0usize;
+        let mut misses = 0usize;
+        for seed in 0..40 {
+            let stream = zipf_stream(seed, 20_000, 2_000);
+            let t = truth(&stream);
+            let mut s = ItemCounts::new(0.01, 0.01, 0.02).unwrap();
+            for &i in &stream {
+                s.insert(&name(i));
+            }
+            assert!(!s.is_exact());
+            let n = stream.len() as f64;
+            let heavy: BTreeMap<Vec<u8>, Estimate> = s.heavy_hitters().into_iter().collect();
+            for (&i, &c) in &t {
+                let e = s.point(&name(i));
+                assert!(e.high >= c as f64, "Count-Min never under-counts");
+                checks += 1;
+                misses += usize::from(!e.contains(c as f64));
+                if c as f64 >= 0.02 * n {
+                    assert!(
+                        heavy.contains_key(&name(i)),
+                        "seed {seed}: heavy {i} missed"
+                    );
+                }
+            }
+            let (_, top) = s.heaviest().unwrap();
+            let max = *t.values().max().unwrap() as f64;
+            assert!(top.high >= max);
+        }
+        let delta = (-5.0f64).exp();
+        let allowed = (checks as f64 * delta + 3.0 * (checks as f64 * delta).sqrt()).ceil();
+        assert!(
+            (misses as f64) <= allowed,
+            "{misses} of {checks} brackets missed (allowed {allowed})"
+        );
+    }
+
+    #[test]
+    fn windows_of_merged_buckets_keep_every_heavy_item() {
+        // Each bucket is mostly noise; item 7 is heavy only over the window (≥ 5%), never
+        // above 5% in most buckets but far above in one — the averaging argument in the docs.
+        let mut rng = Pcg64::seed_from_u64(9);
+        let mut window = ItemCounts::new(0.005, 0.01, 0.05).unwrap();
+        let mut all = Vec::new();
+        for b in 0..6u64 {
+            let mut bucket = ItemCounts::new(0.005, 0.01, 0.05).unwrap();
+            for _ in 0..3_000 {
+                let i = rng.random_range(100..5_000u64);
+                bucket.insert(&name(i));
+                all.push(i);
+            }
+            let hot = if b == 3 { 1_200 } else { 20 };
+            for _ in 0..hot {
+                bucket.insert(&name(7));
+            }
+            all.extend(std::iter::repeat_n(7, hot));
+            // Through the bytes, as the store does.
+            let bucket = ItemCounts::from_bytes(&bucket.to_bytes()).unwrap();
+            window.merge(&bucket).unwrap();
+        }
+        let t = truth(&all);
+        assert_eq!(window.total(), all.len() as u64);
+        let heavy = window.heavy_hitters();
+        assert_eq!(heavy[0].0, name(7));
+        assert!(heavy[0].1.contains(t[&7] as f64));
+    }
+
+    #[test]
+    fn exact_buckets_merge_into_exact_windows_and_promote_past_the_limit() {
+        let mut a = ItemCounts::new(0.1, 0.1, 0.2).unwrap();
+        let limit = a.exact_limit() as u64;
+        for i in 0..limit {
+            a.insert(&name(i));
+        }
+        let mut b = ItemCounts::new(0.1, 0.1, 0.2).unwrap();
+        for _ in 0..3 {
+            b.insert(&name(0));
+        }
+        let mut w = a.clone();
+        w.merge(&b).unwrap();
+        assert!(w.is_exact());
+        assert_eq!(w.point(&name(0)), Estimate::exact(4.0));
+        let mut c = ItemCounts::new(0.1, 0.1, 0.2).unwrap();
+        c.insert(b"new");
+        w.merge(&c).unwrap();
+        assert!(!w.is_exact());
+        assert!(w.point(&name(0)).high >= 4.0);
+        assert_eq!(w.total(), limit + 4);
+        // Another shape refuses, naming the field.
+        let other = ItemCounts::new(0.1, 0.1, 0.3).unwrap();
+        assert!(matches!(
+            w.merge(&other),
+            Err(MergeError::Incompatible { field: "phi", .. })
+        ));
+    }
+
+    #[test]
+    fn encodings_round_trip_and_refuse_what_they_cannot_be() {
+        let mut s = ItemCounts::new(0.05, 0.05, 0.1).unwrap();
+        let exact = s.to_bytes();
+        assert!(ItemCounts::from_bytes(&exact).unwrap().is_exact());
+        for i in 0..2_000u64 {
+            s.insert(&name(i % 300));
+            s.insert(b"hot");
+        }
+        let bytes = s.to_bytes();
+        let back = ItemCounts::from_bytes(&bytes).unwrap();
+        assert_eq!(back.to_bytes(), bytes);
+        assert_eq!(back.heavy_hitters(), s.heavy_hitters());
+        // Every truncation fails with an error, never a panic.
+        for cut in 0..bytes.len() {
+            assert!(ItemCounts::from_bytes(&bytes[..cut]).is_err());
+        }
+        // A count that breaks the sum is named.
+        let mut t = ItemCounts::new(0.05, 0.05, 0.1).unwrap();
+        t.insert(b"x");
+        let mut b = t.to_bytes();
+        let body = b.len() - codec::CHECKSUM_LEN;
+        // Payload: total u64, n u64, count u64 …: bump the count.
+        let count_at = codec::HEADER_LEN + 24 + 16;
+        b[count_at] = 2;
+        let sum = codec::checksum_of(&b[..body]);
+        b[body..].copy_from_slice(&sum.to_le_bytes());
+        let e = ItemCounts::from_bytes(&b).unwrap_err();
+        assert!(e.to_string().contains("total"), "{e}");
+    }
+}
