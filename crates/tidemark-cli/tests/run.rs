@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::tidemark;
+use common::{json_lines, ok, tidemark};
 
 use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::RunState;
@@ -31,13 +31,14 @@ fn dump(db: &Path) -> Dump {
     let store = RedbStore::open_existing(db).unwrap();
     let meta = store.meta().unwrap().expect("a committed run");
     let mut rows = Vec::new();
-    // Both configs used here name their metric "fanout".
-    let m = "fanout";
-    store
-        .scan(m, 0, u64::MAX, &mut |k, start, b| {
-            rows.push((m.to_string(), k.to_vec(), start, b.to_vec()))
-        })
-        .unwrap();
+    // The metrics of the configs used here (a store without one scans nothing).
+    for m in ["fanout", "ports"] {
+        store
+            .scan(m, 0, u64::MAX, &mut |k, start, b| {
+                rows.push((m.to_string(), k.to_vec(), start, b.to_vec()))
+            })
+            .unwrap();
+    }
     (rows, RunState::from_bytes(&meta.state).unwrap())
 }
 
@@ -52,11 +53,33 @@ fn big_log() -> String {
     .to_csv()
 }
 
+/// A frequency metric beside the fan-out detector: sources per destination port, sketched for
+/// the busy ports, with per-item alert streaks in the snapshot (each scanner sends each port
+/// it probes 3 flows, one a host: above 2 at two closes in a row).
+const PORTS_METRIC: &str = r#"
+[[metric]]
+name = "ports"
+kind = "frequency"
+key = ["dst_port"]
+item = ["src_ip"]
+bucket = "1m"
+window = "5m"
+epsilon = 0.05
+delta = 0.05
+phi = 0.1
+allowed_lateness = "30s"
+late = "merge"
+[[metric.alert]]
+above = 2
+on = "high"
+consecutive = 2
+"#;
+
 #[test]
 fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     let d = dir("kill");
     let config = d.join("fanout.toml");
-    std::fs::write(&config, FANOUT_CONFIG).unwrap();
+    std::fs::write(&config, format!("{FANOUT_CONFIG}{PORTS_METRIC}")).unwrap();
     let csv = big_log();
 
     // The uninterrupted run, from stdin.
@@ -72,7 +95,17 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     );
     let expected = dump(&whole);
     let alerts_whole = String::from_utf8(out.stdout).unwrap();
-    assert!(alerts_whole.lines().count() >= 2, "both scanners alert");
+    let fanout_alerts = alerts_whole.matches("\"metric\":\"fanout\"").count();
+    assert!(fanout_alerts >= 2, "both scanners alert");
+    assert!(
+        alerts_whole.contains("\"metric\":\"ports\"")
+            && alerts_whole.contains("\"item\":\"10.9.0."),
+        "scanned ports alert, naming the scanner"
+    );
+    assert!(
+        expected.0.iter().any(|r| r.0 == "ports"),
+        "ports buckets stored"
+    );
 
     // Feed 40% of the stream, wait until it is consumed, SIGKILL, then resume with the whole
     // stream again (stdin is resumed by skipping the committed bytes).
@@ -555,6 +588,80 @@ fn the_examples_run_and_a_store_refuses_another_config() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("another config"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_hammer_example_names_each_scanner_and_query_lists_heavy_items() {
+    let d = dir("hammer");
+    let hammer = repo_root().join("examples/hammer.toml");
+    let log = FlowLog::generate(&FlowSpec {
+        minutes: 12,
+        users: 300,
+        scanners: 2,
+        seed: 5,
+        ..FlowSpec::default()
+    });
+    let db = d.join("h.db");
+    let out = tidemark(
+        &["run", "--config", s(&hammer), "--db", s(&db)],
+        &log.to_csv(),
+    );
+    ok(&out);
+    // One alert per (host, scanner): 2 scanners × 3 hosts, each naming its source.
+    let alerts = json_lines(&out);
+    assert_eq!(alerts.len(), 6, "{alerts:?}");
+    for a in &alerts {
+        assert!(a["item"].as_str().unwrap().starts_with("10.9.0."), "{a}");
+        assert!(a["low"].as_f64().unwrap() > 500.0);
+    }
+    // The health checker's targets: one heavy source each, exact (few sources a host).
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "hammer",
+            "--key",
+            "10.1.0.1",
+            "--window",
+            "5m",
+            "--json",
+        ],
+        "",
+    );
+    ok(&out);
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["item"], "10.0.0.2");
+    assert_eq!(rows[0]["estimate"].as_f64(), rows[0]["events"].as_f64());
+    assert_eq!(rows[0]["method"], "exact");
+    // --top ranks hosts by their heaviest source: the scanned hosts come first while the
+    // probes are in the window.
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "hammer",
+            "--top",
+            "3",
+            "--window",
+            "5m",
+            "--at",
+            "1700000420",
+            "--json",
+        ],
+        "",
+    );
+    ok(&out);
+    let rows = json_lines(&out);
+    assert!(rows.len() >= 3, "{rows:?}");
+    for r in &rows {
+        assert!(r["key"].as_str().unwrap().starts_with("192.168.7."), "{r}");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -660,6 +660,18 @@ consecutive = 2
             ),
             ("margin = 3", "margin = -1", "metric[0].alert[0].margin"),
             ("item = [\"dst\", \"port\"]", "item = []", "metric[0].item"),
+            ("precision = 10", "phi = 0.1", "metric[0].phi"),
+            ("precision = 10", "epsilon = 0.1", "metric[0].epsilon"),
+            (
+                "kind = \"distinct\"",
+                "kind = \"frequency\"",
+                "metric[0].precision",
+            ),
+            (
+                "kind = \"distinct\"\nkey",
+                "kind = \"frequency\"\nphi = 0.01\nkey",
+                "metric[0].phi",
+            ),
             (
                 "time_field = \"ts\"",
                 "time_field = \"ts\"\ntime_format = \"unix\"",
@@ -671,6 +683,31 @@ consecutive = 2
             let e = err_of(&text);
             assert!(e.contains(&format!("`{key}`")), "{to}: {e}");
             assert!(e.contains("expected"), "{e}");
+        }
+    }
+
+    #[test]
+    fn frequency_defaults_and_limits() {
+        let text = GOOD
+            .replace("kind = \"distinct\"", "kind = \"frequency\"")
+            .replace("precision = 10", "epsilon = 0.02");
+        let c = Config::from_toml(&text).unwrap();
+        assert_eq!(
+            c.metrics[0].kind,
+            Kind::Frequency {
+                epsilon: 0.02,
+                delta: 0.01,
+                phi: 0.05
+            }
+        );
+        for (bad, key) in [
+            ("epsilon = 0.0000001", "epsilon"),
+            ("epsilon = 0.02\ndelta = 1.0", "delta"),
+            ("epsilon = 0.02\nphi = 0.02", "phi"),
+            ("epsilon = 0.02\nphi = 1.5", "phi"),
+        ] {
+            let e = err_of(&text.replace("epsilon = 0.02", bad));
+            assert!(e.contains(&format!("`metric[0].{key}`")), "{bad}: {e}");
         }
     }
 

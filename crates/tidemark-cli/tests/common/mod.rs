@@ -14,9 +14,17 @@ pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
+    // Written from another thread while this one drains stdout and stderr: a command that
+    // answers as it reads (alerts) would otherwise fill its pipe and wait on us forever.
     // A command that stops reading early (a usage error) closes its stdin: not our failure.
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
-    child.wait_with_output().unwrap()
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.as_ref().to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().expect("the stdin writer does not panic");
+    out
 }
 
 /// Asserts the command succeeded, showing its stderr if not.
