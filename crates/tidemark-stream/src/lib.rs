@@ -24,8 +24,8 @@
 //! - `merge`: its summary is merged into the stored bucket by read-merge-write, in the same
 //!   transaction as the next commit. For `distinct` this is safe to retry: the merge is a
 //!   register-wise maximum, idempotent, so a replay after a crash that merges the same event
-//!   twice changes nothing. For `count` (and for `frequency`, once Count-Min lands) the merge
-//!   adds, which is not idempotent: the runner commits each late merge atomically with the
+//!   twice changes nothing. For `count` and `frequency` the merge adds (event counts, Count-Min
+//!   counters), which is not idempotent: the runner commits each late merge atomically with the
 //!   input position, so its own replays never repeat one, but a second writer or an external
 //!   retry of the same events would count them twice.
 //!
