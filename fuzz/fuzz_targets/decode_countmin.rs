@@ -1,11 +1,20 @@
-//! Fuzz the Count-Min decoder: no bytes may panic it, and whatever decodes must re-encode to
-//! the same bytes and answer queries without panicking.
+//! Fuzz the Count-Min and item counts decoders: no bytes may panic them, and whatever decodes
+//! must re-encode to the same bytes and answer queries (and merge with itself) without
+//! panicking.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tidemark::frequency::{self, Decoded};
+use tidemark::frequency::{self, Decoded, ItemCounts};
 
 fuzz_target!(|data: &[u8]| {
+    if let Ok(s) = ItemCounts::from_bytes(data) {
+        assert_eq!(s.to_bytes(), data);
+        let _ = s.point(b"fuzz");
+        let _ = s.heavy_hitters();
+        let _ = s.heaviest_count();
+        let mut twice = s.clone();
+        twice.merge(&s).expect("a summary merges with itself");
+    }
     if let Ok(decoded) = frequency::decode(data) {
         match decoded {
             Decoded::CountMin(cm) => {

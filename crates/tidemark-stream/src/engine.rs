@@ -737,6 +737,12 @@ impl Engine {
         let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
         evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut empty = Vec::new();
+        let min_limit = m
+            .cfg
+            .alerts
+            .iter()
+            .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
+            .fold(f64::INFINITY, f64::min);
         for (key, w) in evaluated {
             let (est, window) = match &mut w.state {
                 WindowState::Hist(h) => {
@@ -761,12 +767,6 @@ impl Engine {
                     // A window of exact buckets whose counts sum to no more than every
                     // rule's limit cannot fire (the union is exact and at most the sum):
                     // reset the streaks without merging. Most keys are small.
-                    let min_limit = m
-                        .cfg
-                        .alerts
-                        .iter()
-                        .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
-                        .fold(f64::INFINITY, f64::min);
                     let mut sum = 0.0;
                     let mut all_exact = true;
                     for (_, s) in r.iter() {
@@ -803,11 +803,16 @@ impl Engine {
                 });
             };
             match &window {
-                // Each heavy item of the window is its own subject: a second source
-                // hammering a host while the first still is raises its own alert.
+                // Each item the window names is its own subject: a second source hammering a
+                // host while the first still is raises its own alert.
                 Some(Summary::Frequency(f)) => {
+                    let counts = f.counts();
                     let mut running = BTreeMap::new();
-                    for (item, e) in f.counts().heavy_hitters() {
+                    for (item, e) in counts.named() {
+                        // Below every limit: its streaks are reset by leaving it out.
+                        if e.high <= min_limit {
+                            continue;
+                        }
                         let mut streak = w
                             .items
                             .remove(item.as_slice())
@@ -819,8 +824,16 @@ impl Engine {
                             running.insert(item.into_boxed_slice(), streak);
                         }
                     }
-                    // Items no longer heavy are below every limit worth naming: reset.
                     w.items = running;
+                    // Items a sketch does not name each count below φN: one more subject,
+                    // the key's unnamed items, `[0, φN]`. Only a rule on `high` can fire on
+                    // it (no item named): raise φ·N above the threshold, or lower φ.
+                    let unnamed = counts.unnamed_bound().map_or(Estimate::exact(0.0), |b| {
+                        Estimate::guaranteed(0.0, 0.0, b, tidemark::Method::CountMinMin)
+                    });
+                    step(rules, &m.shape, &mut w.streak, &unnamed, |ri, limit| {
+                        alert(ri, limit, unnamed, None)
+                    });
                 }
                 _ => step(rules, &m.shape, &mut w.streak, &est, |ri, limit| {
                     alert(ri, limit, est, None)
@@ -1052,12 +1065,25 @@ impl Engine {
                     let elem = 8 + 4 * rules as u64;
                     let n = r.count("item streaks", elem, u64::MAX).map_err(bad)?;
                     for _ in 0..n {
+                        let off = r.offset();
                         let item = bytes_field(&mut r, "item").map_err(bad)?;
                         let mut streak = Vec::with_capacity(rules);
                         for _ in 0..rules {
                             streak.push(r.u32("item streak").map_err(bad)?);
                         }
-                        items.insert(item.into_boxed_slice(), streak);
+                        let item = item.into_boxed_slice();
+                        if items
+                            .last_key_value()
+                            .is_some_and(|(last, _)| *last >= item)
+                        {
+                            return Err(bad(Reader::invalid(
+                                "item streaks",
+                                off,
+                                "items in increasing byte order, each once",
+                                item.len() as u64,
+                            )));
+                        }
+                        items.insert(item, streak);
                     }
                     if n > 0 && !matches!(m.cfg.kind, Kind::Frequency { .. }) {
                         return Err(bad(Reader::invalid(

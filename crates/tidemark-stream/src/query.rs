@@ -80,8 +80,9 @@ pub struct Row {
     pub estimate: Estimate,
     /// Buckets merged.
     pub buckets: u64,
-    /// A frequency metric's heavy items in the window (those reaching φ of the key's events),
-    /// largest first, with their counts; empty for other kinds.
+    /// A frequency metric's heavy items in the window (those reaching φ of the key's events;
+    /// for an exact table with none, its most frequent item), largest first, with their
+    /// counts; empty for other kinds, or for a sketch naming no item.
     pub items: Vec<(String, Estimate)>,
     /// A frequency metric's events of the key in the window (exact); `None` for other kinds.
     pub events: Option<u64>,
@@ -188,14 +189,19 @@ pub fn window(
         .into_iter()
         .map(|(k, (s, n))| {
             let (items, events) = match &s {
-                Summary::Frequency(f) => (
-                    f.counts()
-                        .heavy_hitters()
+                Summary::Frequency(f) => {
+                    let c = f.counts();
+                    let mut heavy = c.heavy_hitters();
+                    // An exact table knows its most frequent item even below φ: name it.
+                    if heavy.is_empty() && c.is_exact() {
+                        heavy.extend(c.heaviest());
+                    }
+                    let named = heavy
                         .into_iter()
                         .map(|(i, e)| (String::from_utf8_lossy(&i).into_owned(), e))
-                        .collect(),
-                    Some(f.counts().total()),
-                ),
+                        .collect();
+                    (named, Some(c.total()))
+                }
                 _ => (Vec::new(), None),
             };
             Row {

@@ -474,6 +474,64 @@ fn frequency_buckets_hold_their_items_under_merge() {
     }
 }
 
+#[test]
+fn frequency_alerts_name_each_item_and_bound_the_unnamed_ones() {
+    let config = |on: &str| {
+        Config::from_toml(&format!(
+            r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "f"
+kind = "frequency"
+key = ["k"]
+item = ["i"]
+bucket = "10s"
+window = "10s"
+epsilon = 0.1
+delta = 0.1
+phi = 0.2
+[[metric.alert]]
+above = 50
+on = "{on}"
+"#
+        ))
+        .unwrap()
+    };
+    let h = |b: &[u8]| ItemHasher::default().hash(b);
+    for on in ["high", "low"] {
+        let mut e = Engine::new(&config(on)).unwrap();
+        // Key "a": 400 distinct items once each (a sketch naming none: φN = 80 bounds them);
+        // key "b": two items 60 times each (exact, both above 50).
+        for i in 0..400u32 {
+            let item = format!("x{i}");
+            e.observe(1_000);
+            e.add_item(0, 1_000, b"a", h(item.as_bytes()), item.as_bytes());
+        }
+        for _ in 0..60 {
+            for item in [&b"p"[..], b"q"] {
+                e.add_item(0, 2_000, b"b", h(item), item);
+            }
+        }
+        e.observe(20_000);
+        let alerts: Vec<(Vec<u8>, Option<Vec<u8>>)> = e
+            .take_outputs()
+            .alerts
+            .into_iter()
+            .map(|a| (a.key.to_vec(), a.item.map(|i| i.to_vec())))
+            .collect();
+        let mut expected = vec![
+            (b"b".to_vec(), Some(b"p".to_vec())),
+            (b"b".to_vec(), Some(b"q".to_vec())),
+        ];
+        if on == "high" {
+            // No item named, but one of them may be above: said, without a name.
+            expected.insert(0, (b"a".to_vec(), None));
+        }
+        assert_eq!(alerts, expected, "on = {on}");
+    }
+}
+
 proptest! {
     #[test]
     fn state_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {

@@ -113,20 +113,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = Output::new(args.json);
     for row in &answer.rows {
         if let Some(events) = row.events {
-            // A frequency metric: one line per heavy item of the key's window; a key with no
-            // item reaching φ of its events gets one line, item "", bounding its heaviest.
-            let none = [(String::new(), row.estimate)];
-            let items = if row.items.is_empty() {
+            // A frequency metric: one line per heavy item of the key's window; a key whose
+            // sketch names no item gets one line, item null, bounding its most frequent item.
+            let none = [(None, row.estimate)];
+            let named: Vec<(Option<&str>, tidemark::Estimate)> = row
+                .items
+                .iter()
+                .map(|(i, e)| (Some(i.as_str()), *e))
+                .collect();
+            let items = if named.is_empty() {
                 &none[..]
             } else {
-                &row.items[..]
+                &named[..]
             };
             for (item, e) in items {
                 out.emit(
                     &Record::new()
                         .field("metric", args.metric.as_str())
                         .field("key", row.key.as_str())
-                        .field("item", item.as_str())
+                        .field("item", *item)
                         .field("from", rfc3339(answer.from))
                         .field("to", rfc3339(answer.to))
                         .estimate(e)

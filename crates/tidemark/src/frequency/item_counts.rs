@@ -57,7 +57,7 @@
 
 use std::collections::HashMap;
 
-use super::count_min::{delta_of, dimensions, epsilon_of};
+use super::count_min::{check_dimensions, delta_of, dimensions, epsilon_of};
 use super::{CountMin, Model};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::error::{DecodeError, MergeError, ParamError};
@@ -100,8 +100,20 @@ fn sweep_floor(phi: f64) -> usize {
     (4.0 / phi).ceil().min(1e6) as usize
 }
 
-fn clip(item: &[u8]) -> Box<[u8]> {
-    item[..item.len().min(MAX_ITEM_LEN)].into()
+/// The most the total may reach: far beyond any real stream, and twice it still fits the
+/// sketch's signed counters.
+const MAX_TOTAL: u64 = 1 << 62;
+
+/// An item as the summary knows it: its first [`MAX_ITEM_LEN`] bytes, and their hash. Items
+/// that agree on those bytes are one item, so what is stored can be hashed again on decode.
+#[inline]
+fn identify(h: u64, item: &[u8]) -> (u64, &[u8]) {
+    if item.len() <= MAX_ITEM_LEN {
+        (h, item)
+    } else {
+        let clipped = &item[..MAX_ITEM_LEN];
+        (ItemHasher::default().hash(clipped), clipped)
+    }
 }
 
 impl ItemCounts {
@@ -110,6 +122,7 @@ impl ItemCounts {
     /// of the total. `φ` must exceed ε (below it, the reported items are noise).
     pub fn new(epsilon: f64, delta: f64, phi: f64) -> Result<ItemCounts, ParamError> {
         let (width, depth) = dimensions(epsilon, delta)?;
+        check_dimensions(width, depth)?;
         if !(phi > epsilon && phi <= 1.0) {
             return Err(ParamError::new("phi", "in (ε, 1]", phi));
         }
@@ -160,11 +173,13 @@ impl ItemCounts {
     }
 
     /// Adds `count` occurrences of `item`, whose hash `h` is `ItemHasher::default().hash(item)`
-    /// (callers that already hashed it save the second hash). Counts saturate at 2^62 in
-    /// total, far beyond any real stream.
+    /// (callers that already hashed it save the second hash). An item longer than
+    /// [`MAX_ITEM_LEN`] bytes counts as its first [`MAX_ITEM_LEN`]. Counts saturate at 2^62
+    /// in total, far beyond any real stream.
     #[inline]
     pub fn insert_hashed(&mut self, h: u64, item: &[u8], count: u64) {
-        let count = count.min((1u64 << 62) - self.total.min(1 << 62));
+        let (h, item) = identify(h, item);
+        let count = count.min(MAX_TOTAL - self.total);
         if count == 0 {
             return;
         }
@@ -175,7 +190,7 @@ impl ItemCounts {
                     *c += count;
                     return;
                 }
-                items.insert(h, (clip(item), count));
+                items.insert(h, (item.into(), count));
                 if items.len() > self.exact_limit() {
                     self.promote();
                 }
@@ -189,7 +204,7 @@ impl ItemCounts {
                     .expect("a cash-register update below 2^62 in total");
                 let threshold = self.phi * self.total as f64;
                 if !candidates.contains_key(&h) && cm.point_hash(h).value >= threshold {
-                    candidates.insert(h, clip(item));
+                    candidates.insert(h, item.into());
                     if candidates.len() >= *sweep_at {
                         candidates.retain(|&h, _| cm.point_hash(h).value >= threshold);
                         *sweep_at = (2 * candidates.len()).max(sweep_floor(self.phi));
@@ -227,8 +242,9 @@ impl ItemCounts {
         };
     }
 
-    /// The count of `item`.
+    /// The count of `item` (of its first [`MAX_ITEM_LEN`] bytes).
     pub fn point(&self, item: &[u8]) -> Estimate {
+        let item = &item[..item.len().min(MAX_ITEM_LEN)];
         self.point_hashed(ItemHasher::default().hash(item))
     }
 
@@ -260,6 +276,34 @@ impl ItemCounts {
         };
         out.sort_by(|a, b| b.1.value.total_cmp(&a.1.value).then_with(|| a.0.cmp(&b.0)));
         out
+    }
+
+    /// Every item the summary can name, largest first (ties by item), with its count: every
+    /// item of the exact table, or every candidate of the sketch (including those now below
+    /// `φN`). An item not named has a count below [`ItemCounts::unnamed_bound`].
+    pub fn named(&self) -> Vec<(Vec<u8>, Estimate)> {
+        let mut out: Vec<(Vec<u8>, Estimate)> = match &self.repr {
+            Repr::Exact(items) => items
+                .values()
+                .map(|(i, c)| (i.to_vec(), Estimate::exact(*c as f64)))
+                .collect(),
+            Repr::Sketch { cm, candidates, .. } => candidates
+                .iter()
+                .map(|(&h, i)| (i.to_vec(), cm.point_hash(h)))
+                .collect(),
+        };
+        out.sort_by(|a, b| b.1.value.total_cmp(&a.1.value).then_with(|| a.0.cmp(&b.0)));
+        out
+    }
+
+    /// A bound every item that [`ItemCounts::named`] does not list stays below: `φN` for a
+    /// sketch (such an item's estimate, never below its count, was under `φN` when last
+    /// checked), `None` for the exact table (it names every item).
+    pub fn unnamed_bound(&self) -> Option<f64> {
+        match self.repr {
+            Repr::Exact(_) => None,
+            Repr::Sketch { .. } => Some(self.phi * self.total as f64),
+        }
     }
 
     /// The most frequent item and its count (see the [module docs](self) for the bracket):
@@ -309,7 +353,10 @@ impl ItemCounts {
     }
 
     /// Adds `other`'s stream: exact tables add (promoting past the limit), sketches add their
-    /// counters, candidate sets unite. Both must have the same ε, δ and φ.
+    /// counters, candidate sets unite. Both must have the same ε, δ and φ, and the totals
+    /// must stay within 2^62 (else an error, and nothing changes). The result depends only
+    /// on the two summaries, not on any iteration order: candidates are chosen against the
+    /// merged total once every count is in.
     pub fn merge(&mut self, other: &ItemCounts) -> Result<(), MergeError> {
         MergeError::check(
             ItemHasher::default(),
@@ -320,10 +367,42 @@ impl ItemCounts {
                 ("phi", self.phi.to_bits(), other.phi.to_bits()),
             ],
         )?;
+        let total = self.total + other.total;
+        if total > MAX_TOTAL {
+            return Err(MergeError::Incompatible {
+                field: "total (the sum may be at most 2^62)",
+                ours: self.total,
+                theirs: other.total,
+            });
+        }
+        if let (Repr::Exact(ours), Repr::Exact(theirs)) = (&mut self.repr, &other.repr) {
+            for (&h, (item, c)) in theirs {
+                ours.entry(h).or_insert_with(|| (item.clone(), 0)).1 += c;
+            }
+            self.total = total;
+            if ours.len() > self.exact_limit() {
+                self.promote();
+            }
+            return Ok(());
+        }
+        self.promote();
+        let phi = self.phi;
+        let Repr::Sketch {
+            cm,
+            candidates,
+            sweep_at,
+        } = &mut self.repr
+        else {
+            unreachable!("promoted above");
+        };
+        // Items that may be heavy now: ours, theirs (their candidates, or every item of their
+        // exact table), checked against the merged total below.
         match &other.repr {
             Repr::Exact(items) => {
                 for (&h, (item, c)) in items {
-                    self.insert_hashed(h, item, *c);
+                    cm.update_hash(h, *c as i64)
+                        .expect("a cash-register update within 2^62 in total");
+                    candidates.entry(h).or_insert_with(|| item.clone());
                 }
             }
             Repr::Sketch {
@@ -331,27 +410,17 @@ impl ItemCounts {
                 candidates: their_candidates,
                 ..
             } => {
-                self.promote();
-                let total = self.total.saturating_add(other.total).min(1 << 62);
-                let Repr::Sketch { cm, candidates, .. } = &mut self.repr else {
-                    unreachable!("promoted above");
-                };
-                cm.merge(theirs).map_err(|e| match e {
-                    super::FrequencyError::Incompatible(m) => m,
-                    _ => MergeError::Incompatible {
-                        field: "total",
-                        ours: self.total,
-                        theirs: other.total,
-                    },
-                })?;
-                self.total = total;
-                let threshold = self.phi * total as f64;
+                cm.merge(theirs)
+                    .expect("same shape, and the total stays within 2^62");
                 for (&h, item) in their_candidates {
                     candidates.entry(h).or_insert_with(|| item.clone());
                 }
-                candidates.retain(|&h, _| cm.point_hash(h).value >= threshold);
             }
         }
+        self.total = total;
+        let threshold = phi * total as f64;
+        candidates.retain(|&h, _| cm.point_hash(h).value >= threshold);
+        *sweep_at = (2 * candidates.len()).max(sweep_floor(phi));
         Ok(())
     }
 
@@ -367,8 +436,8 @@ impl ItemCounts {
         }
     }
 
-    /// Encodes into the envelope (family 33). Items are written sorted, and in sketch mode
-    /// only the candidates still reaching `φN`, so equal summaries have equal bytes.
+    /// Encodes into the envelope (family 33): the whole state, items sorted, so equal states
+    /// have equal bytes and a decoded summary behaves exactly as the encoded one.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut params = Writer::new();
         params.f64(self.epsilon).f64(self.delta).f64(self.phi);
@@ -384,15 +453,17 @@ impl ItemCounts {
                 }
                 0
             }
-            Repr::Sketch { cm, candidates, .. } => {
+            Repr::Sketch {
+                cm,
+                candidates,
+                sweep_at,
+            } => {
                 let sketch = cm.to_bytes();
                 p.u64(sketch.len() as u64).raw(&sketch);
-                let threshold = self.phi * self.total as f64;
-                let mut v: Vec<&Box<[u8]>> = candidates
-                    .iter()
-                    .filter(|(&h, _)| cm.point_hash(h).value >= threshold)
-                    .map(|(_, i)| i)
-                    .collect();
+                // The whole live state, candidates below φN included: a bucket decoded from
+                // a snapshot must go on exactly as the live one would.
+                p.u64(*sweep_at as u64);
+                let mut v: Vec<&Box<[u8]>> = candidates.values().collect();
                 v.sort_unstable();
                 p.u64(v.len() as u64);
                 for item in v {
@@ -413,7 +484,8 @@ impl ItemCounts {
     /// Decodes a summary, checking every field before trusting it: parameters, the hash
     /// (tidemark's native hash only), each count positive and the counts summing to the total,
     /// items distinct and at most [`MAX_ITEM_LEN`] bytes, the table within its limit; in sketch
-    /// mode the nested sketch's shape, model and total, and each candidate reaching `φN`.
+    /// mode the nested sketch's shape, model, total and mass, the sweep point, the candidates
+    /// distinct.
     pub fn from_bytes(bytes: &[u8]) -> Result<ItemCounts, DecodeError> {
         let env = codec::decode_family(bytes, Family::ItemCounts)?;
         if env.hasher != ItemHasher::default() {
@@ -532,29 +604,38 @@ impl ItemCounts {
                     cm.width() as u64,
                 ));
             }
-            if cm.total() as u64 != total {
+            // A cash register's mass is its total: a larger one would overflow later updates.
+            if cm.total() as u64 != total || cm.mass != total {
                 return Err(Reader::invalid(
                     "total",
                     off,
-                    "the nested sketch's total",
+                    "the nested sketch's total and mass",
                     total,
+                ));
+            }
+            let sweep_off = r.offset();
+            let sweep_at = r.u64("sweep at")?;
+            if sweep_at < sweep_floor(phi) as u64 || sweep_at > 1 << 21 {
+                return Err(Reader::invalid(
+                    "sweep at",
+                    sweep_off,
+                    "at least ⌈4/φ⌉ and at most 2^21",
+                    sweep_at,
                 ));
             }
             let cand_off = r.offset();
             let n = r.count("candidates", 4, 1 << 20)?;
-            let threshold = phi * total as f64;
             let mut candidates = HashMap::with_capacity(n);
             let mut previous: Option<Box<[u8]>> = None;
             for _ in 0..n {
                 let off = r.offset();
                 let i = item(&mut r)?;
                 let h = hasher.hash(&i);
-                if previous.as_ref().is_some_and(|p| *p >= i) || cm.point_hash(h).value < threshold
-                {
+                if previous.as_ref().is_some_and(|p| *p >= i) {
                     return Err(Reader::invalid(
                         "candidate",
                         off,
-                        "candidates in increasing byte order, each reaching φ of the total",
+                        "candidates in increasing byte order, each once",
                         i.len() as u64,
                     ));
                 }
@@ -572,7 +653,7 @@ impl ItemCounts {
             s.repr = Repr::Sketch {
                 cm,
                 candidates,
-                sweep_at: (2 * n).max(sweep_floor(phi)),
+                sweep_at: sweep_at as usize,
             };
         }
         r.finish()?;
@@ -768,5 +849,92 @@ mod tests {
         b[body..].copy_from_slice(&sum.to_le_bytes());
         let e = ItemCounts::from_bytes(&b).unwrap_err();
         assert!(e.to_string().contains("total"), "{e}");
+    }
+
+    #[test]
+    fn a_decoded_summary_goes_on_exactly_as_the_live_one() {
+        // Encode and decode at many points of a stream (as a snapshot and resume does): the
+        // state, hence every later answer and byte, must not change.
+        let mut rng = Pcg64::seed_from_u64(3);
+        let mut live = ItemCounts::new(0.05, 0.05, 0.1).unwrap();
+        let mut resumed = live.clone();
+        for step in 0..20_000u32 {
+            let i = if rng.random_bool(0.3) {
+                rng.random_range(0..5u64)
+            } else {
+                rng.random_range(0..3_000u64)
+            };
+            live.insert(&name(i));
+            resumed.insert(&name(i));
+            if step % 97 == 0 {
+                resumed = ItemCounts::from_bytes(&resumed.to_bytes()).unwrap();
+            }
+        }
+        assert!(!live.is_exact());
+        assert_eq!(resumed.to_bytes(), live.to_bytes());
+        assert_eq!(resumed.heavy_hitters(), live.heavy_hitters());
+    }
+
+    #[test]
+    fn merges_do_not_depend_on_iteration_order() {
+        // Hash maps iterate in a different order in each instance: the merged bytes must not.
+        let build = |seed: u64, n: u64| {
+            let mut s = ItemCounts::new(0.05, 0.05, 0.1).unwrap();
+            let mut rng = Pcg64::seed_from_u64(seed);
+            for _ in 0..n {
+                s.insert(&name(rng.random_range(0..40u64)));
+            }
+            s
+        };
+        let mut first = None;
+        for _ in 0..30 {
+            let mut a = build(1, 2_000); // a sketch
+            a.merge(&build(2, 30)).unwrap(); // an exact table into it
+            let mut b = build(3, 12); // exact, promoted by the merge
+            b.merge(&build(4, 25)).unwrap();
+            a.merge(&b).unwrap();
+            let bytes = a.to_bytes();
+            assert_eq!(bytes, *first.get_or_insert_with(|| bytes.clone()));
+        }
+    }
+
+    #[test]
+    fn long_items_count_as_their_first_bytes_and_survive_encoding() {
+        let long = vec![b'x'; MAX_ITEM_LEN + 10];
+        let mut s = ItemCounts::new(0.1, 0.1, 0.2).unwrap();
+        for _ in 0..5 {
+            s.insert(&long);
+        }
+        let back = ItemCounts::from_bytes(&s.to_bytes()).unwrap();
+        assert_eq!(back.point(&long), Estimate::exact(5.0));
+        assert_eq!(back.point(&long[..MAX_ITEM_LEN]), Estimate::exact(5.0));
+        let mut m = back.clone();
+        m.merge(&s).unwrap();
+        assert_eq!(m.point(&long), Estimate::exact(10.0));
+        assert!(ItemCounts::from_bytes(&m.to_bytes()).is_ok());
+        // And as a sketch candidate.
+        for i in 0..100u64 {
+            m.insert(&name(i));
+        }
+        for _ in 0..40 {
+            m.insert(&long);
+        }
+        assert!(!m.is_exact());
+        let back = ItemCounts::from_bytes(&m.to_bytes()).unwrap();
+        assert_eq!(back.heavy_hitters()[0].0, long[..MAX_ITEM_LEN].to_vec());
+    }
+
+    #[test]
+    fn limits_are_refused_not_reached() {
+        // ε = 10^−7 passes the width limit on its own, but not with 28 rows.
+        assert!(ItemCounts::new(1e-7, 1e-12, 0.5).is_err());
+        let mut a = ItemCounts::new(0.1, 0.1, 0.5).unwrap();
+        a.insert_hashed(ItemHasher::default().hash(b"a"), b"a", 1 << 61);
+        let mut b = a.clone();
+        b.insert(b"b");
+        b.insert_hashed(ItemHasher::default().hash(b"b"), b"b", 1 << 61);
+        let before = a.to_bytes();
+        assert!(matches!(a.merge(&b), Err(MergeError::Incompatible { .. })));
+        assert_eq!(a.to_bytes(), before, "a refused merge changes nothing");
     }
 }
