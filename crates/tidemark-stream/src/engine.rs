@@ -281,6 +281,12 @@ impl MetricShape {
         }
     }
 
+    /// What a rule compares its chosen end of the estimate with: the threshold plus the
+    /// margin in standard errors at the threshold.
+    pub fn limit(&self, rule: &AlertRule) -> f64 {
+        rule.above + rule.margin * self.sigma_at(rule.above)
+    }
+
     /// The standard error of an estimate near `x` (0 for exact and guaranteed answers, and for
     /// Count-Min, whose error is one-sided and bounded, not normal: alert on `low` or `high`).
     pub fn sigma_at(&self, x: f64) -> f64 {
@@ -333,7 +339,8 @@ pub struct Alert {
     pub window_end: u64,
     /// The window estimate.
     pub estimate: Estimate,
-    /// A frequency metric's most frequent item in the window (the one the estimate counts).
+    /// For a frequency metric, the item whose window count crossed (`None`: the bound of the
+    /// items its sketch does not name crossed, or another kind of metric).
     pub item: Option<Box<[u8]>>,
     /// The rule's threshold.
     pub threshold: f64,
@@ -418,7 +425,7 @@ fn step(
     mut fire: impl FnMut(usize, f64),
 ) {
     for (ri, rule) in rules.iter().enumerate() {
-        let limit = rule.above + rule.margin * shape.sigma_at(rule.above);
+        let limit = shape.limit(rule);
         let x = match rule.on {
             AlertOn::Value => est.value,
             AlertOn::High => est.high,
@@ -741,7 +748,7 @@ impl Engine {
             .cfg
             .alerts
             .iter()
-            .map(|a| a.above + a.margin * m.shape.sigma_at(a.above))
+            .map(|a| m.shape.limit(a))
             .fold(f64::INFINITY, f64::min);
         for (key, w) in evaluated {
             let (est, window) = match &mut w.state {

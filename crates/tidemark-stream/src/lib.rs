@@ -86,13 +86,6 @@ use tidemark::DecodeError;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum EngineError {
-    /// A metric kind this build cannot run.
-    Unsupported {
-        /// The metric.
-        metric: String,
-        /// What is missing.
-        what: &'static str,
-    },
     /// A snapshot that does not decode.
     Snapshot(DecodeError),
 }
@@ -100,9 +93,6 @@ pub enum EngineError {
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EngineError::Unsupported { metric, what } => {
-                write!(f, "metric {metric:?}: this build does not support {what}")
-            }
             EngineError::Snapshot(e) => write!(f, "engine snapshot: {e}"),
         }
     }
@@ -157,7 +147,6 @@ impl RunError {
                 | RunError::ConfigMismatch { .. }
                 | RunError::Input { .. }
                 | RunError::BadLine { .. }
-                | RunError::Engine(EngineError::Unsupported { .. })
         )
     }
 }
