@@ -40,6 +40,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Window estimates with error bars from a store's sketches.
     Query(cmd::query::Args),
+    /// Verify a store: its pages, its metadata and every stored sketch.
+    Check(cmd::check::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
     /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Filter(args) => cmd::filter::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),
+        Command::Check(args) => cmd::check::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
         Command::BenchReport(args) => cmd::bench_report::run(args),
     };

@@ -132,9 +132,9 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
         "some buckets committed before the kill"
     );
     assert!(
-        state_at_kill.position.offset > 0 && state_at_kill.position.offset <= cut as u64,
+        state_at_kill.stdin.0 > 0 && state_at_kill.stdin.0 <= cut as u64,
         "committed mid-stream: {:?}",
-        state_at_kill.position
+        state_at_kill.stdin
     );
     assert!(rows_at_kill.len() < expected.0.len());
 
@@ -196,7 +196,11 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
         ],
         "",
     );
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "the resume after {kills} kills failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     eprintln!("file input: {kills} kills before the run finished");
     assert!(kills >= 1, "at least one kill landed mid-run");
     let got = dump(&from_file);

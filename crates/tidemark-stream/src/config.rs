@@ -5,9 +5,13 @@
 //! format = "csv"              # csv (with a header line) | jsonl
 //! time_field = "ts"
 //! time_format = "epoch_s"     # epoch_s | epoch_ms | rfc3339
+//! max_ahead = "1h"            # a record further ahead of the latest time seen is a bad line
+//! max_line_bytes = 1048576    # a longer line is a bad line (default 1 MiB)
+//! max_key_bytes = 4096        # a longer key (fields joined) is a bad line
+//! max_item_bytes = 4096       # a longer item (fields joined) is a bad line
 //!
 //! [[metric]]
-//! name = "fanout"             # unique; names the metric in the store, alerts and queries
+//! name = "fanout"             # unique; 1-64 of A-Z a-z 0-9 _ - . (`@` is the rollups')
 //! kind = "distinct"           # distinct | count | frequency
 //! key = ["src_ip"]            # fields whose values, joined, form the key
 //! item = ["dst_ip", "dst_port"]   # fields whose values, joined, are the item (not for count)
@@ -96,6 +100,10 @@ struct RawInput {
     format: Option<String>,
     time_field: String,
     time_format: Option<String>,
+    max_ahead: Option<String>,
+    max_line_bytes: Option<i64>,
+    max_key_bytes: Option<i64>,
+    max_item_bytes: Option<i64>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -148,6 +156,47 @@ pub struct InputConfig {
     pub time_field: String,
     /// How the time field is written.
     pub time_format: TimeFormat,
+    /// How far ahead of the latest event time seen a record may be, ms: a record further
+    /// ahead is a bad line and never moves the watermark (one mistyped year would otherwise
+    /// expire every stored bucket and drop every later event as late).
+    pub max_ahead: u64,
+    /// Limits on what one line may hold, bytes.
+    pub limits: Limits,
+}
+
+/// The largest line, key and item a record may have, bytes: anything longer is a bad line,
+/// so no input line can make the pipeline hold more than this per record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A whole line, its newline excluded (default 1 MiB, at most 64 MiB).
+    pub line: usize,
+    /// A metric's key, its fields joined (default 4 KiB, at most 64 KiB).
+    pub key: usize,
+    /// A metric's item, its fields joined (default 4 KiB, at most 64 KiB: a frequency
+    /// metric's stored item names are at most that long).
+    pub item: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            line: 1 << 20,
+            key: 4096,
+            item: 4096,
+        }
+    }
+}
+
+/// The default `max_ahead`: one hour.
+pub const DEFAULT_MAX_AHEAD: u64 = 3_600_000;
+
+/// Whether a metric name is 1 to 64 ASCII letters, digits, `_`, `-` or `.`: rollups are
+/// stored as `name@width`, so `@` (and anything a shell or a file name would mangle) is out.
+pub fn valid_metric_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 /// What a metric summarises per key and bucket.
@@ -272,7 +321,8 @@ fn duration(key: String, text: &str) -> Result<u64, ConfigError> {
         Some(ms) if ms > 0 => Ok(ms),
         _ => Err(ConfigError::invalid(
             key,
-            "a positive duration with a unit: ms, s, m, h or d (\"30s\", \"5m\")",
+            "a positive duration of at most 100 years with a unit: ms, s, m, h or d \
+             (\"30s\", \"5m\")",
             format!("{text:?}"),
         )),
     }
@@ -310,6 +360,25 @@ impl Config {
                 "\"\"",
             ));
         }
+        let max_ahead = match raw.input.max_ahead.as_deref() {
+            None => DEFAULT_MAX_AHEAD,
+            Some(t) => duration("input.max_ahead".into(), t)?,
+        };
+        let limit = |key: &str, v: Option<i64>, default: usize, max: usize| match v {
+            None => Ok(default),
+            Some(n) if n >= 1 && n as u64 <= max as u64 => Ok(n as usize),
+            Some(n) => Err(ConfigError::invalid(
+                format!("input.{key}"),
+                format!("an integer in 1..={max}"),
+                n,
+            )),
+        };
+        let d = Limits::default();
+        let limits = Limits {
+            line: limit("max_line_bytes", raw.input.max_line_bytes, d.line, 64 << 20)?,
+            key: limit("max_key_bytes", raw.input.max_key_bytes, d.key, 1 << 16)?,
+            item: limit("max_item_bytes", raw.input.max_item_bytes, d.item, 1 << 16)?,
+        };
         if raw.metric.is_empty() {
             return Err(ConfigError::invalid(
                 "metric".into(),
@@ -320,10 +389,11 @@ impl Config {
         let mut metrics = Vec::new();
         for (i, m) in raw.metric.into_iter().enumerate() {
             let at = |k: &str| format!("metric[{i}].{k}");
-            if m.name.is_empty() || m.name.contains(char::is_whitespace) {
+            if !valid_metric_name(&m.name) {
                 return Err(ConfigError::invalid(
                     at("name"),
-                    "a non-empty name without spaces",
+                    "1 to 64 of the characters A-Z a-z 0-9 _ - . (a rollup is stored as \
+                     name@width)",
                     format!("{:?}", m.name),
                 ));
             }
@@ -556,6 +626,8 @@ impl Config {
                 format,
                 time_field: raw.input.time_field,
                 time_format,
+                max_ahead,
+                limits,
             },
             metrics,
         })
@@ -677,6 +749,35 @@ consecutive = 2
                 "time_field = \"ts\"\ntime_format = \"unix\"",
                 "input.time_format",
             ),
+            // Names: `@` is the rollups', and the store's keys are no place for `/` or NUL.
+            (
+                "name = \"fanout\"",
+                "name = \"requests@1h\"",
+                "metric[0].name",
+            ),
+            ("name = \"fanout\"", "name = \"a/b\"", "metric[0].name"),
+            (
+                "name = \"fanout\"",
+                "name = \"a\\u0000b\"",
+                "metric[0].name",
+            ),
+            ("name = \"fanout\"", "name = \"\"", "metric[0].name"),
+            (
+                "time_field = \"ts\"",
+                "time_field = \"ts\"\nmax_ahead = \"soon\"",
+                "input.max_ahead",
+            ),
+            (
+                "time_field = \"ts\"",
+                "time_field = \"ts\"\nmax_line_bytes = 0",
+                "input.max_line_bytes",
+            ),
+            (
+                "time_field = \"ts\"",
+                "time_field = \"ts\"\nmax_key_bytes = 65537",
+                "input.max_key_bytes",
+            ),
+            ("window = \"5m\"", "window = \"36600d\"", "metric[0].window"),
         ] {
             let text = GOOD.replace(from, to);
             assert_ne!(text, GOOD);

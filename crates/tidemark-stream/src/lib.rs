@@ -11,6 +11,7 @@
 //! - [`engine`]: the pure operator — events in; closed buckets, late merges, alerts out.
 //! - [`summary`]: the [`summary::BucketSummary`] trait and the metric kinds behind it.
 //! - [`store`]: the [`store::Store`] trait, the redb file and an in-memory store.
+//! - [`check`]: verifying every value a store holds.
 //! - [`pipeline`]: the runner that reads input, drives the engine, commits, and resumes after
 //!   a crash without counting anything twice.
 //!
@@ -68,6 +69,7 @@
 //! assert_eq!(e.counters(0).dropped, 1);
 //! ```
 
+pub mod check;
 pub mod config;
 pub mod engine;
 pub mod flowgen;
@@ -120,6 +122,14 @@ pub enum RunError {
         /// Why.
         message: String,
     },
+    /// A file already read whose consumed bytes changed: resuming it would skip or repeat
+    /// lines.
+    InputChanged {
+        /// The file.
+        file: String,
+        /// What changed.
+        what: String,
+    },
     /// A malformed line (without `skip_bad`).
     BadLine {
         /// The file (`<stdin>`).
@@ -146,8 +156,9 @@ impl RunError {
             RunError::Config(_)
                 | RunError::ConfigMismatch { .. }
                 | RunError::Input { .. }
+                | RunError::InputChanged { .. }
                 | RunError::BadLine { .. }
-        )
+        ) || matches!(self, RunError::Store(e) if e.is_damaged())
     }
 }
 
@@ -161,6 +172,11 @@ impl fmt::Display for RunError {
                  config's is {given:#018x}): use a new --db or the original config"
             ),
             RunError::Input { file, message } => write!(f, "{file}: {message}"),
+            RunError::InputChanged { file, what } => write!(
+                f,
+                "{file} was read before, but {what}: resuming it would skip or repeat lines. \
+                 Use a new --db, or --restart to read it from its start as new data"
+            ),
             RunError::BadLine {
                 file,
                 line,
@@ -173,4 +189,14 @@ impl fmt::Display for RunError {
     }
 }
 
-impl std::error::Error for RunError {}
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Config(e) => Some(e),
+            RunError::Store(e) => Some(e),
+            RunError::Engine(e) => Some(e),
+            RunError::State(e) => Some(e),
+            _ => None,
+        }
+    }
+}

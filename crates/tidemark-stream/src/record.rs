@@ -68,6 +68,8 @@ pub struct Extractor {
     pub item_bytes: Vec<Vec<u8>>,
     /// Per metric, whether its item bytes are kept.
     named: Vec<bool>,
+    /// The last record's item length per metric, bytes (its fields joined).
+    item_lens: Vec<usize>,
 }
 
 impl Extractor {
@@ -89,12 +91,19 @@ impl Extractor {
             keys: vec![Vec::new(); n],
             items: vec![0; n],
             item_bytes: vec![Vec::new(); n],
+            item_lens: vec![0; n],
             named: config
                 .metrics
                 .iter()
                 .map(|m| matches!(m.kind, crate::config::Kind::Frequency { .. }))
                 .collect(),
         }
+    }
+
+    /// The last record's item length for metric `m`, bytes (its fields joined; 0 for a count
+    /// metric).
+    pub fn item_len(&self, m: usize) -> usize {
+        self.item_lens[m]
     }
 
     /// Whether each file starts with a header line.
@@ -239,9 +248,13 @@ impl Extractor {
             }
             let items = &cols.items[m];
             self.items[m] = match items.len() {
-                0 => 0,
+                0 => {
+                    self.item_lens[m] = 0;
+                    0
+                }
                 1 => {
                     let bytes = field(items[0]).as_bytes();
+                    self.item_lens[m] = bytes.len();
                     if self.named[m] {
                         self.item_bytes[m].clear();
                         self.item_bytes[m].extend_from_slice(bytes);
@@ -256,6 +269,7 @@ impl Extractor {
                         }
                         self.item_buf.extend_from_slice(field(c).as_bytes());
                     }
+                    self.item_lens[m] = self.item_buf.len();
                     if self.named[m] {
                         self.item_bytes[m].clear();
                         self.item_bytes[m].extend_from_slice(&self.item_buf);
@@ -303,6 +317,7 @@ impl Extractor {
                 }
                 item.extend_from_slice(get(f)?.as_bytes());
             }
+            self.item_lens[m] = item.len();
             self.items[m] = if self.item_fields[m].is_empty() {
                 0
             } else {

@@ -3,7 +3,10 @@
 //! Internally every time is a `u64` count of milliseconds since the Unix epoch (event time,
 //! never the wall clock). A time field is read as epoch seconds, epoch milliseconds or an
 //! RFC 3339 timestamp, as the config says; seconds may carry a fraction (`1700000000.25`).
-//! Times before 1970 are refused: the pipeline's buckets start at tick 0.
+//! Times before 1970 are refused: the pipeline's buckets start at tick 0. Times after
+//! [`MAX_TIME`] (the last millisecond of the year 9999) are refused too: one such record
+//! would carry the watermark past every real event and every bucket end past `u64`. Durations
+//! are at most [`MAX_DURATION`] (100 years), so `time + duration` never overflows.
 //!
 //! ```
 //! use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
@@ -16,6 +19,16 @@
 //! ```
 
 use core::fmt;
+
+/// The latest event time accepted, ms: 9999-12-31T23:59:59.999Z. The parser refuses later
+/// times, and the engine never holds one, so no bucket end, window or snapshot field can
+/// leave the range its reader checks.
+pub const MAX_TIME: u64 = 253_402_300_799_999;
+
+/// The longest duration a config may give (bucket, window, retention, lateness), ms: 100 years
+/// of 365.25 days. With [`MAX_TIME`] it keeps every sum of a time and a duration far below
+/// `u64::MAX`.
+pub const MAX_DURATION: u64 = 36_525 * 86_400_000;
 
 /// How a record's time field is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,12 +85,20 @@ impl TimeFormat {
     /// Parses a field into epoch milliseconds.
     #[inline]
     pub fn parse(self, text: &str) -> Result<u64, TimeError> {
-        match self {
-            TimeFormat::EpochSeconds => parse_seconds(text.trim()),
-            TimeFormat::EpochMillis => parse_uint(text.trim().as_bytes())
-                .ok_or_else(|| TimeError::new("epoch milliseconds (a non-negative integer)", text)),
-            TimeFormat::Rfc3339 => parse_rfc3339(text.trim()),
+        let t = match self {
+            TimeFormat::EpochSeconds => parse_seconds(text.trim())?,
+            TimeFormat::EpochMillis => parse_uint(text.trim().as_bytes()).ok_or_else(|| {
+                TimeError::new("epoch milliseconds (a non-negative integer)", text)
+            })?,
+            TimeFormat::Rfc3339 => parse_rfc3339(text.trim())?,
+        };
+        if t > MAX_TIME {
+            return Err(TimeError::new(
+                "a time no later than 9999-12-31T23:59:59.999Z",
+                text,
+            ));
         }
+        Ok(t)
     }
 }
 
@@ -224,7 +245,8 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
 }
 
 /// A duration in the config: an integer with a unit, `ms`, `s`, `m`, `h` or `d` (`250ms`,
-/// `30s`, `5m`, `1h`, `7d`), to milliseconds. `None` for anything else.
+/// `30s`, `5m`, `1h`, `7d`), to milliseconds. `None` for anything else, and for more than
+/// [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Option<u64> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit())?;
@@ -238,7 +260,35 @@ pub fn parse_duration(text: &str) -> Option<u64> {
         "d" => 86_400_000,
         _ => return None,
     };
-    n.checked_mul(scale)
+    n.checked_mul(scale).filter(|&ms| ms <= MAX_DURATION)
+}
+
+/// Epoch milliseconds as RFC 3339 (UTC, millisecond precision when needed).
+pub fn format_rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let frac = ms % 1000;
+    let base = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    );
+    if frac == 0 {
+        format!("{base}Z")
+    } else {
+        format!("{base}.{frac:03}Z")
+    }
 }
 
 /// Milliseconds written back as the shortest exact duration (`300000` → `5m`).
@@ -317,6 +367,39 @@ mod tests {
             .is_err());
         assert!(TimeFormat::EpochMillis.parse("12.5").is_err());
         assert!(TimeFormat::EpochMillis.parse("").is_err());
+    }
+
+    #[test]
+    fn times_past_year_9999_are_refused_in_every_format() {
+        assert_eq!(
+            TimeFormat::EpochMillis.parse("253402300799999"),
+            Ok(MAX_TIME)
+        );
+        assert!(TimeFormat::EpochMillis.parse("253402300800000").is_err());
+        assert!(TimeFormat::EpochMillis
+            .parse("18446744073709551615")
+            .is_err());
+        assert_eq!(
+            TimeFormat::EpochSeconds.parse("253402300799.999"),
+            Ok(MAX_TIME)
+        );
+        // The issue's reproduction: 9,223,372,036,854,720 s.
+        let e = TimeFormat::EpochSeconds
+            .parse("9223372036854720")
+            .unwrap_err();
+        assert!(e.to_string().contains("9999-12-31"), "{e}");
+        assert_eq!(
+            TimeFormat::Rfc3339.parse("9999-12-31T23:59:59.999Z"),
+            Ok(MAX_TIME)
+        );
+    }
+
+    #[test]
+    fn durations_are_bounded_by_a_century() {
+        assert_eq!(parse_duration("36525d"), Some(MAX_DURATION));
+        assert_eq!(parse_duration("36526d"), None);
+        assert_eq!(parse_duration("18446744073709551615ms"), None);
+        assert!(MAX_TIME.checked_add(3 * MAX_DURATION).is_some());
     }
 
     #[test]

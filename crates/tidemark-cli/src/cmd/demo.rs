@@ -117,7 +117,7 @@ fn run_in(
         },
         &mut |a| alerts.push(a.clone()),
     )
-    .map_err(crate::cmd::run::run_error)?;
+    .map_err(|e| crate::cmd::run::run_error(&db, e))?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
         let mut out = Output::new(true);

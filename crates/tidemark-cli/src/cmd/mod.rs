@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench_report;
+pub mod check;
 pub mod count;
 pub mod demo;
 pub mod distinct;

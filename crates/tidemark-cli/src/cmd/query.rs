@@ -7,6 +7,7 @@ use tidemark_stream::query::{self, QueryError};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
+use crate::cmd::check::{damaged, store_error};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -38,32 +39,7 @@ pub struct Args {
 }
 
 /// Epoch ms as RFC 3339 (UTC, millisecond precision when needed).
-pub fn rfc3339(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let frac = ms % 1000;
-    let base = format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    );
-    if frac == 0 {
-        format!("{base}Z")
-    } else {
-        format!("{base}.{frac:03}Z")
-    }
-}
+pub use tidemark_stream::time::format_rfc3339 as rfc3339;
 
 /// Runs `tidemark query`.
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -94,8 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
-    let store =
-        RedbStore::open_existing(&args.db).map_err(|e| UsageError::file(args.db.display(), e))?;
+    let store = RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?;
     let answer = query::window(
         &store,
         &args.metric,
@@ -108,6 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         QueryError::NoMetric { .. } => UsageError::flag("--metric", e),
         QueryError::BadWindow { .. } => UsageError::flag("--window", e),
         QueryError::Empty => UsageError::file(args.db.display(), e),
+        QueryError::Store(e) => store_error(&args.db, e),
+        QueryError::Corrupt { message } => damaged(&args.db, message),
         e => anyhow::anyhow!(e),
     })?;
     let mut out = Output::new(args.json);

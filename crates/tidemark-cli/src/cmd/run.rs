@@ -14,6 +14,7 @@ use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::RunError;
 
+use crate::cmd::check::{damaged, store_error};
 use crate::UsageError;
 
 /// Arguments of `tidemark run`.
@@ -32,6 +33,11 @@ pub struct Args {
     /// by default the end of the input closes every bucket.
     #[arg(long)]
     pub keep_open: bool,
+    /// Read the given files from their start as new data, even files read before whose
+    /// contents changed since (by default such a file is refused: resuming it would skip or
+    /// repeat lines).
+    #[arg(long)]
+    pub restart: bool,
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -62,14 +68,17 @@ pub fn alert_json(a: &AlertOut) -> serde_json::Value {
     v
 }
 
-/// Maps a pipeline error to the CLI's kinds: input and config errors exit 2.
-pub fn run_error(e: RunError) -> anyhow::Error {
+/// Maps a pipeline error to the CLI's kinds: input, config and damaged-store errors exit 2.
+pub fn run_error(db: &std::path::Path, e: RunError) -> anyhow::Error {
     match e {
         RunError::BadLine {
             file,
             line,
             message,
         } => crate::input::Loc { file, line }.error(message),
+        RunError::Store(e) => store_error(db, e),
+        RunError::State(e) => damaged(db, format!("its run state: {e}")),
+        RunError::Engine(e) => damaged(db, e),
         e if e.is_usage() => UsageError::file("tidemark run", e),
         e => anyhow::anyhow!(e),
     }
@@ -82,8 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Validate before touching the store, so a bad config never creates a file.
     tidemark_stream::config::Config::from_toml(&text)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
-    let mut store =
-        RedbStore::open(&args.db).map_err(|e| UsageError::file(args.db.display(), e))?;
+    let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
     let report = execute(&text, &mut store, &args)?;
     if !args.quiet {
@@ -133,6 +141,7 @@ fn execute(text: &str, store: &mut RedbStore, args: &Args) -> anyhow::Result<Run
             inputs: args.files.clone(),
             skip_bad: args.skip_bad,
             keep_open: args.keep_open,
+            restart: args.restart,
             progress: Some(&mut progress),
             on_bad: Some(&mut on_bad),
         },
@@ -144,7 +153,7 @@ fn execute(text: &str, store: &mut RedbStore, args: &Args) -> anyhow::Result<Run
     if let Some(e) = write_err {
         return Err(e.into());
     }
-    result.map_err(run_error)
+    result.map_err(|e| run_error(&args.db, e))
 }
 
 /// The summary on stderr.

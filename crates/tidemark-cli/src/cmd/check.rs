@@ -1,0 +1,100 @@
+//! `tidemark check`: verify a store — redb's page checksums, the metadata, the run state and
+//! every stored sketch — and say what is damaged.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use tidemark_stream::store::{RedbStore, StoreError};
+
+use crate::UsageError;
+
+/// Arguments of `tidemark check`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The store written by `tidemark run`.
+    #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
+    pub db: PathBuf,
+    /// One JSON object instead of lines of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What to do about a damaged store, said after every error that finds one.
+const NEXT_STEP: &str = "run `tidemark check --db FILE` to list what is damaged; then restore \
+                         the file from a backup, or run the input again into a new --db";
+
+/// A damaged store: exit 2, the file named, and the next step.
+pub fn damaged(db: &Path, what: impl std::fmt::Display) -> anyhow::Error {
+    UsageError::file(
+        format!("store {}", db.display()),
+        format!(
+            "is damaged: {what}. Next: {}",
+            NEXT_STEP.replace("FILE", &db.display().to_string())
+        ),
+    )
+}
+
+/// Maps a store error to the CLI's kinds: damage, locks and unopenable files exit 2.
+pub fn store_error(db: &Path, e: StoreError) -> anyhow::Error {
+    match e {
+        StoreError::Damaged { what } => damaged(db, what),
+        e @ (StoreError::Locked { .. } | StoreError::Open { .. }) => {
+            UsageError::file(db.display(), e)
+        }
+        e => anyhow::anyhow!(e),
+    }
+}
+
+/// Runs `tidemark check`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    // A writer's open verifies every page; a store another process is writing (or a
+    // read-only file) can only be read, its pages then unverified.
+    let (store, pages) = match RedbStore::open_existing_writable(&args.db) {
+        Ok(s) => (s, "verified"),
+        Err(StoreError::Damaged { what }) => {
+            return Err(damaged(&args.db, format!("its pages: {what}")))
+        }
+        Err(StoreError::Locked { .. }) | Err(StoreError::Open { .. }) => (
+            RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?,
+            "not verified (the file is being written, or is read-only)",
+        ),
+        Err(e) => return Err(store_error(&args.db, e)),
+    };
+    let report = tidemark_stream::check::check(&store);
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "db": args.db.display().to_string(),
+                "healthy": report.is_healthy(),
+                "pages": pages,
+                "records": report.records,
+                "tables": report.tables.iter().map(|(n, read, good)| json!({
+                    "name": n, "buckets": read, "decoded": good
+                })).collect::<Vec<_>>(),
+                "problems": report.problems,
+            })
+        );
+    } else {
+        println!("store {}: pages {pages}", args.db.display());
+        for (name, read, good) in &report.tables {
+            println!("  {name}: {read} buckets, {good} decoded");
+        }
+        println!("  {} records counted", report.records);
+        for p in &report.problems {
+            println!("  damaged: {p}");
+        }
+    }
+    if report.is_healthy() {
+        Ok(())
+    } else {
+        Err(damaged(
+            &args.db,
+            format!(
+                "{} problem(s), the first: {}",
+                report.problems.len(),
+                report.problems[0]
+            ),
+        ))
+    }
+}

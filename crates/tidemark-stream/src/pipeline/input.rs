@@ -1,0 +1,217 @@
+//! Reading inputs: lines with a bound on their length, and a file's identity and fingerprint.
+
+use std::fs::File;
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::state::{FileMark, FINGERPRINT_SPAN};
+
+/// One line, or what stood in its place.
+pub(crate) enum Line<'a> {
+    /// A line's bytes (with its newline, if it had one).
+    Text {
+        /// The bytes.
+        raw: &'a [u8],
+        /// Its 1-based number.
+        number: u64,
+        /// The offset just after it.
+        end: u64,
+    },
+    /// A line longer than the limit: skipped without being held.
+    TooLong {
+        /// Its length, bytes.
+        len: u64,
+        /// Its 1-based number.
+        number: u64,
+        /// The offset just after it.
+        end: u64,
+    },
+    /// The end of the input.
+    End,
+}
+
+/// Lines of a reader, parsed in place in its buffer where they fit (only a line that straddles
+/// two buffer fills is copied), never holding more than `max` bytes of one line.
+pub(crate) struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Bytes of the reader's buffer the last line occupies, consumed at the next call.
+    pending: usize,
+    max: usize,
+    /// Bytes consumed so far.
+    pub offset: u64,
+    /// Lines read so far.
+    pub line: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub(crate) fn new(reader: R, max: usize) -> Lines<R> {
+        Lines {
+            reader,
+            buf: Vec::new(),
+            pending: 0,
+            max,
+            offset: 0,
+            line: 0,
+        }
+    }
+
+    fn settle(&mut self) {
+        if self.pending > 0 {
+            self.reader.consume(self.pending);
+            self.pending = 0;
+        }
+    }
+
+    /// Discards `n` bytes (standard input, which cannot seek), returning how many there were.
+    pub(crate) fn discard(&mut self, n: u64) -> io::Result<u64> {
+        self.settle();
+        let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
+        self.offset += got;
+        Ok(got)
+    }
+
+    pub(crate) fn next_line(&mut self) -> io::Result<Line<'_>> {
+        self.settle();
+        self.buf.clear();
+        let mut len = 0u64;
+        let mut too_long = false;
+        // A line's bytes with its newline (and a carriage return) may be max + 2.
+        let limit = self.max + 2;
+        loop {
+            let avail = self.reader.fill_buf()?;
+            if avail.is_empty() {
+                if len == 0 {
+                    return Ok(Line::End);
+                }
+                self.offset += len;
+                self.line += 1;
+                return Ok(if too_long || self.buf.len() > self.max + 1 {
+                    Line::TooLong {
+                        len,
+                        number: self.line,
+                        end: self.offset,
+                    }
+                } else {
+                    Line::Text {
+                        raw: &self.buf,
+                        number: self.line,
+                        end: self.offset,
+                    }
+                });
+            }
+            match memchr::memchr(b'\n', avail) {
+                Some(i) => {
+                    len += i as u64 + 1;
+                    self.offset += len;
+                    self.line += 1;
+                    if too_long || self.buf.len() + i + 1 > limit {
+                        self.reader.consume(i + 1);
+                        return Ok(Line::TooLong {
+                            len,
+                            number: self.line,
+                            end: self.offset,
+                        });
+                    }
+                    if self.buf.is_empty() {
+                        self.pending = i + 1;
+                        let avail = self.reader.fill_buf()?;
+                        return Ok(Line::Text {
+                            raw: &avail[..=i],
+                            number: self.line,
+                            end: self.offset,
+                        });
+                    }
+                    self.buf.extend_from_slice(&avail[..=i]);
+                    self.reader.consume(i + 1);
+                    return Ok(Line::Text {
+                        raw: &self.buf,
+                        number: self.line,
+                        end: self.offset,
+                    });
+                }
+                None => {
+                    let n = avail.len();
+                    len += n as u64;
+                    if !too_long {
+                        if self.buf.len() + n > limit {
+                            too_long = true;
+                            self.buf = Vec::new();
+                        } else {
+                            self.buf.extend_from_slice(avail);
+                        }
+                    }
+                    self.reader.consume(n);
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead + Seek> Lines<R> {
+    /// Moves to `offset`, the start of line `line + 1`.
+    pub(crate) fn seek_to(&mut self, offset: u64, line: u64) -> io::Result<()> {
+        self.settle();
+        self.reader.seek(SeekFrom::Start(offset))?;
+        self.offset = offset;
+        self.line = line;
+        Ok(())
+    }
+}
+
+/// A file's identity: device and inode.
+#[cfg(unix)]
+pub(crate) fn identity(meta: &std::fs::Metadata, _path: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+/// A file's identity where there are no inodes: its canonical path.
+#[cfg(not(unix))]
+pub(crate) fn identity(_meta: &std::fs::Metadata, path: &Path) -> (u64, u64) {
+    (
+        0,
+        xxhash_rust::xxh3::xxh3_64(path.to_string_lossy().as_bytes()),
+    )
+}
+
+fn hash_range(file: &mut File, from: u64, len: u64) -> io::Result<u64> {
+    file.seek(SeekFrom::Start(from))?;
+    let mut buf = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut buf)?;
+    if buf.len() as u64 != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the file is shorter than the bytes already read",
+        ));
+    }
+    Ok(xxhash_rust::xxh3::xxh3_64(&buf))
+}
+
+/// The fingerprint of a file's first `offset` bytes: the hashes of their first and last 64 KiB.
+pub(crate) fn fingerprint(file: &mut File, offset: u64) -> io::Result<(u64, u64)> {
+    let span = offset.min(FINGERPRINT_SPAN);
+    Ok((
+        hash_range(file, 0, span)?,
+        hash_range(file, offset - span, span)?,
+    ))
+}
+
+/// Why a known file cannot be resumed: its consumed bytes are not what was read.
+pub(crate) fn changed(mark: &FileMark, file: &mut File, size: u64) -> io::Result<Option<String>> {
+    if size < mark.offset {
+        return Ok(Some(format!(
+            "it is {size} bytes, shorter than the {} bytes already read (truncated or \
+             replaced)",
+            mark.offset
+        )));
+    }
+    let (head, tail) = fingerprint(file, mark.offset)?;
+    if (head, tail) != (mark.head, mark.tail) {
+        return Ok(Some(format!(
+            "its first {} bytes are not the ones already read (rewritten or replaced)",
+            mark.offset
+        )));
+    }
+    Ok(None)
+}

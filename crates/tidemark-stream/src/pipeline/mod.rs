@@ -1,0 +1,677 @@
+//! The runner: reads the input, drives the [`Engine`], commits to a [`Store`], resumes.
+//!
+//! # Exactly-once state over a crash
+//!
+//! The engine holds open buckets in memory; the store holds closed ones. Whenever a record
+//! makes buckets close (or a late event must be merged), the runner commits in one
+//! transaction: the closed buckets, the late merges, the retention deletes, and the state
+//! that goes with them — the input position just after that record, the counters and the
+//! engine's snapshot (its open buckets, count histograms and alert streaks). A crash loses
+//! only what came after the last commit, and a restart restores that snapshot and reads on
+//! from that position, so every record is counted once: the store ends as an uninterrupted
+//! run's. Alerts are written before their commit, so a crash between the two repeats them
+//! (at least once), never loses them.
+//!
+//! Files are known by identity, not by name ([`state`] has the rules): a file already read
+//! is resumed at its committed offset (a CSV file's header is read again first), under any
+//! path that names it, after checking that its consumed bytes are still the ones read; a
+//! file not seen before is read from its start; a file whose consumed bytes changed is
+//! refused ([`RunError::InputChanged`]) unless the run is told to `restart` it. Standard
+//! input is resumed by skipping the committed number of bytes, which presumes the same stream
+//! is fed again; after a completed run it is new data.
+//!
+//! # What a record must be
+//!
+//! Each line is at most `max_line_bytes`, each metric's key `max_key_bytes` and item
+//! `max_item_bytes`; its time is at most [`MAX_TIME`] and at most `max_ahead` beyond the
+//! latest time seen. A line that breaks a rule is a bad line — the run stops there, or with
+//! `skip_bad` counts and reports it — and never touches the engine: one mistyped year cannot
+//! move the watermark past every stored bucket.
+
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::PathBuf;
+
+use crate::config::Config;
+use crate::engine::{Alert, Engine, MetricShape, Outputs};
+use crate::record::Extractor;
+use crate::store::{Batch, BucketRef, Meta, RollupRef, Store};
+use crate::time::MAX_TIME;
+use crate::RunError;
+
+mod input;
+pub mod state;
+
+use input::{Line, Lines};
+pub use state::{FileMark, RunState};
+
+/// Receives each malformed line skipped: `(file, line, message)`.
+pub type BadLineFn<'a> = dyn FnMut(&str, u64, &str) + 'a;
+
+/// How to run.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Input files, in order; empty for standard input.
+    pub inputs: Vec<PathBuf>,
+    /// Count and report malformed lines instead of stopping.
+    pub skip_bad: bool,
+    /// Leave the last buckets open at the end of the input (more will come in a later run);
+    /// otherwise the end of the input closes every bucket.
+    pub keep_open: bool,
+    /// Read the given files from their start as new data, even those read before (whose
+    /// consumed bytes may have changed).
+    pub restart: bool,
+    /// Called with (bytes read, total bytes of the files) as the input is read.
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// Called for each malformed line skipped: (file, line, message).
+    pub on_bad: Option<&'a mut BadLineFn<'a>>,
+}
+
+/// An alert as printed: the metric's name and the key as text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertOut {
+    /// Metric name.
+    pub metric: String,
+    /// Key (lossy UTF-8).
+    pub key: String,
+    /// The engine's alert.
+    pub alert: Alert,
+}
+
+/// What a run did (cumulative over resumes, except `records_this_run` and `resumed`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunReport {
+    /// Records counted, over every run on this store.
+    pub records: u64,
+    /// Records read by this run.
+    pub records_this_run: u64,
+    /// Malformed lines skipped.
+    pub bad_lines: u64,
+    /// Events late but within the lateness (landed in their own bucket), all metrics.
+    pub late: u64,
+    /// Too-late events dropped.
+    pub dropped: u64,
+    /// Too-late events merged into the stored bucket.
+    pub merged: u64,
+    /// (key, bucket) summaries closed and stored.
+    pub buckets: u64,
+    /// Alerts raised.
+    pub alerts: u64,
+    /// Keys with a live window at the end.
+    pub live_keys: u64,
+    /// Commits made by this run.
+    pub commits: u64,
+    /// Whether this run resumed from a committed state.
+    pub resumed: bool,
+}
+
+/// The fingerprint a version-2 state kept of its input list: the names as spelled.
+fn legacy_inputs_id(inputs: &[PathBuf]) -> u64 {
+    let mut names = String::new();
+    for p in inputs {
+        names.push_str(&p.display().to_string());
+        names.push('\0');
+    }
+    if inputs.is_empty() {
+        names.push_str("<stdin>");
+    }
+    xxhash_rust::xxh3::xxh3_64(names.as_bytes())
+}
+
+/// One input file, opened and identified.
+struct OpenFile {
+    file: File,
+    /// A second handle, for fingerprints.
+    probe: File,
+    dev: u64,
+    ino: u64,
+    path: String,
+    size: u64,
+}
+
+fn open_input(p: &std::path::Path) -> Result<OpenFile, RunError> {
+    let name = p.display().to_string();
+    let input_err = |message: String| RunError::Input {
+        file: name.clone(),
+        message,
+    };
+    // Look before opening: a FIFO would block the open, a directory cannot be read as lines.
+    let meta = std::fs::metadata(p).map_err(|e| input_err(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(input_err(
+            "not a regular file (tidemark run reads files, or standard input)".into(),
+        ));
+    }
+    let file = File::open(p).map_err(|e| input_err(e.to_string()))?;
+    let probe = File::open(p).map_err(|e| input_err(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| input_err(e.to_string()))?;
+    let (dev, ino) = input::identity(&meta, p);
+    let path = std::fs::canonicalize(p)
+        .map(|c| c.display().to_string())
+        .unwrap_or_else(|_| name.clone());
+    Ok(OpenFile {
+        file,
+        probe,
+        dev,
+        ino,
+        path,
+        size: meta.len(),
+    })
+}
+
+impl OpenFile {
+    fn mark(&mut self, offset: u64, line: u64) -> Result<FileMark, RunError> {
+        let (head, tail) =
+            input::fingerprint(&mut self.probe, offset).map_err(|e| RunError::Input {
+                file: self.path.clone(),
+                message: format!("reading it back for its fingerprint: {e}"),
+            })?;
+        Ok(FileMark {
+            dev: self.dev,
+            ino: self.ino,
+            path: self.path.clone(),
+            offset,
+            line,
+            head,
+            tail,
+            used: 0,
+        })
+    }
+}
+
+/// Converts a version-2 state's position (an index into the list of names as spelled) into
+/// file marks, if this run names the same list.
+fn convert_legacy(state: &mut RunState, inputs: &[PathBuf]) -> Result<(), RunError> {
+    let Some(lp) = state.legacy.take() else {
+        return Ok(());
+    };
+    if lp.inputs != legacy_inputs_id(inputs) {
+        return Ok(()); // another list: version 2 read it from its start, and so do we
+    }
+    if inputs.is_empty() {
+        if !state.completed {
+            state.stdin = (lp.offset, lp.line);
+        }
+        return Ok(());
+    }
+    for (i, p) in inputs.iter().enumerate() {
+        let i = i as u64;
+        if i > lp.file {
+            break;
+        }
+        let mut f = open_input(p)?;
+        let (offset, line) = if i < lp.file {
+            // Version 2 skipped a finished file whole.
+            (f.size, 0)
+        } else {
+            (lp.offset.min(f.size), lp.line)
+        };
+        let mark = f.mark(offset, line)?;
+        state.set_file(mark);
+    }
+    Ok(())
+}
+
+/// Runs `config_text` over the input into `store`, calling `on_alert` for each alert.
+pub fn run(
+    config_text: &str,
+    store: &mut dyn Store,
+    mut opts: RunOptions<'_>,
+    on_alert: &mut dyn FnMut(&AlertOut),
+) -> Result<RunReport, RunError> {
+    let config = Config::from_toml(config_text).map_err(RunError::Config)?;
+    let fingerprint = config.fingerprint();
+    let mut state = RunState::default();
+    let mut report = RunReport::default();
+    let mut engine = match store.meta().map_err(RunError::Store)? {
+        Some(meta) => {
+            if meta.fingerprint != fingerprint {
+                return Err(RunError::ConfigMismatch {
+                    stored: meta.fingerprint,
+                    given: fingerprint,
+                });
+            }
+            state = RunState::from_bytes(&meta.state).map_err(RunError::State)?;
+            report.resumed = true;
+            let mut scan_err = None;
+            let engine = Engine::restore(&config, &state.engine, &mut |m, from, to, f| {
+                if let Err(e) = store.scan(&config.metrics[m].name, from, to, f) {
+                    scan_err.get_or_insert(e);
+                }
+            });
+            if let Some(e) = scan_err {
+                return Err(RunError::Store(e));
+            }
+            engine.map_err(RunError::Engine)?
+        }
+        None => Engine::new(&config).map_err(RunError::Engine)?,
+    };
+    convert_legacy(&mut state, &opts.inputs)?;
+    if opts.inputs.is_empty() && (state.completed || opts.restart) {
+        state.stdin = (0, 0); // new data on standard input
+    }
+    state.completed = false;
+    let mut ex = Extractor::new(&config);
+    let names: Vec<String> = config.metrics.iter().map(|m| m.name.clone()).collect();
+    let rollup_names: Vec<String> = config
+        .metrics
+        .iter()
+        .map(|m| m.rollup_name().unwrap_or_default())
+        .collect();
+    let limits = config.input.limits;
+    let max_ahead = config.input.max_ahead;
+
+    let total_bytes: u64 = opts
+        .inputs
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
+        .sum();
+    let mut bytes_before = 0u64; // bytes of the files already finished
+    let inputs: Vec<Option<PathBuf>> = if opts.inputs.is_empty() {
+        vec![None]
+    } else {
+        opts.inputs.iter().cloned().map(Some).collect()
+    };
+    let mut commit_ctx = CommitCtx {
+        config: &config,
+        config_text,
+        fingerprint,
+        names: &names,
+        rollup_names: &rollup_names,
+    };
+    for input in &inputs {
+        let name = input
+            .as_ref()
+            .map_or("<stdin>".to_string(), |p| p.display().to_string());
+        let io_err = |e: io::Error| RunError::Input {
+            file: name.clone(),
+            message: e.to_string(),
+        };
+        // Where to start, and the reader.
+        let mut opened = match input {
+            Some(p) => Some(open_input(p)?),
+            None => None,
+        };
+        let (resume_at, resume_line) = match &mut opened {
+            None => state.stdin,
+            Some(f) => match state.file(f.dev, f.ino).cloned() {
+                Some(_) if opts.restart => (0, 0),
+                Some(mark) => {
+                    if let Some(what) =
+                        input::changed(&mark, &mut f.probe, f.size).map_err(io_err)?
+                    {
+                        return Err(RunError::InputChanged {
+                            file: name.clone(),
+                            what,
+                        });
+                    }
+                    (mark.offset, mark.line)
+                }
+                None => (0, 0),
+            },
+        };
+        let size = opened.as_ref().map_or(0, |f| f.size);
+        let mut lines: Lines<Box<dyn ReadSeek>> = match &opened {
+            Some(f) => Lines::new(
+                Box::new(BufReader::with_capacity(
+                    1 << 16,
+                    f.file.try_clone().map_err(io_err)?,
+                )),
+                limits.line,
+            ),
+            None => Lines::new(
+                Box::new(StdinReader(BufReader::with_capacity(1 << 16, io::stdin()))),
+                limits.line,
+            ),
+        };
+        if ex.wants_header() {
+            let header = match lines.next_line().map_err(io_err)? {
+                Line::End => None,
+                Line::TooLong { len, .. } => {
+                    return Err(RunError::BadLine {
+                        file: name.clone(),
+                        line: 1,
+                        message: format!(
+                            "header: {len} bytes, longer than max_line_bytes = {}",
+                            limits.line
+                        ),
+                    })
+                }
+                Line::Text { raw, .. } => Some(line_text(raw).map_err(|m| RunError::BadLine {
+                    file: name.clone(),
+                    line: 1,
+                    message: m,
+                })?),
+            };
+            if let Some(h) = header {
+                ex.header(h).map_err(|e| RunError::BadLine {
+                    file: name.clone(),
+                    line: 1,
+                    message: format!("header: {e}"),
+                })?;
+            }
+        }
+        if resume_at > lines.offset {
+            match &opened {
+                Some(_) => lines.seek_to(resume_at, resume_line).map_err(io_err)?,
+                None => {
+                    let skip = resume_at - lines.offset;
+                    let got = lines.discard(skip).map_err(io_err)?;
+                    if got != skip {
+                        return Err(RunError::Input {
+                            file: name.clone(),
+                            message: format!(
+                                "the committed position is byte {resume_at} but the input \
+                                 ends at byte {}: feed the same stream again, or use a new \
+                                 --db",
+                                lines.offset
+                            ),
+                        });
+                    }
+                    lines.line = resume_line;
+                }
+            }
+        }
+        let mut committed_here = (lines.offset, lines.line);
+        loop {
+            let (number, end, parsed) = match lines.next_line().map_err(io_err)? {
+                Line::End => break,
+                Line::TooLong { len, number, end } => (
+                    number,
+                    end,
+                    Err(format!(
+                        "the line is {len} bytes, longer than max_line_bytes = {}",
+                        limits.line
+                    )),
+                ),
+                Line::Text { raw, number, end } => {
+                    let parsed = line_text(raw).and_then(|line| {
+                        if line.is_empty() {
+                            return Ok(false);
+                        }
+                        ex.parse(line).map_err(|e| e.message)?;
+                        check_record(&ex, &engine, &names, limits, max_ahead).map(|()| true)
+                    });
+                    (number, end, parsed)
+                }
+            };
+            match parsed {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(message) => {
+                    if opts.skip_bad {
+                        state.bad_lines += 1;
+                        if let Some(f) = opts.on_bad.as_mut() {
+                            f(&name, number, &message);
+                        }
+                        continue;
+                    }
+                    return Err(RunError::BadLine {
+                        file: name.clone(),
+                        line: number,
+                        message,
+                    });
+                }
+            }
+            state.records += 1;
+            report.records_this_run += 1;
+            engine.observe(ex.time);
+            for m in 0..names.len() {
+                engine.add_item(m, ex.time, &ex.keys[m], ex.items[m], &ex.item_bytes[m]);
+            }
+            if engine.needs_commit() {
+                set_position(&mut state, opened.as_mut(), end, number)?;
+                committed_here = (end, number);
+                commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                report.commits += 1;
+                if let Some(p) = opts.progress.as_mut() {
+                    p(bytes_before + end, total_bytes);
+                }
+            }
+        }
+        if (lines.offset, lines.line) != committed_here || opened.is_some() {
+            set_position(&mut state, opened.as_mut(), lines.offset, lines.line)?;
+        }
+        bytes_before += size;
+        if let Some(p) = opts.progress.as_mut() {
+            p(bytes_before, total_bytes);
+        }
+    }
+    state.completed = true;
+    if !opts.keep_open {
+        engine.flush();
+    }
+    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+    report.commits += 1;
+    report.records = state.records;
+    report.bad_lines = state.bad_lines;
+    for m in 0..engine.metric_count() {
+        let c = engine.counters(m);
+        report.late += c.late;
+        report.dropped += c.dropped;
+        report.merged += c.merged;
+        report.buckets += c.buckets;
+        report.alerts += c.alerts;
+        report.live_keys += engine.live_keys(m) as u64;
+    }
+    Ok(report)
+}
+
+/// Records where the current input stands.
+fn set_position(
+    state: &mut RunState,
+    file: Option<&mut OpenFile>,
+    offset: u64,
+    line: u64,
+) -> Result<(), RunError> {
+    match file {
+        None => state.stdin = (offset, line),
+        Some(f) => {
+            let mark = f.mark(offset, line)?;
+            state.set_file(mark);
+        }
+    }
+    Ok(())
+}
+
+/// The rules a parsed record must keep before it reaches the engine: its time within
+/// [`MAX_TIME`] and `max_ahead` of the latest time seen, its keys and items within their
+/// limits.
+fn check_record(
+    ex: &Extractor,
+    engine: &Engine,
+    names: &[String],
+    limits: crate::config::Limits,
+    max_ahead: u64,
+) -> Result<(), String> {
+    if ex.time > MAX_TIME {
+        return Err(format!("time {} ms is after the year 9999", ex.time));
+    }
+    if let Some(latest) = engine.max_time() {
+        if ex.time > latest.saturating_add(max_ahead) {
+            return Err(format!(
+                "time {} is {} ahead of the latest time seen ({}), more than max_ahead = {}: \
+                 a mistyped date would move the watermark past every bucket (raise \
+                 input.max_ahead if the data really jumps)",
+                crate::time::format_rfc3339(ex.time),
+                crate::time::format_duration(ex.time - latest),
+                crate::time::format_rfc3339(latest),
+                crate::time::format_duration(max_ahead),
+            ));
+        }
+    }
+    for (m, name) in names.iter().enumerate() {
+        if ex.keys[m].len() > limits.key {
+            return Err(format!(
+                "metric {name}: the key is {} bytes, longer than max_key_bytes = {}",
+                ex.keys[m].len(),
+                limits.key
+            ));
+        }
+        if ex.item_len(m) > limits.item {
+            return Err(format!(
+                "metric {name}: the item is {} bytes, longer than max_item_bytes = {}",
+                ex.item_len(m),
+                limits.item
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A line source that can seek (files) or not (standard input, which never is asked to).
+trait ReadSeek: io::BufRead + io::Seek {}
+impl<T: io::BufRead + io::Seek> ReadSeek for T {}
+
+/// Standard input as a [`ReadSeek`] whose seek fails: the runner discards bytes instead.
+struct StdinReader(BufReader<io::Stdin>);
+
+impl io::Read for StdinReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl io::BufRead for StdinReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.0.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.0.consume(n)
+    }
+}
+
+impl io::Seek for StdinReader {
+    fn seek(&mut self, _: io::SeekFrom) -> io::Result<u64> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "standard input cannot seek",
+        ))
+    }
+}
+
+fn line_text(buf: &[u8]) -> Result<&str, String> {
+    let mut b = buf;
+    if let Some(r) = b.strip_suffix(b"\n") {
+        b = r;
+    }
+    if let Some(r) = b.strip_suffix(b"\r") {
+        b = r;
+    }
+    std::str::from_utf8(b).map_err(|e| format!("not UTF-8: {e}"))
+}
+
+struct CommitCtx<'a> {
+    config: &'a Config,
+    config_text: &'a str,
+    fingerprint: u64,
+    names: &'a [String],
+    rollup_names: &'a [String],
+}
+
+impl CommitCtx<'_> {
+    fn commit(
+        &mut self,
+        store: &mut dyn Store,
+        engine: &mut Engine,
+        state: &mut RunState,
+        on_alert: &mut dyn FnMut(&AlertOut),
+    ) -> Result<(), RunError> {
+        let out: Outputs = engine.take_outputs();
+        for a in &out.alerts {
+            on_alert(&AlertOut {
+                metric: self.names[a.metric].clone(),
+                key: String::from_utf8_lossy(&a.key).into_owned(),
+                alert: a.clone(),
+            });
+        }
+        state.engine = engine.snapshot();
+        let meta = Meta {
+            config: self.config_text.to_string(),
+            fingerprint: self.fingerprint,
+            state: state.to_bytes(),
+        };
+        fn bref<'b>(
+            names: &'b [String],
+            rollup_names: &'b [String],
+            b: &'b crate::engine::ClosedBucket,
+        ) -> BucketRef<'b> {
+            BucketRef {
+                metric: if b.rollup {
+                    &rollup_names[b.metric]
+                } else {
+                    &names[b.metric]
+                },
+                key: &b.key,
+                start: b.start,
+                bytes: &b.bytes,
+            }
+        }
+        let names = self.names;
+        let rollup_names = self.rollup_names;
+        let puts: Vec<BucketRef<'_>> = out
+            .closed
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let merges: Vec<BucketRef<'_>> = out
+            .late_merges
+            .iter()
+            .map(|b| bref(names, rollup_names, b))
+            .collect();
+        let mut expire: Vec<(&str, u64)> = out
+            .expire_before
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|before| (self.names[i].as_str(), before)))
+            .collect();
+        expire.extend(
+            out.expire_rollups_before
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.map(|before| (self.rollup_names[i].as_str(), before))),
+        );
+        let config = self.config;
+        let rollups: Vec<RollupRef<'_>> = out
+            .rollups
+            .iter()
+            .map(|r| RollupRef {
+                metric: &self.names[r.metric],
+                into: &self.rollup_names[r.metric],
+                from: r.from,
+                to: r.to,
+                width: config.metrics[r.metric]
+                    .rollup
+                    .expect("only rolled-up metrics roll"),
+            })
+            .collect();
+        let roll = |metric: &str, period: u64, parts: &[(u64, Vec<u8>)]| {
+            let (i, _) = config
+                .metric(metric)
+                .ok_or_else(|| format!("no metric {metric:?}"))?;
+            let m = &config.metrics[i];
+            let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
+            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_bytes())
+        };
+        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+            let (_, shape) = MetricShape::for_name(config, metric)
+                .ok_or_else(|| format!("no metric {metric:?}"))?;
+            let shape = &shape;
+            let mut a = shape.decode(old, start).map_err(|e| e.to_string())?;
+            let b = shape.decode(add, start).map_err(|e| e.to_string())?;
+            a.merge(&b).map_err(|e| e.to_string())?;
+            Ok(a.to_bytes())
+        };
+        store
+            .commit(&Batch {
+                puts,
+                merges,
+                merge: &merge,
+                rollups,
+                roll: &roll,
+                expire,
+                meta: &meta,
+            })
+            .map_err(RunError::Store)
+    }
+}

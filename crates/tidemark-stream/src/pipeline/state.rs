@@ -1,0 +1,238 @@
+//! The run state committed with every batch: where each input stands, the counters, and the
+//! engine's snapshot.
+//!
+//! # Input identity
+//!
+//! A file is known by what it is, not by how it was spelled: its device and inode (the same
+//! file under `./access.jsonl`, an absolute path or a hard link is one file), and a
+//! fingerprint of the bytes already consumed — their length, and the hashes of their first
+//! and last 64 KiB. A run resumes a known file at its committed offset after checking the
+//! fingerprint; a file whose consumed bytes changed (replaced, rewritten, truncated) is
+//! refused rather than resumed in the middle of other content. An edit inside a consumed
+//! prefix that keeps its length and both ends intact is not noticed: the price of a check that
+//! reads 128 KiB instead of the whole prefix.
+//!
+//! The state remembers the [`MAX_FILES`] files used most recently; an older one is forgotten,
+//! and read from its start if it is ever given again.
+//!
+//! Standard input has no identity: an interrupted run is resumed by skipping the committed
+//! number of bytes (the same stream must be fed again); after a completed run, standard input
+//! is new data.
+
+use tidemark::codec::{Reader, Writer};
+use tidemark::DecodeError;
+
+/// How many files the state remembers (about 100 bytes each, plus the path).
+pub const MAX_FILES: usize = 10_000;
+
+/// How many bytes at each end of a consumed prefix its fingerprint hashes.
+pub const FINGERPRINT_SPAN: u64 = 64 * 1024;
+
+/// Where one input file stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileMark {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// The path it was last read under (canonical), for messages.
+    pub path: String,
+    /// Byte offset of the next unread line.
+    pub offset: u64,
+    /// Lines read so far.
+    pub line: u64,
+    /// Hash of the first `min(offset, 64 KiB)` bytes.
+    pub head: u64,
+    /// Hash of the `min(offset, 64 KiB)` bytes before `offset`.
+    pub tail: u64,
+    /// When it was last used (a sequence number: the least recent is forgotten first).
+    pub used: u64,
+}
+
+/// The state committed with each batch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunState {
+    /// Whether the last run reached the end of its input.
+    pub completed: bool,
+    /// Standard input's byte offset and line count in an interrupted run.
+    pub stdin: (u64, u64),
+    /// The files read, most recently used last.
+    pub files: Vec<FileMark>,
+    /// A counter for [`FileMark::used`].
+    pub sequence: u64,
+    /// Records counted so far.
+    pub records: u64,
+    /// Malformed lines skipped so far (`--skip-bad`).
+    pub bad_lines: u64,
+    /// The engine's snapshot.
+    pub engine: Vec<u8>,
+    /// A state of version 2 (before file identities), to be converted against the input list
+    /// it was written for.
+    pub legacy: Option<LegacyPosition>,
+}
+
+/// A version-2 state's input position: a fingerprint of the file names as spelled, and an
+/// index into that list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LegacyPosition {
+    /// xxh3 of the names as given, each followed by NUL (or `<stdin>`).
+    pub inputs: u64,
+    /// Index of the file in the list.
+    pub file: u64,
+    /// Byte offset in that file.
+    pub offset: u64,
+    /// Lines read from it.
+    pub line: u64,
+}
+
+const STATE_VERSION: u8 = 3;
+
+impl RunState {
+    /// The mark of a file, by identity.
+    pub fn file(&self, dev: u64, ino: u64) -> Option<&FileMark> {
+        self.files.iter().find(|f| f.dev == dev && f.ino == ino)
+    }
+
+    /// Records a file's mark (replacing the one of the same identity), forgetting the least
+    /// recently used beyond [`MAX_FILES`].
+    pub fn set_file(&mut self, mut mark: FileMark) {
+        self.sequence += 1;
+        mark.used = self.sequence;
+        match self
+            .files
+            .iter_mut()
+            .find(|f| f.dev == mark.dev && f.ino == mark.ino)
+        {
+            Some(f) => *f = mark,
+            None => {
+                if self.files.len() >= MAX_FILES {
+                    if let Some(i) = (0..self.files.len()).min_by_key(|&i| self.files[i].used) {
+                        self.files.swap_remove(i);
+                    }
+                }
+                self.files.push(mark);
+            }
+        }
+    }
+
+    /// Encodes the state (version 3).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(STATE_VERSION)
+            .u8(self.completed as u8)
+            .u64(self.stdin.0)
+            .u64(self.stdin.1)
+            .u64(self.sequence)
+            .u64(self.files.len() as u64);
+        for f in &self.files {
+            w.u64(f.dev)
+                .u64(f.ino)
+                .u64(f.offset)
+                .u64(f.line)
+                .u64(f.head)
+                .u64(f.tail)
+                .u64(f.used)
+                .u64(f.path.len() as u64)
+                .raw(f.path.as_bytes());
+        }
+        w.u64(self.records)
+            .u64(self.bad_lines)
+            .u64(self.engine.len() as u64)
+            .raw(&self.engine);
+        w.into_bytes()
+    }
+
+    /// Decodes a state of version 3, or 2 (its position kept in [`RunState::legacy`]),
+    /// checking every field.
+    pub fn from_bytes(bytes: &[u8]) -> Result<RunState, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let off = r.offset();
+        let v = r.u8("state version")?;
+        let bool_at = |r: &mut Reader<'_>, field: &'static str| -> Result<bool, DecodeError> {
+            let off = r.offset();
+            match r.u8(field)? {
+                0 => Ok(false),
+                1 => Ok(true),
+                other => Err(Reader::invalid(field, off, "0 or 1", other as u64)),
+            }
+        };
+        let mut s = RunState::default();
+        match v {
+            2 => {
+                let inputs = r.u64("inputs")?;
+                s.completed = bool_at(&mut r, "completed")?;
+                s.legacy = Some(LegacyPosition {
+                    inputs,
+                    file: r.u64("file")?,
+                    offset: r.u64("offset")?,
+                    line: r.u64("line")?,
+                });
+            }
+            3 => {
+                s.completed = bool_at(&mut r, "completed")?;
+                s.stdin = (r.u64("stdin offset")?, r.u64("stdin line")?);
+                s.sequence = r.u64("sequence")?;
+                // 7 u64 and a length: at least 64 bytes a file.
+                let n = r.count("files", 64, MAX_FILES as u64)?;
+                for _ in 0..n {
+                    let mut f = FileMark {
+                        dev: r.u64("file device")?,
+                        ino: r.u64("file inode")?,
+                        offset: r.u64("file offset")?,
+                        line: r.u64("file line")?,
+                        head: r.u64("file head hash")?,
+                        tail: r.u64("file tail hash")?,
+                        used: r.u64("file used")?,
+                        path: String::new(),
+                    };
+                    let off = r.offset();
+                    let len = r.count("file path", 1, 1 << 16)?;
+                    let path = r.bytes(len as u64, "file path")?;
+                    f.path = String::from_utf8(path.to_vec())
+                        .map_err(|_| Reader::invalid("file path", off, "UTF-8", len as u64))?;
+                    if s.files.iter().any(|g| g.dev == f.dev && g.ino == f.ino) {
+                        return Err(Reader::invalid("files", off, "each file once", f.ino));
+                    }
+                    s.files.push(f);
+                }
+            }
+            _ => return Err(Reader::invalid("state version", off, "2 or 3", v as u64)),
+        }
+        s.records = r.u64("records")?;
+        s.bad_lines = r.u64("bad lines")?;
+        let n = r.count("engine snapshot", 1, u64::MAX)?;
+        s.engine = r.bytes(n as u64, "engine snapshot")?.to_vec();
+        r.finish()?;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_forgets_the_least_recent_file() {
+        let mut s = RunState {
+            records: 7,
+            engine: vec![1, 2, 3],
+            ..RunState::default()
+        };
+        for i in 0..(MAX_FILES as u64 + 5) {
+            s.set_file(FileMark {
+                dev: 1,
+                ino: i,
+                path: format!("/f{i}"),
+                offset: i,
+                ..FileMark::default()
+            });
+        }
+        assert_eq!(s.files.len(), MAX_FILES);
+        assert!(s.file(1, 4).is_none() && s.file(1, 5).is_some());
+        let back = RunState::from_bytes(&s.to_bytes()).unwrap();
+        assert_eq!(back, s);
+        for cut in [0, 1, 10, 100] {
+            assert!(RunState::from_bytes(&s.to_bytes()[..cut]).is_err());
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The store's meaning, written once above every backend: applying a [`Batch`], keeping each
+//! `(metric, start)`'s digest in step with its entries, and checking digests on the way out.
+
+use std::collections::BTreeMap;
+
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+use super::{Batch, Meta, ReadTxn, StoreError, Txn, Visit};
+
+/// Metadata names.
+const CONFIG: &str = "config";
+const FINGERPRINT: &str = "fingerprint";
+const STATE: &str = "state";
+/// The store layout: absent in stores written before digests (read, never verified), 2 since.
+const FORMAT: &str = "format";
+/// A hash of the config, fingerprint and state together: damage to the metadata is found.
+const SEAL: &str = "seal";
+const DIGESTED: u64 = 2;
+
+/// The digests' table for a metric's stored name.
+fn digest_table(table: &str) -> String {
+    format!("#{table}")
+}
+
+/// One entry's contribution to its start's digest.
+#[inline]
+fn entry_hash(start: u64, key: &[u8], bytes: &[u8]) -> u64 {
+    xxh3_64_with_seed(bytes, xxh3_64_with_seed(key, start))
+}
+
+fn seal(config: &[u8], fingerprint: &[u8], state: &[u8]) -> u64 {
+    xxh3_64_with_seed(state, xxh3_64_with_seed(fingerprint, xxh3_64(config)))
+}
+
+fn u64_of(bytes: &[u8], what: &str) -> Result<u64, StoreError> {
+    let b: [u8; 8] = bytes.try_into().map_err(|_| {
+        StoreError::damaged(format!("metadata {what:?} is {} bytes, not 8", bytes.len()))
+    })?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Whether the store keeps digests.
+fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
+    match r.meta(FORMAT)? {
+        None => Ok(false),
+        Some(v) => match u64_of(&v, FORMAT)? {
+            DIGESTED => Ok(true),
+            other => Err(StoreError::damaged(format!(
+                "unknown store format {other} (this tidemark writes {DIGESTED}): a newer \
+                 tidemark wrote it, or the metadata is damaged"
+            ))),
+        },
+    }
+}
+
+/// The committed metadata, its seal checked.
+pub(super) fn read_meta(r: &(impl ReadTxn + ?Sized)) -> Result<Option<Meta>, StoreError> {
+    let (Some(config), Some(fp), Some(state)) =
+        (r.meta(CONFIG)?, r.meta(FINGERPRINT)?, r.meta(STATE)?)
+    else {
+        return Ok(None);
+    };
+    if digested(r)? {
+        let stored = r
+            .meta(SEAL)?
+            .ok_or_else(|| StoreError::damaged("the metadata's seal is missing"))?;
+        if u64_of(&stored, SEAL)? != seal(&config, &fp, &state) {
+            return Err(StoreError::damaged(
+                "the metadata (config, fingerprint or run state) does not match its seal",
+            ));
+        }
+    }
+    Ok(Some(Meta {
+        config: String::from_utf8(config)
+            .map_err(|_| StoreError::damaged("the stored config is not UTF-8"))?,
+        fingerprint: u64_of(&fp, FINGERPRINT)?,
+        state,
+    }))
+}
+
+/// Pending digests of one transaction: `(table, start)` → `(entries, XOR of their hashes)`.
+struct Digests {
+    on: bool,
+    pending: BTreeMap<(String, u64), (u64, u64)>,
+}
+
+impl Digests {
+    fn load(
+        &mut self,
+        t: &dyn Txn,
+        table: &str,
+        start: u64,
+    ) -> Result<&mut (u64, u64), StoreError> {
+        let k = (table.to_string(), start);
+        if !self.pending.contains_key(&k) {
+            let d = match t.get(&digest_table(table), start, &[])? {
+                None => (0, 0),
+                Some(v) => parse_digest(table, start, &v)?,
+            };
+            self.pending.insert(k.clone(), d);
+        }
+        Ok(self.pending.get_mut(&k).expect("inserted above"))
+    }
+
+    /// Accounts for `key`'s value at `start` changing from `old` to `new`.
+    fn replace(
+        &mut self,
+        t: &dyn Txn,
+        table: &str,
+        start: u64,
+        key: &[u8],
+        old: Option<&[u8]>,
+        new: &[u8],
+    ) -> Result<(), StoreError> {
+        if !self.on {
+            return Ok(());
+        }
+        let d = self.load(t, table, start)?;
+        if let Some(old) = old {
+            d.0 = d.0.checked_sub(1).ok_or_else(|| {
+                StoreError::damaged(format!(
+                    "{table} bucket {start}: an entry its digest does not count"
+                ))
+            })?;
+            d.1 ^= entry_hash(start, key, old);
+        }
+        d.0 += 1;
+        d.1 ^= entry_hash(start, key, new);
+        Ok(())
+    }
+
+    fn flush(&mut self, t: &mut dyn Txn) -> Result<(), StoreError> {
+        for ((table, start), (n, x)) in std::mem::take(&mut self.pending) {
+            let mut v = [0u8; 16];
+            v[..8].copy_from_slice(&n.to_le_bytes());
+            v[8..].copy_from_slice(&x.to_le_bytes());
+            t.put(&digest_table(&table), start, &[], &v)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_digest(table: &str, start: u64, v: &[u8]) -> Result<(u64, u64), StoreError> {
+    if v.len() != 16 {
+        return Err(StoreError::damaged(format!(
+            "{table} bucket {start}: its digest is {} bytes, not 16",
+            v.len()
+        )));
+    }
+    let n = u64::from_le_bytes(v[..8].try_into().expect("8 of 16 bytes"));
+    let x = u64::from_le_bytes(v[8..].try_into().expect("8 of 16 bytes"));
+    Ok((n, x))
+}
+
+/// Applies a batch inside one write transaction.
+pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
+    let on = match t.meta(FORMAT)? {
+        Some(_) => digested(&*t)?,
+        // A new store keeps digests from its first commit; one written before them never
+        // gets partial ones.
+        None => t.meta(STATE)?.is_none(),
+    };
+    let mut d = Digests {
+        on,
+        pending: BTreeMap::new(),
+    };
+    for p in &b.puts {
+        let old = t.put(p.metric, p.start, p.key, p.bytes)?;
+        d.replace(&*t, p.metric, p.start, p.key, old.as_deref(), p.bytes)?;
+    }
+    for m in &b.merges {
+        let old = t.get(m.metric, m.start, m.key)?;
+        let bytes = match &old {
+            Some(old) => {
+                (b.merge)(m.metric, m.start, old, m.bytes).map_err(|message| StoreError::Merge {
+                    metric: m.metric.to_string(),
+                    start: m.start,
+                    message,
+                })?
+            }
+            None => m.bytes.to_vec(),
+        };
+        t.put(m.metric, m.start, m.key, &bytes)?;
+        d.replace(&*t, m.metric, m.start, m.key, old.as_deref(), &bytes)?;
+    }
+    // Rollups read what the puts wrote, verified: the digests go first.
+    d.flush(t)?;
+    for r in &b.rollups {
+        type Periods = BTreeMap<(u64, Vec<u8>), Vec<(u64, Vec<u8>)>>;
+        let mut groups: Periods = BTreeMap::new();
+        scan_verified(&*t, r.metric, r.from, r.to, &mut |key, start, v| {
+            groups
+                .entry((start - start % r.width, key.to_vec()))
+                .or_default()
+                .push((start, v.to_vec()));
+        })?;
+        for ((period, key), parts) in groups {
+            let bytes =
+                (b.roll)(r.metric, period, &parts).map_err(|message| StoreError::Merge {
+                    metric: r.into.to_string(),
+                    start: period,
+                    message,
+                })?;
+            let old = t.put(r.into, period, &key, &bytes)?;
+            d.replace(&*t, r.into, period, &key, old.as_deref(), &bytes)?;
+        }
+    }
+    d.flush(t)?;
+    for &(metric, before) in &b.expire {
+        t.remove_before(metric, before)?;
+        t.remove_before(&digest_table(metric), before)?;
+    }
+    let m = b.meta;
+    let fp = m.fingerprint.to_le_bytes();
+    t.set_meta(CONFIG, m.config.as_bytes())?;
+    t.set_meta(FINGERPRINT, &fp)?;
+    t.set_meta(STATE, &m.state)?;
+    if on {
+        t.set_meta(FORMAT, &DIGESTED.to_le_bytes())?;
+        t.set_meta(
+            SEAL,
+            &seal(m.config.as_bytes(), &fp, &m.state).to_le_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Scans `table`'s entries in `[from, to)`, checking each start's entries against its digest.
+pub(super) fn scan_verified(
+    r: &(impl ReadTxn + ?Sized),
+    table: &str,
+    from: u64,
+    to: u64,
+    f: &mut Visit<'_>,
+) -> Result<(), StoreError> {
+    if from >= to {
+        return Ok(());
+    }
+    if !digested(r)? {
+        return r.scan(table, from, to, f);
+    }
+    let mut expected = BTreeMap::new();
+    let mut bad = None;
+    r.scan(
+        &digest_table(table),
+        from,
+        to,
+        &mut |key, start, v| match parse_digest(table, start, v) {
+            Ok(d) if key.is_empty() => {
+                expected.insert(start, d);
+            }
+            Ok(_) => bad = Some(StoreError::damaged(format!("{table}: a digest with a key"))),
+            Err(e) => bad = Some(e),
+        },
+    )?;
+    if let Some(e) = bad {
+        return Err(e);
+    }
+    let mut cur: Option<(u64, u64, u64)> = None;
+    let mut mismatch: Option<u64> = None;
+    let mut finish = |c: (u64, u64, u64), expected: &mut BTreeMap<u64, (u64, u64)>| {
+        let (start, n, x) = c;
+        if expected.remove(&start).unwrap_or((0, 0)) != (n, x) {
+            mismatch.get_or_insert(start);
+        }
+    };
+    r.scan(table, from, to, &mut |key, start, v| {
+        match &mut cur {
+            Some(c) if c.0 == start => {
+                c.1 += 1;
+                c.2 ^= entry_hash(start, key, v);
+            }
+            _ => {
+                if let Some(c) = cur.take() {
+                    finish(c, &mut expected);
+                }
+                cur = Some((start, 1, entry_hash(start, key, v)));
+            }
+        }
+        f(key, start, v)
+    })?;
+    if let Some(c) = cur {
+        finish(c, &mut expected);
+    }
+    if let Some((&start, _)) = expected.iter().find(|(_, d)| d.0 > 0) {
+        mismatch = Some(mismatch.map_or(start, |m| m.min(start)));
+    }
+    match mismatch {
+        None => Ok(()),
+        Some(start) => Err(StoreError::damaged(format!(
+            "{table} bucket {start}: its entries do not match their digest (an entry was lost, \
+             moved or altered)"
+        ))),
+    }
+}

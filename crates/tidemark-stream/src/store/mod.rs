@@ -1,0 +1,274 @@
+//! Where closed buckets live: the [`Store`] trait, the embedded [`RedbStore`] (one file, ACID,
+//! crash-safe, readable by other processes while a run writes it) and an in-memory
+//! [`MemStore`] for tests.
+//!
+//! A store holds bucket sketches keyed by `(metric, bucket start, key)` — start before key, so
+//! a window is one range scan — and the pipeline's metadata: the config text and fingerprint,
+//! and the run state (input positions, counters, the engine's open buckets).
+//!
+//! # Layers
+//!
+//! A backend offers only primitive operations inside a transaction ([`ReadTxn`], [`Txn`]):
+//! get, put, range scan, delete before a start, metadata. Everything with meaning — applying a
+//! [`Batch`] (closed buckets, late read-merge-writes, rollups, retention deletes and the new
+//! state, atomically), and verifying what is read — is written once, in [`apply`], above any
+//! backend.
+//!
+//! # Damage is found, never answered from
+//!
+//! Each stored value is a checksummed envelope, checked when decoded. And for every
+//! `(metric, start)` the store keeps a *digest* — the number of entries and the XOR of a
+//! 64-bit hash of each `(start, key, value)` — updated in the same transaction as the entries.
+//! A scan recomputes the digest of every start it reads and compares: an entry lost, moved to
+//! another key or start, or altered on disk turns into [`StoreError::Damaged`] instead of a
+//! silently smaller answer. On top of that, the redb file's own page checksums are verified
+//! whenever a writer opens it, and by `tidemark check`.
+
+use core::fmt;
+use std::path::PathBuf;
+
+mod apply;
+mod mem;
+mod redb_store;
+
+pub use mem::MemStore;
+pub use redb_store::RedbStore;
+
+/// A store that failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The file cannot be opened as a store.
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Another process holds the store for writing (or, for a store written before version 3
+    /// of the run state, holds it at all).
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The store's contents are damaged: what was found.
+    Damaged {
+        /// What is wrong, and where.
+        what: String,
+    },
+    /// The database failed (I/O, a full disk).
+    Backend {
+        /// The operation.
+        op: &'static str,
+        /// redb's error.
+        source: redb::Error,
+    },
+    /// A late merge or a rollup could not combine stored buckets.
+    Merge {
+        /// The metric.
+        metric: String,
+        /// The bucket start, ms.
+        start: u64,
+        /// Why.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// Whether the store's contents are damaged (as opposed to busy or failing).
+    pub fn is_damaged(&self) -> bool {
+        matches!(self, StoreError::Damaged { .. })
+    }
+
+    pub(crate) fn damaged(what: impl Into<String>) -> StoreError {
+        StoreError::Damaged { what: what.into() }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Open { path, source } => {
+                write!(f, "cannot open store {}: {source}", path.display())
+            }
+            StoreError::Locked { path } => write!(
+                f,
+                "store {} is being written by another process (a `tidemark run` still \
+                 running or still exiting): wait for it to end, or query it instead",
+                path.display()
+            ),
+            StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
+            StoreError::Backend { op, source } => write!(f, "store: {op}: {source}"),
+            StoreError::Merge {
+                metric,
+                start,
+                message,
+            } => write!(
+                f,
+                "store: cannot merge into {metric} bucket {start}: {message}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Open { source, .. } => Some(source.as_ref()),
+            StoreError::Backend { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The pipeline's metadata.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// The config's TOML text (queries read metric shapes from it).
+    pub config: String,
+    /// The config's fingerprint.
+    pub fingerprint: u64,
+    /// The pipeline's state: position, counters, engine snapshot.
+    pub state: Vec<u8>,
+}
+
+/// One bucket written or merged.
+#[derive(Clone, Copy, Debug)]
+pub struct BucketRef<'a> {
+    /// Metric name.
+    pub metric: &'a str,
+    /// Key bytes.
+    pub key: &'a [u8],
+    /// Bucket start, ms.
+    pub start: u64,
+    /// Summary bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Receives stored buckets: `(key, bucket start, bytes)`.
+pub type Visit<'a> = dyn FnMut(&[u8], u64, &[u8]) + 'a;
+
+/// Combines a stored bucket's bytes with a late event's: `(metric, start, stored, late)`.
+pub type MergeFn<'a> = &'a dyn Fn(&str, u64, &[u8], &[u8]) -> Result<Vec<u8>, String>;
+
+/// Combines a period's buckets `(start, bytes)` into its rollup bucket:
+/// `(metric, period start, parts)`.
+pub type RollFn<'a> = &'a dyn Fn(&str, u64, &[(u64, Vec<u8>)]) -> Result<Vec<u8>, String>;
+
+/// Periods of a metric to roll up: every stored bucket of `metric` in `[from, to)` is grouped
+/// by `(period, key)` (`period = start − start % width`) and written as one bucket of `into`.
+#[derive(Clone, Copy, Debug)]
+pub struct RollupRef<'a> {
+    /// The metric rolled up.
+    pub metric: &'a str,
+    /// The rollup's stored name.
+    pub into: &'a str,
+    /// First period start, ms.
+    pub from: u64,
+    /// Last period end, ms.
+    pub to: u64,
+    /// Rollup width, ms.
+    pub width: u64,
+}
+
+/// Everything one commit writes, atomically.
+pub struct Batch<'a> {
+    /// Closed buckets (overwrite).
+    pub puts: Vec<BucketRef<'a>>,
+    /// Late events to read-merge-write into their stored bucket.
+    pub merges: Vec<BucketRef<'a>>,
+    /// How to merge them.
+    pub merge: MergeFn<'a>,
+    /// Rollups, applied after the puts and merges.
+    pub rollups: Vec<RollupRef<'a>>,
+    /// How to build a rollup bucket.
+    pub roll: RollFn<'a>,
+    /// Per metric: delete buckets starting before this.
+    pub expire: Vec<(&'a str, u64)>,
+    /// The new metadata.
+    pub meta: &'a Meta,
+}
+
+/// Reads inside one transaction (one consistent view of the store). `table` is a metric's
+/// stored name, or a name the store keeps for itself (starting with `#`, which no metric name
+/// can).
+pub trait ReadTxn {
+    /// A metadata value.
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// One value.
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Every value of `table` with `from ≤ start < to`, by start then key.
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError>;
+}
+
+/// Writes inside one transaction: all land or none.
+pub trait Txn: ReadTxn {
+    /// Writes a value, returning the one it replaced.
+    fn put(
+        &mut self,
+        table: &str,
+        start: u64,
+        key: &[u8],
+        bytes: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes every value of `table` with `start < before`.
+    fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError>;
+    /// Writes a metadata value.
+    fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError>;
+}
+
+/// A bucket store: a backend's primitive transactions, and the pipeline's operations built on
+/// them once for every backend.
+pub trait Store {
+    /// Runs `f` in one read transaction.
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&dyn ReadTxn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// Runs `f` in one write transaction, committed if `f` succeeds, rolled back otherwise.
+    fn write(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Txn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+
+    /// The committed metadata, if anything was ever committed.
+    fn meta(&self) -> Result<Option<Meta>, StoreError> {
+        let mut out = None;
+        self.read(&mut |r| {
+            out = apply::read_meta(r)?;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Applies a batch atomically.
+    fn commit(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        self.write(&mut |t| apply::commit(t, batch))
+    }
+
+    /// One stored bucket (its envelope is checked when decoded; its digest is not).
+    fn get(&self, metric: &str, key: &[u8], start: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut out = None;
+        self.read(&mut |r| {
+            out = r.get(metric, start, key)?;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Every stored bucket of `metric` with `from ≤ start < to`, by start then key, each
+    /// start's entries checked against its digest: a mismatch is [`StoreError::Damaged`]
+    /// (after `f` has seen the entries, so a caller discards what it gathered).
+    fn scan(&self, metric: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        self.read(&mut |r| apply::scan_verified(r, metric, from, to, f))
+    }
+
+    /// Checks every stored entry of `metric` against its digests, returning the number of
+    /// entries (for `tidemark check`).
+    fn verify(&self, metric: &str) -> Result<u64, StoreError> {
+        let mut n = 0;
+        self.read(&mut |r| apply::scan_verified(r, metric, 0, u64::MAX, &mut |_, _, _| n += 1))?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,336 @@
+//! The embedded store: one redb file.
+//!
+//! Opened in redb's single-writer mode: one `tidemark run` writes, and any number of readers
+//! (`tidemark query`, other processes) open the same file read-only and see its commits as they
+//! land — also on a read-only file system or a read-only copy. A writer's open verifies the
+//! checksum of every page (redb's integrity check), so a file damaged on disk is refused
+//! before anything is trusted; readers rely on the envelope checksums and digests (see the
+//! [module docs](super)). redb can panic on some damaged files rather than return an error:
+//! every call into it is contained here and reported as [`StoreError::Damaged`].
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use redb::{
+    Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
+    ReadableTable, StorageError, TableDefinition, TableError,
+};
+
+use super::{ReadTxn, Store, StoreError, Txn, Visit};
+
+/// A bucket's stored key: `(metric, start, key)`.
+type BucketKey = (&'static str, u64, &'static [u8]);
+const BUCKETS: TableDefinition<(&str, u64, &[u8]), &[u8]> = TableDefinition::new("buckets");
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+enum Db {
+    Writer(Database),
+    Reader(ReadOnlyDatabase),
+}
+
+/// The embedded store: one redb file.
+pub struct RedbStore {
+    db: Db,
+    path: PathBuf,
+}
+
+fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
+    move |e| match e {
+        redb::Error::Corrupted(what) => StoreError::damaged(what),
+        source => StoreError::Backend { op, source },
+    }
+}
+
+fn err<E: Into<redb::Error>>(op: &'static str) -> impl Fn(E) -> StoreError {
+    let f = backend(op);
+    move |e| f(e.into())
+}
+
+/// Runs a call into redb, turning a panic inside it into [`StoreError::Damaged`].
+fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(StoreError::damaged(format!(
+                "the database failed while {what} ({msg})"
+            )))
+        }
+    }
+}
+
+fn builder() -> Builder {
+    let mut b = Builder::new();
+    b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    b
+}
+
+fn open_error(path: &Path, e: DatabaseError) -> StoreError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+            path: path.to_path_buf(),
+        },
+        DatabaseError::Storage(StorageError::Corrupted(what)) => StoreError::damaged(what),
+        e => StoreError::Open {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        },
+    }
+}
+
+/// Refuses a path that is there but is no regular file (a directory, a FIFO, a device).
+fn regular_or_absent(path: &Path) -> Result<(), StoreError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: "not a regular file".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl RedbStore {
+    /// Opens the file for writing, creating it if absent; an existing file's pages are all
+    /// verified first.
+    pub fn open(path: &Path) -> Result<RedbStore, StoreError> {
+        regular_or_absent(path)?;
+        let db = contained("opening it", || {
+            let mut b = builder();
+            b.set_check_integrity_on_open(true);
+            b.create(path).map_err(|e| open_error(path, e))
+        })?;
+        Ok(RedbStore {
+            db: Db::Writer(db),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing file for reading (queries): an absent file is an error, not a new
+    /// store. Works while a writer has the file open, and on a read-only file.
+    pub fn open_existing(path: &Path) -> Result<RedbStore, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                source: "no such file".into(),
+            });
+        }
+        regular_or_absent(path)?;
+        let db = contained("opening it", || match builder().open_read_only(path) {
+            Err(DatabaseError::RepairAborted) => Ok(None),
+            r => r.map(Some).map_err(|e| open_error(path, e)),
+        })?;
+        match db {
+            Some(db) => Ok(RedbStore {
+                db: Db::Reader(db),
+                path: path.to_path_buf(),
+            }),
+            // A run was interrupted and no writer holds the file: a reader cannot repair
+            // it, a writer's open does (verifying every page as it goes).
+            None => RedbStore::open_existing_writable(path).map_err(|e| match e {
+                StoreError::Open { path, source } => StoreError::Open {
+                    path,
+                    source: format!(
+                        "it needs the repair redb makes after an interrupted run, which \
+                         needs write access ({source}): run `tidemark check` on it once \
+                         where it is writable"
+                    )
+                    .into(),
+                },
+                e => e,
+            }),
+        }
+    }
+
+    /// Opens an existing file for writing (never creating one), verifying every page.
+    pub fn open_existing_writable(path: &Path) -> Result<RedbStore, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                source: "no such file".into(),
+            });
+        }
+        regular_or_absent(path)?;
+        let db = contained("opening it", || {
+            let mut b = builder();
+            b.set_check_integrity_on_open(true);
+            b.open(path).map_err(|e| open_error(path, e))
+        })?;
+        Ok(RedbStore {
+            db: Db::Writer(db),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+struct RedbRead {
+    buckets: Option<redb::ReadOnlyTable<BucketKey, &'static [u8]>>,
+    meta: Option<redb::ReadOnlyTable<&'static str, &'static [u8]>>,
+}
+
+fn scan_table<T>(
+    t: &T,
+    table: &str,
+    from: u64,
+    to: u64,
+    f: &mut Visit<'_>,
+) -> Result<(), StoreError>
+where
+    T: ReadableTable<BucketKey, &'static [u8]>,
+{
+    if from >= to {
+        return Ok(());
+    }
+    let lo: (&str, u64, &[u8]) = (table, from, &[]);
+    let hi: (&str, u64, &[u8]) = (table, to, &[]);
+    for entry in t.range(lo..hi).map_err(err("scan"))? {
+        let (k, v) = entry.map_err(err("scan"))?;
+        let (_, start, key) = k.value();
+        f(key, start, v.value());
+    }
+    Ok(())
+}
+
+impl ReadTxn for RedbRead {
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(t) = &self.meta else { return Ok(None) };
+        Ok(t.get(name)
+            .map_err(err("read metadata"))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(t) = &self.buckets else {
+            return Ok(None);
+        };
+        Ok(t.get((table, start, key))
+            .map_err(err("get"))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        match &self.buckets {
+            Some(t) => scan_table(t, table, from, to, f),
+            None => Ok(()),
+        }
+    }
+}
+
+struct RedbWrite<'a> {
+    buckets: redb::Table<'a, BucketKey, &'static [u8]>,
+    meta: redb::Table<'a, &'static str, &'static [u8]>,
+}
+
+impl ReadTxn for RedbWrite<'_> {
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .meta
+            .get(name)
+            .map_err(err("read metadata"))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .buckets
+            .get((table, start, key))
+            .map_err(err("get"))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        scan_table(&self.buckets, table, from, to, f)
+    }
+}
+
+impl Txn for RedbWrite<'_> {
+    fn put(
+        &mut self,
+        table: &str,
+        start: u64,
+        key: &[u8],
+        bytes: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .buckets
+            .insert((table, start, key), bytes)
+            .map_err(err("put"))?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError> {
+        let lo: (&str, u64, &[u8]) = (table, 0, &[]);
+        let hi: (&str, u64, &[u8]) = (table, before, &[]);
+        self.buckets
+            .retain_in(lo..hi, |_, _| false)
+            .map_err(err("delete"))
+    }
+
+    fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.meta
+            .insert(name, bytes)
+            .map_err(err("write metadata"))?;
+        Ok(())
+    }
+}
+
+fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
+    let tx = db.begin_read().map_err(err("begin a read"))?;
+    let buckets = match tx.open_table(BUCKETS) {
+        Ok(t) => Some(t),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(err("open buckets")(e)),
+    };
+    let meta = match tx.open_table(META) {
+        Ok(t) => Some(t),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(err("open metadata")(e)),
+    };
+    Ok(RedbRead { buckets, meta })
+}
+
+impl Store for RedbStore {
+    fn read(
+        &self,
+        f: &mut dyn FnMut(&dyn ReadTxn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        contained("reading it", || {
+            let r = match &self.db {
+                Db::Writer(db) => open_read(db)?,
+                Db::Reader(db) => open_read(db)?,
+            };
+            f(&r)
+        })
+    }
+
+    fn write(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Txn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let Db::Writer(db) = &self.db else {
+            return Err(StoreError::Open {
+                path: self.path.clone(),
+                source: "opened for reading only".into(),
+            });
+        };
+        contained("writing it", || {
+            let tx = db.begin_write().map_err(err("begin a write"))?;
+            {
+                let mut w = RedbWrite {
+                    buckets: tx.open_table(BUCKETS).map_err(err("open buckets"))?,
+                    meta: tx.open_table(META).map_err(err("open metadata"))?,
+                };
+                f(&mut w)?;
+            }
+            tx.commit().map_err(err("commit"))
+        })
+    }
+}
