@@ -37,6 +37,9 @@ pub struct RedbStore {
 fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
     move |e| match e {
         redb::Error::Corrupted(what) => StoreError::damaged(what),
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            StoreError::damaged(format!("the file ends early, truncated ({op}: {io})"))
+        }
         source => StoreError::Backend { op, source },
     }
 }
@@ -75,6 +78,11 @@ fn open_error(path: &Path, e: DatabaseError) -> StoreError {
             path: path.to_path_buf(),
         },
         DatabaseError::Storage(StorageError::Corrupted(what)) => StoreError::damaged(what),
+        DatabaseError::Storage(StorageError::Io(io))
+            if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            StoreError::damaged(format!("the file ends early, truncated ({io})"))
+        }
         e => StoreError::Open {
             path: path.to_path_buf(),
             source: Box::new(e),

@@ -1,0 +1,422 @@
+//! A pipeline's store against the input a careless or hostile user sends: far-future and
+//! overflowing times, the same file under another path, a file replaced under its name, huge
+//! lines and keys, and a store damaged on disk. Each must end in a clear error or the right
+//! answer: never a panic, never a store that cannot be read again, never a count of zero
+//! where there were thousands.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{ok, tidemark};
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tidemark-safety-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const CONFIG: &str = r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "hits"
+kind = "count"
+key = ["user"]
+bucket = "1m"
+window = "5m"
+allowed_lateness = "10s"
+[[metric]]
+name = "pages"
+kind = "distinct"
+key = ["user"]
+item = ["page"]
+bucket = "1m"
+window = "5m"
+precision = 8
+"#;
+
+/// `n` events a minute for `minutes` minutes from 2023-11-14T22:13:20Z, users u0..u4.
+fn log(minutes: u64, n: u64) -> String {
+    let mut s = String::from("ts,user,page\n");
+    for m in 0..minutes {
+        for i in 0..n {
+            let t = 1_700_000_000 + m * 60 + i * 60 / n;
+            s.push_str(&format!("{t},u{},p{}\n", i % 5, (m * n + i) % 37));
+        }
+    }
+    s
+}
+
+fn query(db: &Path, metric: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["query", "--db", s(db), "--metric", metric, "--window", "5m"];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    tidemark(&args, "")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn records(db: &Path) -> u64 {
+    let o = tidemark(&["check", "--db", s(db), "--json"], "");
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["records"].as_u64().unwrap()
+}
+
+#[test]
+fn a_time_past_year_9999_or_far_ahead_is_a_bad_line_and_the_store_stays_usable() {
+    let d = dir("time");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    // The issue's reproduction: 9,223,372,036,854,720 s once bricked the store.
+    let z = d.join("z.csv");
+    std::fs::write(
+        &z,
+        "ts,user,page\n1700000000,a,b\n9223372036854720,a,b\n1700000001,a,c\n",
+    )
+    .unwrap();
+    let db = d.join("z.db");
+    let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&z)], "");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("z.csv:3") && stderr(&o).contains("9999"));
+    // Skipped, the store is written and stays readable and resumable.
+    let o = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--skip-bad",
+            s(&z),
+        ],
+        "",
+    );
+    ok(&o);
+    ok(&query(&db, "hits", &[]));
+    ok(&tidemark(
+        &["run", "--config", s(&config), "--db", s(&db), s(&z)],
+        "",
+    ));
+
+    // One event dated 2100 among ordinary ones: refused, never moving the watermark, so
+    // nothing is expired and nothing after it is dropped as late.
+    let clean = log(10, 20);
+    let mut text = clean.clone();
+    let cut = text.len() / 2;
+    let cut = cut + text[cut..].find('\n').unwrap() + 1;
+    text.insert_str(cut, "4102444800,u0,p0\n");
+    let x = d.join("x.csv");
+    std::fs::write(&x, &clean).unwrap();
+    let reference = d.join("x.db");
+    ok(&tidemark(
+        &["run", "--config", s(&config), "--db", s(&reference), s(&x)],
+        "",
+    ));
+    let y = d.join("y.csv");
+    std::fs::write(&y, &text).unwrap();
+    let db = d.join("y.db");
+    let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&y)], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("max_ahead"), "{}", stderr(&o));
+    let o = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--skip-bad",
+            s(&y),
+        ],
+        "",
+    );
+    ok(&o);
+    assert!(
+        stderr(&o).contains("1 bad lines") && stderr(&o).contains("0 dropped"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(records(&db), 200);
+    // Every ordinary event is in the store: the same answers as the log without the bad line.
+    for metric in ["hits", "pages"] {
+        let got = query(&db, metric, &[]);
+        ok(&got);
+        assert_eq!(
+            got.stdout,
+            query(&reference, metric, &[]).stdout,
+            "{metric}"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_same_file_under_another_path_resumes_and_a_replaced_file_is_refused() {
+    let d = dir("identity");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let text = log(6, 10);
+    std::fs::write(d.join("access.csv"), &text).unwrap();
+    let db = d.join("t.db");
+    let run_in = |args: &[&str]| -> Output {
+        let mut full = vec!["run", "--config", "c.toml", "--db", "t.db", "--keep-open"];
+        full.extend_from_slice(args);
+        Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&full)
+            .current_dir(&d)
+            .output()
+            .unwrap()
+    };
+    ok(&run_in(&["access.csv"]));
+    assert_eq!(records(&db), 60);
+    // The same file by other spellings, and by a hard link: nothing is counted twice.
+    ok(&run_in(&["./access.csv"]));
+    ok(&run_in(&[s(&d.join("access.csv"))]));
+    std::fs::hard_link(d.join("access.csv"), d.join("link.csv")).unwrap();
+    ok(&run_in(&["link.csv", "access.csv"]));
+    assert_eq!(records(&db), 60);
+    // Appended lines are read, once.
+    let more = log(8, 10);
+    std::fs::write(d.join("access.csv"), &more).unwrap();
+    ok(&run_in(&["./access.csv"]));
+    assert_eq!(records(&db), 80);
+    // Replaced by other, longer content under the same name (same inode, rewritten): refused.
+    let other = log(9, 11).replace("u1,", "v1,");
+    std::fs::write(d.join("access.csv"), &other).unwrap();
+    let o = run_in(&["access.csv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("read before") && stderr(&o).contains("--restart"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(records(&db), 80, "nothing counted from the refused file");
+    // Truncated: refused too.
+    std::fs::write(d.join("access.csv"), &more[..more.len() / 2]).unwrap();
+    let o = run_in(&["access.csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("shorter"), "{}", stderr(&o));
+    // --restart reads it as new data.
+    std::fs::write(d.join("access.csv"), &other).unwrap();
+    ok(&run_in(&["--restart", "access.csv"]));
+    assert_eq!(records(&db), 80 + 99);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn long_lines_keys_and_items_are_bad_lines_held_within_the_limit() {
+    let d = dir("sizes");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        CONFIG.replace(
+            "time_field = \"ts\"",
+            "time_field = \"ts\"\nmax_line_bytes = 4096\nmax_key_bytes = 64",
+        ),
+    )
+    .unwrap();
+    let big_key = "k".repeat(100);
+    let huge_line = format!("1700000001,u1,{}\n", "p".repeat(20 << 20)); // 20 MiB
+    let text = format!(
+        "ts,user,page\n1700000000,u0,p0\n{huge_line}1700000002,{big_key},p1\n1700000003,u2,p2\n"
+    );
+    let f = d.join("f.csv");
+    std::fs::write(&f, &text).unwrap();
+    let db = d.join("t.db");
+    let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&f)], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("f.csv:3") && stderr(&o).contains("max_line_bytes = 4096"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--skip-bad",
+            s(&f),
+        ],
+        "",
+    );
+    ok(&o);
+    assert!(stderr(&o).contains("f.csv:4") && stderr(&o).contains("max_key_bytes = 64"));
+    assert_eq!(records(&db), 2);
+    // The store holds the two good records only: a few KiB, not the 20 MiB line.
+    assert!(std::fs::metadata(&db).unwrap().len() < 4 << 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_metric_name_that_could_collide_with_a_rollup_is_refused() {
+    let d = dir("names");
+    let config = d.join("c.toml");
+    for bad in ["hits@1h", "a/b", "a b", ""] {
+        std::fs::write(&config, CONFIG.replace("\"hits\"", &format!("{bad:?}"))).unwrap();
+        let o = tidemark(
+            &["run", "--config", s(&config), "--db", s(&d.join("x.db"))],
+            "",
+        );
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("metric[0].name"), "{}", stderr(&o));
+        assert!(
+            !d.join("x.db").exists(),
+            "no store created for a bad config"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A small deterministic generator (the test must not depend on the run's clock).
+struct SplitMix(u64);
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[test]
+fn a_damaged_store_is_refused_never_a_panic_or_a_wrong_answer() {
+    let d = dir("damage");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let f = d.join("f.csv");
+    std::fs::write(&f, log(30, 40)).unwrap();
+    let db = d.join("good.db");
+    ok(&tidemark(
+        &["run", "--config", s(&config), "--db", s(&db), s(&f)],
+        "",
+    ));
+    let good = std::fs::read(&db).unwrap();
+    let at = ["--at", "2023-11-14T22:40:00Z"];
+    let want_hits = query(&db, "hits", &at);
+    let want_pages = query(&db, "pages", &at);
+    ok(&want_hits);
+    ok(&want_pages);
+
+    let mut rng = SplitMix(11);
+    let (mut refused, mut correct) = (0, 0);
+    let damaged = d.join("damaged.db");
+    for case in 0..150 {
+        let mut bytes = good.clone();
+        let what = match case % 3 {
+            0 => {
+                let i = (rng.next() % bytes.len() as u64) as usize;
+                bytes[i] ^= 1 << (rng.next() % 8);
+                format!("bit flip at {i}")
+            }
+            1 => {
+                let page = (rng.next() % (bytes.len() as u64 / 4096)) as usize * 4096;
+                bytes[page..page + 4096].fill(0);
+                format!("zeroed page at {page}")
+            }
+            _ => {
+                let n = (rng.next() % bytes.len() as u64) as usize;
+                bytes.truncate(n);
+                format!("truncated to {n}")
+            }
+        };
+        std::fs::write(&damaged, &bytes).unwrap();
+        for (metric, want) in [("hits", &want_hits), ("pages", &want_pages)] {
+            let o = query(&damaged, metric, &at);
+            match o.status.code() {
+                Some(0) => {
+                    assert_eq!(o.stdout, want.stdout, "{what}: {metric} answered wrong");
+                    correct += 1;
+                }
+                Some(2) => {
+                    let e = stderr(&o);
+                    assert!(
+                        e.contains("damaged") || e.contains("cannot open"),
+                        "{what}: {e}"
+                    );
+                    refused += 1;
+                }
+                other => panic!("{what}: query exited {other:?}: {}", stderr(&o)),
+            }
+        }
+        // A writer's open verifies every page: `check` and `run` refuse or succeed.
+        std::fs::write(&damaged, &bytes).unwrap();
+        let o = tidemark(&["check", "--db", s(&damaged)], "");
+        assert!(
+            matches!(o.status.code(), Some(0 | 2)),
+            "{what}: check exited {:?}: {}",
+            o.status.code(),
+            stderr(&o)
+        );
+        if case % 5 == 0 {
+            std::fs::write(&damaged, &bytes).unwrap();
+            let o = tidemark(
+                &["run", "--config", s(&config), "--db", s(&damaged), s(&f)],
+                "",
+            );
+            assert!(
+                matches!(o.status.code(), Some(0 | 2)),
+                "{what}: run exited {:?}: {}",
+                o.status.code(),
+                stderr(&o)
+            );
+        }
+    }
+    eprintln!("damaged stores: {refused} queries refused, {correct} answered correctly");
+    assert!(refused > 0 && correct > 0);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn query_reads_a_store_while_run_writes_it() {
+    use std::io::Write;
+    let d = dir("concurrent");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let db = d.join("t.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["run", "--config", s(&config), "--db", s(&db), "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let text = log(20, 30);
+    let (head, tail) = text.split_at(text.len() / 2);
+    stdin.write_all(head.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Wait until the run has committed something, asking as a reader would.
+    let mut answered = None;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        let o = query(&db, "hits", &["--top", "3"]);
+        if o.status.success() && !o.stdout.is_empty() {
+            answered = Some(o);
+            break;
+        }
+    }
+    let o = answered.expect("a query answered while the run was writing");
+    assert_eq!(common::json_lines(&o).len(), 3);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run was still writing"
+    );
+    ok(&tidemark(&["check", "--db", s(&db)], ""));
+    stdin.write_all(tail.as_bytes()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(records(&db), 600);
+    std::fs::remove_dir_all(&d).unwrap();
+}
