@@ -79,7 +79,12 @@ consecutive = 2
 fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     let d = dir("kill");
     let config = d.join("fanout.toml");
-    std::fs::write(&config, format!("{FANOUT_CONFIG}{PORTS_METRIC}")).unwrap();
+    // Checkpoints every 4,000 records: kills land between them and during them.
+    std::fs::write(
+        &config,
+        format!("{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint_records = 4000\n"),
+    )
+    .unwrap();
     let csv = big_log();
 
     // The uninterrupted run, from stdin.

@@ -10,6 +10,10 @@
 //! max_key_bytes = 4096        # a longer key (fields joined) is a bad line
 //! max_item_bytes = 4096       # a longer item (fields joined) is a bad line
 //!
+//! [state]                     # optional
+//! checkpoint = "5s"           # commit at most this much wall time apart …
+//! checkpoint_records = 1000000  # … and at most this many records apart
+//!
 //! [[metric]]
 //! name = "fanout"             # unique; 1-64 of A-Z a-z 0-9 _ - . (`@` is the rollups')
 //! kind = "distinct"           # distinct | count | frequency
@@ -90,6 +94,7 @@ impl std::error::Error for ConfigError {}
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     input: RawInput,
+    state: Option<RawState>,
     #[serde(default)]
     metric: Vec<RawMetric>,
 }
@@ -104,6 +109,13 @@ struct RawInput {
     max_line_bytes: Option<i64>,
     max_key_bytes: Option<i64>,
     max_item_bytes: Option<i64>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    checkpoint: Option<String>,
+    checkpoint_records: Option<i64>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -183,6 +195,27 @@ impl Default for Limits {
             line: 1 << 20,
             key: 4096,
             item: 4096,
+        }
+    }
+}
+
+/// When the pipeline checkpoints: its closed buckets, late merges, retention deletes, input
+/// position and engine state are committed together, atomically, at most `interval` of wall
+/// time and at most `records` records apart (and at the end of the input). A crash loses
+/// only what came after the last checkpoint, and the next run reads it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    /// Wall-clock interval, ms (default 5 s).
+    pub interval: u64,
+    /// Records (default 1,000,000).
+    pub records: u64,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> CheckpointConfig {
+        CheckpointConfig {
+            interval: 5_000,
+            records: 1_000_000,
         }
     }
 }
@@ -314,6 +347,8 @@ pub struct Config {
     pub input: InputConfig,
     /// The metrics, in file order.
     pub metrics: Vec<MetricConfig>,
+    /// When state is committed.
+    pub checkpoint: CheckpointConfig,
 }
 
 fn duration(key: String, text: &str) -> Result<u64, ConfigError> {
@@ -379,6 +414,22 @@ impl Config {
             key: limit("max_key_bytes", raw.input.max_key_bytes, d.key, 1 << 16)?,
             item: limit("max_item_bytes", raw.input.max_item_bytes, d.item, 1 << 16)?,
         };
+        let mut checkpoint = CheckpointConfig::default();
+        if let Some(st) = &raw.state {
+            if let Some(t) = &st.checkpoint {
+                checkpoint.interval = duration("state.checkpoint".into(), t)?;
+            }
+            if let Some(n) = st.checkpoint_records {
+                if !(1..=1_000_000_000).contains(&n) {
+                    return Err(ConfigError::invalid(
+                        "state.checkpoint_records".into(),
+                        "an integer in 1..=1000000000",
+                        n,
+                    ));
+                }
+                checkpoint.records = n as u64;
+            }
+        }
         if raw.metric.is_empty() {
             return Err(ConfigError::invalid(
                 "metric".into(),
@@ -630,6 +681,7 @@ impl Config {
                 limits,
             },
             metrics,
+            checkpoint,
         })
     }
 

@@ -170,8 +170,8 @@ pub fn window(
                 Ok(s) => match acc.get_mut(k) {
                     Some((a, n)) => {
                         *n += 1;
-                        if let Err(e) = merge_window(a, &s) {
-                            err = Some(e);
+                        if let Err(e) = a.absorb(&s) {
+                            err = Some(e.to_string());
                         }
                     }
                     None => {
@@ -238,15 +238,4 @@ pub fn window(
         to,
         rows,
     })
-}
-
-/// Merges bucket summaries of different starts into a window: counts add, sketches merge.
-fn merge_window(acc: &mut Summary, s: &Summary) -> Result<(), String> {
-    match (acc, s) {
-        (Summary::Count(a), Summary::Count(b)) => {
-            a.add_count(b.count());
-            Ok(())
-        }
-        (a, b) => a.merge(b).map_err(|e| e.to_string()),
-    }
 }

@@ -2,15 +2,17 @@
 //!
 //! # Exactly-once state over a crash
 //!
-//! The engine holds open buckets in memory; the store holds closed ones. Whenever a record
-//! makes buckets close (or a late event must be merged), the runner commits in one
-//! transaction: the closed buckets, the late merges, the retention deletes, and the state
-//! that goes with them — the input position just after that record, the counters and the
-//! engine's snapshot (its open buckets, count histograms and alert streaks). A crash loses
-//! only what came after the last commit, and a restart restores that snapshot and reads on
-//! from that position, so every record is counted once: the store ends as an uninterrupted
-//! run's. Alerts are written before their commit, so a crash between the two repeats them
-//! (at least once), never loses them.
+//! The engine holds open buckets in memory; the store holds closed ones. At each checkpoint
+//! (every `state.checkpoint` of wall time or `state.checkpoint_records` records, and at the
+//! end of the input) the runner commits in one transaction everything since the last: the
+//! closed buckets, the late merges (gathered per bucket and key), the rollups, the retention
+//! deletes, and the state that goes with them — the input position just after the last
+//! record, the counters and the engine's snapshot (its open buckets, count histograms and
+//! alert streaks). A crash loses only what came after the last checkpoint, and a restart
+//! restores that snapshot and reads on from that position, so every record is counted once:
+//! the store ends as an uninterrupted run's. Alerts are written as they are raised, before
+//! their checkpoint, so a crash between the two repeats them (at least once), never loses
+//! them.
 //!
 //! Files are known by identity, not by name ([`state`] has the rules): a file already read
 //! is resumed at its committed offset (a CSV file's header is read again first), under any
@@ -31,6 +33,7 @@
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::engine::{Alert, Engine, MetricShape, Outputs};
@@ -259,6 +262,10 @@ pub fn run(
         .map(|m| m.rollup_name().unwrap_or_default())
         .collect();
     let limits = config.input.limits;
+    let checkpoint = config.checkpoint;
+    let checkpoint_every = Duration::from_millis(checkpoint.interval);
+    let mut since_checkpoint = 0u64;
+    let mut last_checkpoint = Instant::now();
     let max_ahead = config.input.max_ahead;
 
     let total_bytes: u64 = opts
@@ -372,8 +379,8 @@ pub fn run(
                 }
             }
         }
-        let mut committed_here = (lines.offset, lines.line);
         loop {
+            let line_start = (lines.offset, lines.line);
             let (number, end, parsed) = match lines.next_line().map_err(io_err)? {
                 Line::End => break,
                 Line::TooLong { len, number, end } => (
@@ -406,6 +413,10 @@ pub fn run(
                         }
                         continue;
                     }
+                    // An orderly stop: what came before the line is checkpointed, so a run
+                    // after the line is mended (or with skip_bad) goes on from it.
+                    set_position(&mut state, opened.as_mut(), line_start.0, line_start.1)?;
+                    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
                     return Err(RunError::BadLine {
                         file: name.clone(),
                         line: number,
@@ -419,19 +430,26 @@ pub fn run(
             for m in 0..names.len() {
                 engine.add_item(m, ex.time, &ex.keys[m], ex.items[m], &ex.item_bytes[m]);
             }
-            if engine.needs_commit() {
+            // Alerts go out as they are raised; a crash before the next checkpoint raises
+            // them again on resume (at least once).
+            if engine.has_alerts() {
+                commit_ctx.emit(engine.take_alerts(), on_alert);
+            }
+            since_checkpoint += 1;
+            if since_checkpoint >= checkpoint.records
+                || (since_checkpoint % 64 == 0 && last_checkpoint.elapsed() >= checkpoint_every)
+            {
                 set_position(&mut state, opened.as_mut(), end, number)?;
-                committed_here = (end, number);
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
                 report.commits += 1;
+                since_checkpoint = 0;
+                last_checkpoint = Instant::now();
                 if let Some(p) = opts.progress.as_mut() {
                     p(bytes_before + end, total_bytes);
                 }
             }
         }
-        if (lines.offset, lines.line) != committed_here || opened.is_some() {
-            set_position(&mut state, opened.as_mut(), lines.offset, lines.line)?;
-        }
+        set_position(&mut state, opened.as_mut(), lines.offset, lines.line)?;
         bytes_before += size;
         if let Some(p) = opts.progress.as_mut() {
             p(bytes_before, total_bytes);
@@ -570,6 +588,16 @@ struct CommitCtx<'a> {
 }
 
 impl CommitCtx<'_> {
+    fn emit(&self, alerts: Vec<Alert>, on_alert: &mut dyn FnMut(&AlertOut)) {
+        for alert in alerts {
+            on_alert(&AlertOut {
+                metric: self.names[alert.metric].clone(),
+                key: String::from_utf8_lossy(&alert.key).into_owned(),
+                alert,
+            });
+        }
+    }
+
     fn commit(
         &mut self,
         store: &mut dyn Store,
@@ -577,14 +605,8 @@ impl CommitCtx<'_> {
         state: &mut RunState,
         on_alert: &mut dyn FnMut(&AlertOut),
     ) -> Result<(), RunError> {
-        let out: Outputs = engine.take_outputs();
-        for a in &out.alerts {
-            on_alert(&AlertOut {
-                metric: self.names[a.metric].clone(),
-                key: String::from_utf8_lossy(&a.key).into_owned(),
-                alert: a.clone(),
-            });
-        }
+        let mut out: Outputs = engine.take_outputs();
+        self.emit(std::mem::take(&mut out.alerts), on_alert);
         state.engine = engine.snapshot();
         let meta = Meta {
             config: self.config_text.to_string(),

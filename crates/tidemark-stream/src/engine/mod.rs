@@ -1,0 +1,598 @@
+//! The engine: a pure operator. Events in; closed buckets, late merges, expiries and alerts
+//! out. No threads, no clock, no I/O: the caller (the [`crate::pipeline`] runner, a test, a
+//! future server) feeds it and moves its outputs to a store.
+//!
+//! # Time
+//!
+//! Each metric cuts event time into buckets `[s, s + width)`. The watermark is the largest
+//! event time seen minus the metric's allowed lateness; a bucket closes when the watermark
+//! reaches its end. Several buckets can be open at once (those within the lateness); an event
+//! for an open bucket lands in that bucket, however late it arrived. An event for a closed
+//! bucket is *too late*: it is dropped and counted (`drop`), or handed out as a late merge
+//! for the caller to read-merge-write into the stored bucket (`merge`). It never goes into
+//! the current bucket: that would move it into the wrong window.
+//!
+//! # Windows and alerts
+//!
+//! When a bucket closes, every key that has something in its metric's window is evaluated:
+//! a distinct or frequency metric merges the key's last `window / width` closed bucket sketches; a count
+//! metric reads its exponential histogram. An alert rule fires when the chosen end of the
+//! estimate exceeds `above + margin·σ` (σ the standard error at the threshold) at
+//! `consecutive` successive closes; it fires once per episode, and again only after the key
+//! dropped below and crossed again.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use tidemark::Estimate;
+
+use crate::config::{Config, Kind, LatePolicy, MetricConfig};
+use crate::summary::CountWindow;
+use crate::EngineError;
+
+mod alert;
+mod key;
+mod shape;
+mod snapshot;
+
+use alert::step;
+pub(crate) use key::{FastMap, Key};
+pub use shape::{MetricShape, Summary};
+
+/// A bucket whose watermark has passed: its bytes go to the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClosedBucket {
+    /// Index of the metric in the config.
+    pub metric: usize,
+    /// The key's bytes.
+    pub key: Box<[u8]>,
+    /// The bucket's start, ms.
+    pub start: u64,
+    /// The summary's bytes.
+    pub bytes: Vec<u8>,
+    /// Whether this is a bucket of the metric's rollup (a late merge into a period already
+    /// rolled up), stored under the rollup name.
+    pub rollup: bool,
+}
+
+/// A period whose buckets are all closed: merge them into rollup buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rollup {
+    /// Index of the metric.
+    pub metric: usize,
+    /// Start of the first period to roll up, ms.
+    pub from: u64,
+    /// End of the last one, ms (a multiple of the rollup width).
+    pub to: u64,
+}
+
+/// An alert: a key's window estimate crossed a rule's limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alert {
+    /// Index of the metric.
+    pub metric: usize,
+    /// Index of the rule within the metric.
+    pub rule: usize,
+    /// The key's bytes.
+    pub key: Box<[u8]>,
+    /// Start of the bucket whose close raised it, ms.
+    pub bucket: u64,
+    /// The window's end (the bucket's end), ms.
+    pub window_end: u64,
+    /// The window estimate.
+    pub estimate: Estimate,
+    /// For a frequency metric, the item whose window count crossed (`None`: the bound of the
+    /// items its sketch does not name crossed, or another kind of metric).
+    pub item: Option<Box<[u8]>>,
+    /// The rule's threshold.
+    pub threshold: f64,
+    /// The threshold plus the margin: what the estimate was compared with.
+    pub limit: f64,
+}
+
+/// What the engine has produced since the caller last took its outputs.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// Closed buckets, to write.
+    pub closed: Vec<ClosedBucket>,
+    /// Too-late events under the `merge` policy: the summary of the event alone, to merge into
+    /// the stored bucket (read-merge-write).
+    pub late_merges: Vec<ClosedBucket>,
+    /// Per metric, buckets starting before this are past retention and may be deleted.
+    pub expire_before: Vec<Option<u64>>,
+    /// Periods to roll up (after this batch's buckets are written).
+    pub rollups: Vec<Rollup>,
+    /// Per metric, rollup buckets starting before this may be deleted.
+    pub expire_rollups_before: Vec<Option<u64>>,
+    /// Alerts raised.
+    pub alerts: Vec<Alert>,
+}
+
+impl Outputs {
+    /// Whether there is anything the store must commit.
+    pub fn needs_commit(&self) -> bool {
+        !self.closed.is_empty() || !self.late_merges.is_empty() || !self.rollups.is_empty()
+    }
+}
+
+/// Counters the engine keeps per metric (persisted with its state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Events added.
+    pub events: u64,
+    /// Events that arrived after a newer bucket had opened but within the lateness: landed
+    /// in their own (older, still open) bucket.
+    pub late: u64,
+    /// Too-late events dropped (`drop`).
+    pub dropped: u64,
+    /// Too-late events merged into their stored bucket (`merge`).
+    pub merged: u64,
+    /// Buckets closed.
+    pub buckets: u64,
+    /// Alerts raised.
+    pub alerts: u64,
+}
+
+struct OpenBucket {
+    start: u64,
+    /// Key → index into `summaries`: small table entries, summaries packed in one vector
+    /// (one allocation per bucket instead of one per key).
+    keys: FastMap<Key, u32>,
+    summaries: Vec<Summary>,
+}
+
+enum WindowState {
+    /// Closed bucket summaries in the window, oldest first.
+    Ring(VecDeque<(u64, Summary)>),
+    /// A count metric's histogram.
+    Hist(CountWindow),
+}
+
+struct KeyWindow {
+    state: WindowState,
+    /// Per rule: successive closes above the limit.
+    streak: Vec<u32>,
+    /// A frequency metric's streaks, per heavy item (alerts are per key and item); only items
+    /// with a streak running are held.
+    items: BTreeMap<Box<[u8]>, Vec<u32>>,
+}
+
+struct MetricState {
+    cfg: MetricConfig,
+    shape: MetricShape,
+    /// Buckets with start < closed_until are closed; `None` before the first event.
+    closed_until: Option<u64>,
+    /// Rollup periods ending at or before this are rolled up.
+    rolled_until: Option<u64>,
+    open: VecDeque<OpenBucket>,
+    windows: FastMap<Key, KeyWindow>,
+    counters: Counters,
+    /// The rollup's shape, if the metric rolls up.
+    rollup_shape: Option<MetricShape>,
+    /// Too-late events under `merge` since the outputs were last taken, gathered per
+    /// `(rollup?, bucket start, key)`.
+    late: FastMap<(bool, u64, Key), Summary>,
+}
+
+/// The keyed event-time engine for a config's metrics.
+pub struct Engine {
+    metrics: Vec<MetricState>,
+    max_time: Option<u64>,
+    out: Outputs,
+}
+
+/// Supplies stored buckets of metric `m` with `from ≤ start < to` to a visitor:
+/// `(m, from, to, visit)`.
+pub type ScanFn<'a> = dyn FnMut(usize, u64, u64, &mut crate::store::Visit<'_>) + 'a;
+
+impl Engine {
+    /// An engine for the config's metrics.
+    pub fn new(config: &Config) -> Result<Engine, EngineError> {
+        let mut metrics = Vec::new();
+        for m in &config.metrics {
+            metrics.push(MetricState {
+                cfg: m.clone(),
+                shape: MetricShape::of(m),
+                closed_until: None,
+                rolled_until: None,
+                open: VecDeque::new(),
+                windows: FastMap::default(),
+                rollup_shape: MetricShape::rollup_of(m),
+                late: FastMap::default(),
+                counters: Counters::default(),
+            });
+        }
+        let n = metrics.len();
+        Ok(Engine {
+            metrics,
+            max_time: None,
+            out: Outputs {
+                expire_before: vec![None; n],
+                expire_rollups_before: vec![None; n],
+                ..Outputs::default()
+            },
+        })
+    }
+
+    /// The largest event time seen, ms.
+    pub fn max_time(&self) -> Option<u64> {
+        self.max_time
+    }
+
+    /// A metric's counters.
+    pub fn counters(&self, metric: usize) -> Counters {
+        self.metrics[metric].counters
+    }
+
+    /// A metric's config.
+    pub fn metric(&self, metric: usize) -> &MetricConfig {
+        &self.metrics[metric].cfg
+    }
+
+    /// A metric's shape (to decode its stored buckets).
+    pub fn shape(&self, metric: usize) -> &MetricShape {
+        &self.metrics[metric].shape
+    }
+
+    /// Number of metrics.
+    pub fn metric_count(&self) -> usize {
+        self.metrics.len()
+    }
+
+    /// Keys with a live window in a metric.
+    pub fn live_keys(&self, metric: usize) -> usize {
+        self.metrics[metric].windows.len()
+    }
+
+    /// A metric's watermark: buckets starting before it are closed.
+    pub fn closed_until(&self, metric: usize) -> Option<u64> {
+        self.metrics[metric].closed_until
+    }
+
+    /// Whether outputs are waiting to be committed.
+    pub fn needs_commit(&self) -> bool {
+        self.out.needs_commit() || self.metrics.iter().any(|m| !m.late.is_empty())
+    }
+
+    /// Whether alerts are waiting to be taken.
+    #[inline]
+    pub fn has_alerts(&self) -> bool {
+        !self.out.alerts.is_empty()
+    }
+
+    /// Takes the alerts raised so far (the rest of the outputs stay for the next commit).
+    pub fn take_alerts(&mut self) -> Vec<Alert> {
+        std::mem::take(&mut self.out.alerts)
+    }
+
+    /// Takes the outputs produced so far.
+    pub fn take_outputs(&mut self) -> Outputs {
+        let n = self.metrics.len();
+        for (metric, m) in self.metrics.iter_mut().enumerate() {
+            let mut late: Vec<_> = m.late.drain().collect();
+            // Deterministic order: the store does not depend on hashing.
+            late.sort_unstable_by(|a, b| {
+                (a.0 .0, a.0 .1, a.0 .2.as_bytes()).cmp(&(b.0 .0, b.0 .1, b.0 .2.as_bytes()))
+            });
+            self.out
+                .late_merges
+                .extend(
+                    late.into_iter()
+                        .map(|((rollup, start, key), s)| ClosedBucket {
+                            metric,
+                            key: key.as_bytes().into(),
+                            start,
+                            bytes: s.to_bytes(),
+                            rollup,
+                        }),
+                );
+        }
+        std::mem::replace(
+            &mut self.out,
+            Outputs {
+                expire_before: vec![None; n],
+                expire_rollups_before: vec![None; n],
+                ..Outputs::default()
+            },
+        )
+    }
+
+    /// Advances event time to `time` (the record's time), closing the buckets the new
+    /// watermark passes. Call once per record, before its [`Engine::add`]s.
+    #[inline]
+    pub fn observe(&mut self, time: u64) {
+        if self.max_time.is_some_and(|m| m >= time) {
+            return;
+        }
+        self.max_time = Some(time);
+        for i in 0..self.metrics.len() {
+            let m = &self.metrics[i];
+            let wm = time.saturating_sub(m.cfg.allowed_lateness);
+            let until = wm - wm % m.cfg.bucket;
+            match m.closed_until {
+                None => {
+                    let m = &mut self.metrics[i];
+                    m.closed_until = Some(until);
+                    m.rolled_until = m.cfg.rollup.map(|r| until - until % r);
+                }
+                Some(c) if until > c => self.close_until(i, until),
+                _ => {}
+            }
+        }
+    }
+
+    /// Adds one item of `key` at event `time` to metric `metric`, by its hash only: for count
+    /// and distinct metrics (a frequency metric would keep its heavy items nameless; use
+    /// [`Engine::add_item`]). [`Engine::observe`] must have seen `time` (or a later time) first.
+    #[inline]
+    pub fn add(&mut self, metric: usize, time: u64, key: &[u8], item: u64) {
+        self.add_item(metric, time, key, item, &[]);
+    }
+
+    /// Adds one item of `key` at event `time` to metric `metric`: `item` is the hash of
+    /// `bytes` by the default [`tidemark::ItemHasher`] (the bytes are kept only by frequency
+    /// metrics, to name heavy items). [`Engine::observe`] must have seen `time` first.
+    #[inline]
+    pub fn add_item(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
+        let m = &mut self.metrics[metric];
+        let width = m.cfg.bucket;
+        let start = time - time % width;
+        let closed_until = m.closed_until.unwrap_or(0);
+        if start < closed_until {
+            match m.cfg.late {
+                LatePolicy::Drop => m.counters.dropped += 1,
+                LatePolicy::Merge => {
+                    m.counters.merged += 1;
+                    // A bucket still in the key's live ring gets the item too, so later
+                    // windows see it.
+                    if let Some(KeyWindow {
+                        state: WindowState::Ring(ring),
+                        ..
+                    }) = m.windows.get_mut(key)
+                    {
+                        if let Some((_, b)) = ring.iter_mut().find(|(s0, _)| *s0 == start) {
+                            b.add(item, bytes);
+                        }
+                    }
+                    // The store gets it by read-merge-write at the next checkpoint: late
+                    // events of one bucket and key are gathered into one summary first, so a
+                    // stream of late events costs an insert each, not a store write each.
+                    let k = (false, start, Key::new(key));
+                    let shape = &m.shape;
+                    m.late
+                        .entry(k)
+                        .or_insert_with(|| shape.empty(start))
+                        .add(item, bytes);
+                    // A period already rolled up gets the event too.
+                    if let (Some(r), Some(rolled), Some(rshape)) =
+                        (m.cfg.rollup, m.rolled_until, &m.rollup_shape)
+                    {
+                        let period = start - start % r;
+                        if period < rolled {
+                            m.late
+                                .entry((true, period, Key::new(key)))
+                                .or_insert_with(|| rshape.empty(period))
+                                .add(item, bytes);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        m.counters.events += 1;
+        // Most events belong to the newest bucket: search from the back.
+        let mut idx = m.open.len();
+        while idx > 0 && m.open[idx - 1].start > start {
+            idx -= 1;
+        }
+        if idx < m.open.len() {
+            m.counters.late += 1;
+        }
+        if idx == 0 || m.open[idx - 1].start != start {
+            m.open.insert(
+                idx,
+                OpenBucket {
+                    start,
+                    keys: FastMap::default(),
+                    summaries: Vec::new(),
+                },
+            );
+            idx += 1;
+        }
+        let bucket = &mut m.open[idx - 1];
+        match bucket.keys.get(key) {
+            Some(&i) => bucket.summaries[i as usize].add(item, bytes),
+            None => {
+                let mut s = m.shape.empty(start);
+                s.add(item, bytes);
+                let i =
+                    u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
+                bucket.summaries.push(s);
+                bucket.keys.insert(Key::new(key), i);
+            }
+        }
+    }
+
+    /// Closes every open bucket of every metric: the input has ended for good.
+    pub fn flush(&mut self) {
+        for i in 0..self.metrics.len() {
+            if let Some(last) = self.metrics[i].open.back() {
+                let until = last.start + self.metrics[i].cfg.bucket;
+                self.close_until(i, until);
+            }
+        }
+    }
+
+    fn close_until(&mut self, i: usize, until: u64) {
+        let m = &mut self.metrics[i];
+        m.closed_until = Some(until.max(m.closed_until.unwrap_or(0)));
+        while m.open.front().is_some_and(|b| b.start < until) {
+            let b = m.open.pop_front().expect("checked non-empty");
+            Self::close_bucket(m, i, b, &mut self.out);
+        }
+        if let (Some(r), Some(rolled), Some(closed)) =
+            (m.cfg.rollup, m.rolled_until, m.closed_until)
+        {
+            let to = closed - closed % r;
+            if to > rolled {
+                self.out.rollups.push(Rollup {
+                    metric: i,
+                    from: rolled,
+                    to,
+                });
+                m.rolled_until = Some(to);
+                self.out.expire_rollups_before[i] = Some(to.saturating_sub(m.cfg.rollup_retention));
+            }
+        }
+    }
+
+    fn close_bucket(m: &mut MetricState, i: usize, b: OpenBucket, out: &mut Outputs) {
+        let width = m.cfg.bucket;
+        let end = b.start + width;
+        m.counters.buckets += b.keys.len() as u64;
+        // Deterministic order: the store and the alert stream do not depend on hashing.
+        let mut keys: Vec<(Key, u32)> = b.keys.into_iter().collect();
+        keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut summaries: Vec<Option<Summary>> = b.summaries.into_iter().map(Some).collect();
+        for (key, si) in keys {
+            let s = summaries[si as usize]
+                .take()
+                .expect("each summary belongs to one key");
+            out.closed.push(ClosedBucket {
+                metric: i,
+                key: key.as_bytes().into(),
+                start: b.start,
+                bytes: s.to_bytes(),
+                rollup: false,
+            });
+            let rules = m.cfg.alerts.len();
+            let w = m.windows.entry(key).or_insert_with(|| KeyWindow {
+                state: match m.cfg.kind {
+                    Kind::Count { epsilon } => {
+                        WindowState::Hist(CountWindow::new(m.cfg.window, epsilon))
+                    }
+                    _ => WindowState::Ring(VecDeque::new()),
+                },
+                streak: vec![0; rules],
+                items: BTreeMap::new(),
+            });
+            match (&mut w.state, s) {
+                (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
+                (WindowState::Ring(r), s) => r.push_back((b.start, s)),
+                _ => unreachable!("a metric's summaries all have its kind"),
+            }
+        }
+        // Slide every live window to this bucket's end, evaluate, and forget empty ones.
+        let window = m.cfg.window;
+        let first_kept = end.saturating_sub(window);
+        let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
+        evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut empty = Vec::new();
+        let min_limit = m
+            .cfg
+            .alerts
+            .iter()
+            .map(|a| m.shape.limit(a))
+            .fold(f64::INFINITY, f64::min);
+        for (key, w) in evaluated {
+            let (est, window) = match &mut w.state {
+                WindowState::Hist(h) => {
+                    h.advance(end);
+                    if h.is_empty() {
+                        empty.push(key.clone());
+                        continue;
+                    }
+                    (h.estimate(), None)
+                }
+                WindowState::Ring(r) => {
+                    while r.front().is_some_and(|(s, _)| *s < first_kept) {
+                        r.pop_front();
+                    }
+                    if r.is_empty() {
+                        empty.push(key.clone());
+                        continue;
+                    }
+                    if m.cfg.alerts.is_empty() {
+                        continue;
+                    }
+                    // A window of exact buckets whose counts sum to no more than every
+                    // rule's limit cannot fire (the union is exact and at most the sum):
+                    // reset the streaks without merging. Most keys are small.
+                    let mut sum = 0.0;
+                    let mut all_exact = true;
+                    for (_, s) in r.iter() {
+                        let e = s.estimate();
+                        all_exact &= e.low == e.high;
+                        sum += e.high;
+                    }
+                    if all_exact && sum <= min_limit {
+                        w.streak.iter_mut().for_each(|s| *s = 0);
+                        w.items.clear();
+                        continue;
+                    }
+                    let mut acc = r[0].1.clone();
+                    for (_, s) in r.iter().skip(1) {
+                        acc.merge(s).expect("one metric's buckets share a shape");
+                    }
+                    (acc.estimate(), Some(acc))
+                }
+            };
+            let rules = &m.cfg.alerts;
+            let counters = &mut m.counters;
+            let mut alert = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>| {
+                counters.alerts += 1;
+                out.alerts.push(Alert {
+                    metric: i,
+                    rule,
+                    key: key.as_bytes().into(),
+                    bucket: b.start,
+                    window_end: end,
+                    estimate,
+                    item: item.map(Into::into),
+                    threshold: rules[rule].above,
+                    limit,
+                });
+            };
+            match &window {
+                // Each item the window names is its own subject: a second source hammering a
+                // host while the first still is raises its own alert.
+                Some(Summary::Frequency(f)) => {
+                    let counts = f.counts();
+                    let mut running = BTreeMap::new();
+                    for (item, e) in counts.named() {
+                        // Below every limit: its streaks are reset by leaving it out.
+                        if e.high <= min_limit {
+                            continue;
+                        }
+                        let mut streak = w
+                            .items
+                            .remove(item.as_slice())
+                            .unwrap_or_else(|| vec![0; rules.len()]);
+                        step(rules, &m.shape, &mut streak, &e, |ri, limit| {
+                            alert(ri, limit, e, Some(&item))
+                        });
+                        if streak.iter().any(|&s| s > 0) {
+                            running.insert(item.into_boxed_slice(), streak);
+                        }
+                    }
+                    w.items = running;
+                    // Items a sketch does not name each count below φN: one more subject,
+                    // the key's unnamed items, `[0, φN]`. Only a rule on `high` can fire on
+                    // it (no item named): raise φ·N above the threshold, or lower φ.
+                    let unnamed = counts.unnamed_bound().map_or(Estimate::exact(0.0), |b| {
+                        Estimate::guaranteed(0.0, 0.0, b, tidemark::Method::CountMinMin)
+                    });
+                    step(rules, &m.shape, &mut w.streak, &unnamed, |ri, limit| {
+                        alert(ri, limit, unnamed, None)
+                    });
+                }
+                _ => step(rules, &m.shape, &mut w.streak, &est, |ri, limit| {
+                    alert(ri, limit, est, None)
+                }),
+            }
+        }
+        for k in empty {
+            m.windows.remove(&k);
+        }
+        out.expire_before[i] = Some(end.saturating_sub(m.cfg.retention));
+    }
+}

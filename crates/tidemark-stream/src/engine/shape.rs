@@ -1,0 +1,205 @@
+//! The one place a metric kind is dispatched on: [`Summary`] (one key's bucket of whichever
+//! kind) and [`MetricShape`] (how a metric builds, decodes, merges, rolls up and bounds its
+//! summaries). Adding a kind is a variant here and its bucket type in [`crate::summary`].
+
+use tidemark::{DecodeError, Estimate};
+
+use crate::config::{AlertRule, Config, Kind, MetricConfig};
+use crate::summary::{BucketSummary, CountBucket, DistinctBucket, FrequencyBucket};
+
+/// One key's summary of one bucket, of whichever kind its metric is.
+#[derive(Clone, Debug)]
+pub enum Summary {
+    /// A count metric's bucket.
+    Count(CountBucket),
+    /// A distinct metric's bucket.
+    Distinct(DistinctBucket),
+    /// A frequency metric's bucket.
+    Frequency(FrequencyBucket),
+}
+
+impl Summary {
+    fn kind_byte(&self) -> u64 {
+        match self {
+            Summary::Count(_) => 0,
+            Summary::Distinct(_) => 1,
+            Summary::Frequency(_) => 2,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, item: u64, bytes: &[u8]) {
+        match self {
+            Summary::Count(c) => c.add(item, bytes),
+            Summary::Distinct(d) => d.add(item, bytes),
+            Summary::Frequency(f) => f.add(item, bytes),
+        }
+    }
+
+    /// The encoded bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Summary::Count(c) => c.to_bytes(),
+            Summary::Distinct(d) => d.to_bytes(),
+            Summary::Frequency(f) => f.to_bytes(),
+        }
+    }
+
+    /// The bucket's own answer.
+    pub fn estimate(&self) -> Estimate {
+        match self {
+            Summary::Count(c) => c.estimate(),
+            Summary::Distinct(d) => d.estimate(),
+            Summary::Frequency(f) => f.estimate(),
+        }
+    }
+
+    /// Adds a summary of another bucket of the same metric, as a window or a rollup of both
+    /// holds them: counts add (a count bucket's own merge keeps its start), sketches merge.
+    pub fn absorb(&mut self, other: &Summary) -> Result<(), tidemark::MergeError> {
+        match (self, other) {
+            (Summary::Count(a), Summary::Count(b)) => {
+                a.add_count(b.count());
+                Ok(())
+            }
+            (a, b) => a.merge(b),
+        }
+    }
+
+    /// Merges another summary of the same metric and bucket.
+    pub fn merge(&mut self, other: &Summary) -> Result<(), tidemark::MergeError> {
+        match (self, other) {
+            (Summary::Count(a), Summary::Count(b)) => a.merge(b),
+            (Summary::Distinct(a), Summary::Distinct(b)) => a.merge(b),
+            (Summary::Frequency(a), Summary::Frequency(b)) => a.merge(b),
+            (a, b) => Err(tidemark::MergeError::Incompatible {
+                field: "metric kind",
+                ours: a.kind_byte(),
+                theirs: b.kind_byte(),
+            }),
+        }
+    }
+}
+
+/// How a metric builds and reads its summaries.
+#[derive(Clone, Debug)]
+pub struct MetricShape {
+    kind: Kind,
+    width: u64,
+    /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
+    /// than copying one.
+    empty_distinct: Option<DistinctBucket>,
+}
+
+/// Summaries with a ring of closed buckets as their live window (merged at each close).
+pub(crate) fn rings(kind: Kind) -> bool {
+    matches!(kind, Kind::Distinct { .. } | Kind::Frequency { .. })
+}
+
+impl MetricShape {
+    /// The shape of a configured metric.
+    pub fn of(m: &MetricConfig) -> MetricShape {
+        MetricShape {
+            kind: m.kind,
+            width: m.bucket,
+            empty_distinct: match m.kind {
+                Kind::Distinct { precision } => Some(DistinctBucket::new(precision)),
+                _ => None,
+            },
+        }
+    }
+
+    /// The shape of a metric's rollup buckets (the rollup width), if it has rollups.
+    pub fn rollup_of(m: &MetricConfig) -> Option<MetricShape> {
+        let w = m.rollup?;
+        let mut s = MetricShape::of(m);
+        s.width = w;
+        Some(s)
+    }
+
+    /// The metric and shape a stored name denotes: a metric's name, or its rollup name
+    /// (`fanout@1h`).
+    pub fn for_name(config: &Config, name: &str) -> Option<(usize, MetricShape)> {
+        config.metrics.iter().enumerate().find_map(|(i, m)| {
+            if m.name == name {
+                Some((i, MetricShape::of(m)))
+            } else if m.rollup_name().as_deref() == Some(name) {
+                MetricShape::rollup_of(m).map(|s| (i, s))
+            } else {
+                None
+            }
+        })
+    }
+
+    /// The bucket width, ms.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Merges `parts` — `(start, bytes)` of buckets of this shape — into one bucket of the
+    /// `into` shape starting at `start` (a rollup): counts add, sketches merge.
+    pub fn roll(
+        &self,
+        into: &MetricShape,
+        start: u64,
+        parts: &[(u64, Vec<u8>)],
+    ) -> Result<Summary, String> {
+        let mut acc = into.empty(start);
+        for (s0, bytes) in parts {
+            let s = self.decode(bytes, *s0).map_err(|e| e.to_string())?;
+            acc.absorb(&s).map_err(|e| e.to_string())?;
+        }
+        Ok(acc)
+    }
+
+    /// An empty summary for the bucket starting at `start`.
+    pub fn empty(&self, start: u64) -> Summary {
+        match self.kind {
+            Kind::Count { .. } => Summary::Count(CountBucket::new(start, self.width)),
+            Kind::Distinct { .. } => Summary::Distinct(
+                self.empty_distinct
+                    .clone()
+                    .expect("a distinct shape holds its empty bucket"),
+            ),
+            Kind::Frequency {
+                epsilon,
+                delta,
+                phi,
+            } => Summary::Frequency(FrequencyBucket::new(epsilon, delta, phi)),
+        }
+    }
+
+    /// Decodes a stored summary of the bucket starting at `start`.
+    pub fn decode(&self, bytes: &[u8], start: u64) -> Result<Summary, DecodeError> {
+        match self.kind {
+            Kind::Count { .. } => Ok(Summary::Count(CountBucket::from_bytes(
+                bytes, start, self.width,
+            )?)),
+            Kind::Distinct { precision } => Ok(Summary::Distinct(DistinctBucket::from_bytes(
+                bytes, precision,
+            )?)),
+            Kind::Frequency {
+                epsilon,
+                delta,
+                phi,
+            } => Ok(Summary::Frequency(FrequencyBucket::from_bytes(
+                bytes, epsilon, delta, phi,
+            )?)),
+        }
+    }
+
+    /// What a rule compares its chosen end of the estimate with: the threshold plus the
+    /// margin in standard errors at the threshold.
+    pub fn limit(&self, rule: &AlertRule) -> f64 {
+        rule.above + rule.margin * self.sigma_at(rule.above)
+    }
+
+    /// The standard error of an estimate near `x` (0 for exact and guaranteed answers, and for
+    /// Count-Min, whose error is one-sided and bounded, not normal: alert on `low` or `high`).
+    pub fn sigma_at(&self, x: f64) -> f64 {
+        match self.kind {
+            Kind::Distinct { precision } => x.abs() * 1.04 / ((1u64 << precision) as f64).sqrt(),
+            _ => 0.0,
+        }
+    }
+}
