@@ -218,6 +218,38 @@ pub fn peek_family(bytes: &[u8]) -> Result<Family, DecodeError> {
     Family::from_byte(family).ok_or(DecodeError::UnknownFamily { got: family })
 }
 
+/// What the fixed header declares, read from the first [`HEADER_LEN`] bytes alone (magic,
+/// version, family, hash id and both lengths checked): the family, and the total length the
+/// whole encoding must have — header, parameters, payload and checksum. A reader of files
+/// compares it with the file's size before it reads, or allocates for, the body.
+///
+/// ```
+/// use tidemark::codec::{self, Family};
+/// use tidemark::hash::ItemHasher;
+///
+/// let bytes = codec::encode(Family::Hll, 0, ItemHasher::default(), &[1], &[2, 3]);
+/// let header = &bytes[..codec::HEADER_LEN];
+/// assert_eq!(codec::declared_len(header).unwrap(), (Family::Hll, bytes.len() as u64));
+/// ```
+pub fn declared_len(header: &[u8]) -> Result<(Family, u64), DecodeError> {
+    let family = peek_family(header)?;
+    let mut r = Reader::new(header);
+    r.skip(OFF_HASH_ID);
+    let hash_byte = r.u8("hash id")?;
+    HashId::from_byte(hash_byte).ok_or(DecodeError::UnknownHash { got: hash_byte })?;
+    let _seed = r.u64("hash seed")?;
+    let params_len = u64::from(r.u32("parameters length")?);
+    let payload_len = r.u64("payload length")?;
+    let total = (HEADER_LEN + CHECKSUM_LEN) as u64 + params_len;
+    let total = total.checked_add(payload_len).ok_or(DecodeError::Invalid {
+        field: "payload length",
+        offset: OFF_PAYLOAD_LEN,
+        expected: "a length whose envelope fits in 64 bits",
+        got: payload_len,
+    })?;
+    Ok((family, total))
+}
+
 /// Decodes and validates an envelope (everything but the family's own fields).
 pub fn decode(bytes: &[u8]) -> Result<Envelope<'_>, DecodeError> {
     let family = peek_family(bytes)?;
@@ -563,6 +595,34 @@ mod tests {
                 expected: Family::Hll,
                 got: Family::BlockCounter
             })
+        ));
+    }
+
+    #[test]
+    fn declared_len_reads_the_header_alone() {
+        let good = sample();
+        let total = good.len() as u64;
+        assert_eq!(
+            declared_len(&good[..HEADER_LEN]).unwrap(),
+            (Family::BlockCounter, total)
+        );
+        assert_eq!(declared_len(&good).unwrap(), (Family::BlockCounter, total));
+        assert!(matches!(
+            declared_len(&good[..HEADER_LEN - 1]),
+            Err(DecodeError::Truncated { .. })
+        ));
+        let mut b = good.clone();
+        b[OFF_PAYLOAD_LEN..OFF_PAYLOAD_LEN + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            declared_len(&b),
+            Err(DecodeError::Invalid {
+                field: "payload length",
+                ..
+            })
+        ));
+        assert!(matches!(
+            declared_len(&[0u8; HEADER_LEN]),
+            Err(DecodeError::BadMagic { .. })
         ));
     }
 
