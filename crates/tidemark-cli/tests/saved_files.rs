@@ -264,3 +264,55 @@ fn a_filter_at_the_documented_maximum_capacity_is_refused_with_its_size() {
     );
     refused(&out, &["--capacity", "2^38"], "past the maximum");
 }
+
+#[test]
+fn a_table_the_system_refuses_exits_2_with_its_size() {
+    // Under a 1 GB address-space limit, 10^9 keys at 1% (2,415,919,112 bytes) passes the
+    // check against the machine's memory but the allocator refuses it: exit 2, not an abort.
+    let f = temp("limited.tdmk");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\" </dev/null")
+        .arg(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "filter",
+            "build",
+            "--capacity",
+            "1000000000",
+            "--fpr",
+            "0.01",
+            "--save",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .expect("sh runs");
+    refused(
+        &out,
+        &[
+            "--capacity",
+            "cannot allocate 2415919112 bytes for a filter of capacity 1000000000",
+            "refused",
+        ],
+        "filter build under ulimit -v",
+    );
+    assert!(!f.exists());
+    // A stack says what helps a stack.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\" </dev/null")
+        .arg(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "filter",
+            "build",
+            "--capacity",
+            "1000000000",
+            "--fpr",
+            "0.01",
+            "--stacked",
+            "--save",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .expect("sh runs");
+    refused(&out, &["cannot allocate", "first layer"], "stacked");
+}

@@ -158,14 +158,14 @@ impl AnyFilter {
 
 /// A constructor's parameter error, named by its flag. A table that cannot be allocated is
 /// named by its size and the capacity that asked for it.
-fn param_to_flag(e: ParamError, capacity: u64) -> anyhow::Error {
+fn param_to_flag(e: ParamError, capacity: u64, stacked: bool) -> anyhow::Error {
     if let Some(bytes) = e.needed_bytes {
         return UsageError::flag(
             "--capacity",
             format!(
                 "cannot allocate {bytes} bytes for a filter of capacity {capacity}: the system \
-                 refused that much memory; lower --capacity or --reserve, raise --fpr, or use \
-                 --stacked (it grows as keys arrive)"
+                 refused that much memory; {}",
+                advice(stacked)
             ),
         );
     }
@@ -179,7 +179,7 @@ fn param_to_flag(e: ParamError, capacity: u64) -> anyhow::Error {
 
 /// Refuses up front a table larger than this machine's memory: a kernel that overcommits
 /// would grant the allocation and then kill the process as the table is zeroed.
-fn check_fits(capacity: u64, fpr: f64, reserve: u32) -> anyhow::Result<()> {
+fn check_fits(capacity: u64, fpr: f64, reserve: u32, stacked: bool) -> anyhow::Result<()> {
     let Ok(bytes) = QuotientFilter::table_bytes_for(capacity, fpr, reserve) else {
         return Ok(()); // the constructor names the bad parameter
     };
@@ -188,11 +188,22 @@ fn check_fits(capacity: u64, fpr: f64, reserve: u32) -> anyhow::Result<()> {
             "--capacity",
             format!(
                 "cannot allocate {bytes} bytes for a filter of capacity {capacity}: more than \
-                 this machine's memory ({total} bytes); lower --capacity or --reserve, raise \
-                 --fpr, or use --stacked (it grows as keys arrive)"
+                 this machine's memory ({total} bytes); {}",
+                advice(stacked)
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// What to do about a table too large to allocate.
+fn advice(stacked: bool) -> &'static str {
+    if stacked {
+        "lower --capacity or raise --fpr (a stack's first layer is built for the capacity; \
+         later layers come as keys arrive)"
+    } else {
+        "lower --capacity or --reserve, raise --fpr, or use --stacked (its layers come as \
+         keys arrive)"
     }
 }
 
@@ -221,18 +232,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn build(args: BuildArgs) -> anyhow::Result<()> {
     let filter = if args.stacked {
-        check_fits(args.capacity, args.fpr, 0)?;
+        check_fits(args.capacity, args.fpr, 0, true)?;
         let mut s = StackedFilter::new(args.capacity, args.fpr)
-            .map_err(|e| param_to_flag(e, args.capacity))?;
+            .map_err(|e| param_to_flag(e, args.capacity, true))?;
         for_each_line(&args.files, |_, line| {
             s.insert(line.as_bytes());
             Ok(())
         })?;
         AnyFilter::Stacked(s)
     } else {
-        check_fits(args.capacity, args.fpr, args.reserve)?;
+        check_fits(args.capacity, args.fpr, args.reserve, false)?;
         let mut f = QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
-            .map_err(|e| param_to_flag(e, args.capacity))?;
+            .map_err(|e| param_to_flag(e, args.capacity, false))?;
         for_each_line(&args.files, |loc, line| {
             f.insert(line.as_bytes()).map_err(|e| {
                 loc.error(format!(

@@ -217,6 +217,10 @@ impl QuotientFilter {
     /// whose sizes come from a caller's number.
     fn try_empty(hasher: ItemHasher, p: u32, q0: u32, q: u32, reserve: u32) -> Option<Self> {
         let n = usize::try_from(1u64.checked_shl(q)?).ok()?;
+        // Ask for the whole table once, untouched, before either part is zeroed: a size the
+        // system refuses is then refused at once, not after gigabytes of flags are written.
+        let words = usize::try_from(Self::table_bytes(p, q) / 8).ok()?;
+        Vec::<u64>::new().try_reserve_exact(words).ok()?;
         Some(QuotientFilter {
             hasher,
             p,
