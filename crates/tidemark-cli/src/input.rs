@@ -95,7 +95,7 @@ pub enum Saved {
 pub const REDIS_HYLL_MAX: u64 = (REDIS_HEADER_LEN + 2 * REDIS_REGISTERS) as u64;
 
 /// `a`/`an` and a family's name: "an exponential histogram".
-pub fn with_article(family: Family) -> String {
+fn with_article(family: Family) -> String {
     let name = family.name();
     let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
@@ -248,7 +248,7 @@ fn not_regular(t: &std::fs::FileType) -> Option<&'static str> {
     } else if t.is_file() {
         None
     } else {
-        Some("not a regular file")
+        Some("a special file (not a regular file)")
     }
 }
 
