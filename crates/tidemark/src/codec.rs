@@ -188,6 +188,53 @@ pub fn encode(
     out
 }
 
+/// Encodes a summary whose payload `write` appends straight to the output, which is reserved
+/// once for `payload_len` payload bytes: a large payload is never built separately and
+/// copied, and a size the system refuses is an error, not an abort. The payload length in
+/// the header is what `write` wrote (`payload_len` only sizes the reservation).
+///
+/// ```
+/// use tidemark::codec::{self, Family};
+/// use tidemark::hash::ItemHasher;
+///
+/// let h = ItemHasher::default();
+/// let direct = codec::encode(Family::Hll, 0, h, &[1], &[2, 3]);
+/// let written = codec::try_encode_with(Family::Hll, 0, h, &[1], 2, |out| {
+///     out.extend_from_slice(&[2, 3])
+/// })
+/// .unwrap();
+/// assert_eq!(written, direct);
+/// ```
+pub fn try_encode_with(
+    family: Family,
+    flags: u8,
+    hasher: ItemHasher,
+    params: &[u8],
+    payload_len: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Result<Vec<u8>, std::collections::TryReserveError> {
+    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
+    let mut out = Vec::new();
+    let total = (HEADER_LEN + params.len() + CHECKSUM_LEN).saturating_add(payload_len);
+    out.try_reserve_exact(total)?;
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT_VERSION);
+    out.push(family as u8);
+    out.push(flags);
+    out.push(hasher.id().to_byte());
+    out.extend_from_slice(&hasher.seed().to_le_bytes());
+    out.extend_from_slice(&params_len.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(params);
+    let start = out.len();
+    write(&mut out);
+    let written = (out.len() - start) as u64;
+    out[OFF_PAYLOAD_LEN..OFF_PAYLOAD_LEN + 8].copy_from_slice(&written.to_le_bytes());
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    Ok(out)
+}
+
 /// The checksum of the envelope's bytes before the checksum field.
 fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
