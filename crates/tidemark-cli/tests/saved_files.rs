@@ -316,3 +316,35 @@ fn a_table_the_system_refuses_exits_2_with_its_size() {
         .expect("sh runs");
     refused(&out, &["cannot allocate", "first layer"], "stacked");
 }
+
+#[test]
+fn a_filter_that_fits_but_cannot_be_encoded_exits_2_and_saves_nothing() {
+    // 2.5·10^8 keys at 1%: 2^29 slots of 9 bits, a 604 MB table. Under a 1 GB address-space
+    // limit the table fits, its encoding (as large again) does not: exit 2, not an abort.
+    let f = temp("unencodable.tdmk");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\" </dev/null")
+        .arg(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "filter",
+            "build",
+            "--capacity",
+            "250000000",
+            "--fpr",
+            "0.01",
+            "--save",
+            f.to_str().unwrap(),
+        ])
+        .output()
+        .expect("sh runs");
+    refused(
+        &out,
+        &[
+            "cannot allocate memory to encode the filter of capacity 250000000",
+            "nothing was saved",
+        ],
+        "encode under ulimit -v",
+    );
+    assert!(!f.exists());
+}

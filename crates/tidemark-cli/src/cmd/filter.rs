@@ -261,7 +261,17 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
         AnyFilter::Quotient(f)
     };
     let bytes = match &filter {
-        AnyFilter::Quotient(f) => f.to_bytes(),
+        AnyFilter::Quotient(f) => f.try_to_bytes().map_err(|e| {
+            UsageError::flag(
+                "--capacity",
+                format!(
+                    "cannot allocate memory to encode the filter of capacity {} (its table \
+                     holds {} bits): {e}; nothing was saved",
+                    args.capacity,
+                    f.bits()
+                ),
+            )
+        })?,
         AnyFilter::Stacked(s) => s.to_bytes(),
         AnyFilter::Lengthening(t) => t.to_bytes(),
     };
