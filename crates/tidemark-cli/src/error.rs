@@ -22,6 +22,14 @@ pub enum UsageError {
         /// What was wrong.
         message: String,
     },
+    /// A saved summary file that is not what was expected; the message is a predicate on
+    /// the file ("is a directory, not a saved summary file").
+    Saved {
+        /// The file.
+        file: String,
+        /// What is wrong with it, as a predicate.
+        message: String,
+    },
     /// A file cannot be read or is not what was expected.
     File {
         /// The file.
@@ -36,6 +44,16 @@ impl UsageError {
     pub fn flag(flag: &'static str, message: impl fmt::Display) -> anyhow::Error {
         UsageError::Flag {
             flag,
+            message: message.to_string(),
+        }
+        .into()
+    }
+
+    /// A saved summary file that is not what was expected, said as a predicate: the message
+    /// reads "FILE is …".
+    pub fn saved(file: impl fmt::Display, message: impl fmt::Display) -> anyhow::Error {
+        UsageError::Saved {
+            file: file.to_string(),
             message: message.to_string(),
         }
         .into()
@@ -60,6 +78,7 @@ impl fmt::Display for UsageError {
                 line,
                 message,
             } => write!(f, "{file}:{line}: {message}"),
+            UsageError::Saved { file, message } => write!(f, "{file} {message}"),
             UsageError::File { file, message } => write!(f, "{file}: {message}"),
         }
     }

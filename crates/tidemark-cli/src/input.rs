@@ -1,8 +1,13 @@
-//! Input: lines from files, or from stdin when no file is given, with their location.
+//! Input: lines from files, or from stdin when no file is given, with their location; and
+//! saved summaries, read with their header checked before their body.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
-use std::path::PathBuf;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use tidemark::cardinality::{REDIS_HEADER_LEN, REDIS_REGISTERS};
+use tidemark::codec::{self, Family};
+use tidemark::DecodeError;
 
 use crate::UsageError;
 
@@ -73,5 +78,192 @@ fn read_lines(
         }
         let line = std::str::from_utf8(bytes).map_err(|e| loc.error(format!("not UTF-8: {e}")))?;
         f(&loc, line)?;
+    }
+}
+
+/// A saved summary read by [`read_saved`]: a tidemark envelope, or a Redis `HYLL` value.
+pub enum Saved {
+    /// A tidemark envelope of the given family, header checked, whole.
+    Envelope(Family, Vec<u8>),
+    /// A Redis `HYLL` value (only when the caller accepts them), at most [`REDIS_HYLL_MAX`]
+    /// bytes.
+    RedisHyll(Vec<u8>),
+}
+
+/// The longest Redis `HYLL` value: the 16-byte header and, sparse, at most two bytes of
+/// opcodes for each of its 16,384 registers (a dense value is shorter).
+pub const REDIS_HYLL_MAX: u64 = (REDIS_HEADER_LEN + 2 * REDIS_REGISTERS) as u64;
+
+/// `a`/`an` and a family's name: "an exponential histogram".
+fn with_article(family: Family) -> String {
+    let name = family.name();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
+}
+
+/// Reads a saved summary file without trusting it: a file that is not a regular file
+/// (a directory, a FIFO, a device such as `/dev/zero`) is refused before it is opened, so
+/// nothing blocks or reads forever; then the fixed header alone is read, and magic, version,
+/// family and the total length the header declares are checked against `families` and the
+/// file's size; only then is the body read, exactly as long as declared. `what` names the
+/// summaries `families` stands for in messages ("a filter"). With `redis`, a Redis `HYLL`
+/// value is accepted too, bounded by its own format's size.
+pub fn read_saved(
+    path: &Path,
+    families: &[Family],
+    what: &str,
+    redis: bool,
+) -> anyhow::Result<Saved> {
+    let name = path.display().to_string();
+    let io = |e: io::Error| UsageError::file(&name, e);
+    let bad = |message: String| UsageError::saved(&name, message);
+    let meta = std::fs::metadata(path).map_err(io)?;
+    not_regular(&meta.file_type()).map_or(Ok(()), |kind| {
+        Err(bad(format!("is {kind}, not a saved summary file")))
+    })?;
+    let mut file = File::open(path).map_err(io)?;
+    // The file may have been replaced between the two looks: its own metadata decides.
+    let meta = file.metadata().map_err(io)?;
+    if let Some(kind) = not_regular(&meta.file_type()) {
+        return Err(bad(format!("is {kind}, not a saved summary file")));
+    }
+    let size = meta.len();
+    let mut head = Vec::with_capacity(codec::HEADER_LEN);
+    (&mut file)
+        .take(codec::HEADER_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    if redis && head.starts_with(b"HYLL") {
+        if size > REDIS_HYLL_MAX {
+            return Err(bad(format!(
+                "starts like a Redis HYLL value but has {size} bytes; a HYLL value has at most \
+                 {REDIS_HYLL_MAX}"
+            )));
+        }
+        let mut bytes = head;
+        (&mut file)
+            .take(REDIS_HYLL_MAX)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        return Ok(Saved::RedisHyll(bytes));
+    }
+    if head.is_empty() {
+        return Err(bad(format!("is empty, not {what}")));
+    }
+    if !head.starts_with(&codec::MAGIC) {
+        // A file shorter than a magic that begins like one was cut, not foreign.
+        let cut = head.len() < 4
+            && (codec::MAGIC.starts_with(&head) || (redis && b"HYLL".starts_with(&head)));
+        return Err(bad(if cut {
+            format!("is truncated: {size} bytes, less than any summary's header")
+        } else if redis {
+            "is not a tidemark sketch or a Redis HYLL value (it starts with neither TDMK nor \
+             HYLL)"
+                .to_string()
+        } else {
+            "is not a tidemark sketch (it does not start with TDMK)".to_string()
+        }));
+    }
+    if head.len() < codec::HEADER_LEN {
+        return Err(bad(format!(
+            "is truncated: {size} bytes, less than the {}-byte header of a tidemark sketch",
+            codec::HEADER_LEN
+        )));
+    }
+    let (family, total) = codec::declared_len(&head).map_err(|e| bad(header_message(&e)))?;
+    if !families.contains(&family) {
+        return Err(bad(format!(
+            "holds {} summary, not {what}",
+            with_article(family)
+        )));
+    }
+    if total > size {
+        return Err(bad(format!(
+            "is truncated: its header declares {total} bytes, the file has {size}"
+        )));
+    }
+    if total < size {
+        return Err(bad(format!(
+            "has {} bytes after the {total} its header declares",
+            size - total
+        )));
+    }
+    let mut bytes = Vec::new();
+    usize::try_from(total)
+        .ok()
+        .and_then(|n| bytes.try_reserve_exact(n).ok())
+        .ok_or_else(|| bad(format!("cannot allocate {total} bytes to read it")))?;
+    bytes.extend_from_slice(&head);
+    (&mut file)
+        .take(total - codec::HEADER_LEN as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 != total {
+        return Err(bad(format!(
+            "changed while it was read: {} bytes read, {total} declared",
+            bytes.len()
+        )));
+    }
+    Ok(Saved::Envelope(family, bytes))
+}
+
+/// [`read_saved`] for files that must hold a tidemark envelope of one of `families`.
+pub fn read_envelope(
+    path: &Path,
+    families: &[Family],
+    what: &str,
+) -> anyhow::Result<(Family, Vec<u8>)> {
+    match read_saved(path, families, what, false)? {
+        Saved::Envelope(family, bytes) => Ok((family, bytes)),
+        Saved::RedisHyll(_) => Err(anyhow::anyhow!(
+            "internal: a Redis value was read where none is accepted"
+        )),
+    }
+}
+
+/// What a file type is when it is not a regular file, for messages.
+fn not_regular(t: &std::fs::FileType) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("a FIFO (named pipe)");
+        }
+        if t.is_char_device() {
+            return Some("a character device");
+        }
+        if t.is_block_device() {
+            return Some("a block device");
+        }
+        if t.is_socket() {
+            return Some("a socket");
+        }
+    }
+    if t.is_dir() {
+        Some("a directory")
+    } else if t.is_file() {
+        None
+    } else {
+        Some("a special file (not a regular file)")
+    }
+}
+
+/// A header check's failure, in words for a person (not the decoder's field dump).
+fn header_message(e: &DecodeError) -> String {
+    match e {
+        DecodeError::UnsupportedVersion { got, newest } => {
+            format!("was written in format version {got}; this build reads versions up to {newest}")
+        }
+        DecodeError::UnknownFamily { got } => {
+            format!("holds a summary family this build does not know (byte 5 is {got})")
+        }
+        DecodeError::UnknownHash { got } => {
+            format!("names a hash this build does not know (byte 7 is {got})")
+        }
+        other => format!("has a damaged header: {other}"),
     }
 }

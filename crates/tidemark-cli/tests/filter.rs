@@ -257,3 +257,29 @@ fn a_reserve_past_the_hash_names_the_reserve_flag() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --reserve"));
 }
+
+#[test]
+fn the_full_filter_message_reads_as_one_sentence() {
+    let f = temp("full-sentence.tdmk");
+    let out = tidemark(
+        &[
+            "filter",
+            "build",
+            "--capacity",
+            "100",
+            "--fpr",
+            "0.01",
+            "--save",
+            f.to_str().unwrap(),
+        ],
+        &lines(0..10_000),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // 100 at 1%: p = 14, q = 8, a life of 2^6 = 64 times the forecast.
+    assert!(
+        err.contains("(forecast 100, reserve 0, life 2^(p−q) = 64 times the forecast) and cannot double again"),
+        "{err}"
+    );
+    assert!(!err.contains(") the forecast)"), "{err}");
+}

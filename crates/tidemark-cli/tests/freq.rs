@@ -222,3 +222,42 @@ fn bad_lines_and_flags_exit_2_naming_them() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
 }
+
+#[test]
+fn a_bad_join_is_refused_before_any_answer_is_printed() {
+    let dir = std::env::temp_dir().join(format!("tidemark-freq-join-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("a.tdmk");
+    let out = tidemark(&["freq", "--save", saved.to_str().unwrap()], "x 3\n");
+    assert!(out.status.success());
+    let missing = dir.join("none.tdmk");
+    let cases: [(Vec<&str>, &str); 2] = [
+        // Other dimensions: the total row used to come first, then exit 2.
+        (
+            vec![
+                "freq",
+                "--epsilon",
+                "0.1",
+                "--join",
+                saved.to_str().unwrap(),
+            ],
+            "--join",
+        ),
+        (
+            vec!["freq", "--join", missing.to_str().unwrap()],
+            "none.tdmk",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = tidemark(&args, "x 10\nz 5\n");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?} printed before refusing: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -188,6 +188,53 @@ pub fn encode(
     out
 }
 
+/// Encodes a summary whose payload `write` appends straight to the output, which is reserved
+/// once for `payload_len` payload bytes: a large payload is never built separately and
+/// copied, and a size the system refuses is an error, not an abort. The payload length in
+/// the header is what `write` wrote (`payload_len` only sizes the reservation).
+///
+/// ```
+/// use tidemark::codec::{self, Family};
+/// use tidemark::hash::ItemHasher;
+///
+/// let h = ItemHasher::default();
+/// let direct = codec::encode(Family::Hll, 0, h, &[1], &[2, 3]);
+/// let written = codec::try_encode_with(Family::Hll, 0, h, &[1], 2, |out| {
+///     out.extend_from_slice(&[2, 3])
+/// })
+/// .unwrap();
+/// assert_eq!(written, direct);
+/// ```
+pub fn try_encode_with(
+    family: Family,
+    flags: u8,
+    hasher: ItemHasher,
+    params: &[u8],
+    payload_len: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Result<Vec<u8>, std::collections::TryReserveError> {
+    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
+    let mut out = Vec::new();
+    let total = (HEADER_LEN + params.len() + CHECKSUM_LEN).saturating_add(payload_len);
+    out.try_reserve_exact(total)?;
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT_VERSION);
+    out.push(family as u8);
+    out.push(flags);
+    out.push(hasher.id().to_byte());
+    out.extend_from_slice(&hasher.seed().to_le_bytes());
+    out.extend_from_slice(&params_len.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(params);
+    let start = out.len();
+    write(&mut out);
+    let written = (out.len() - start) as u64;
+    out[OFF_PAYLOAD_LEN..OFF_PAYLOAD_LEN + 8].copy_from_slice(&written.to_le_bytes());
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    Ok(out)
+}
+
 /// The checksum of the envelope's bytes before the checksum field.
 fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
@@ -216,6 +263,38 @@ pub fn peek_family(bytes: &[u8]) -> Result<Family, DecodeError> {
     }
     let family = r.u8("family")?;
     Family::from_byte(family).ok_or(DecodeError::UnknownFamily { got: family })
+}
+
+/// What the fixed header declares, read from the first [`HEADER_LEN`] bytes alone (magic,
+/// version, family, hash id and both lengths checked): the family, and the total length the
+/// whole encoding must have — header, parameters, payload and checksum. A reader of files
+/// compares it with the file's size before it reads, or allocates for, the body.
+///
+/// ```
+/// use tidemark::codec::{self, Family};
+/// use tidemark::hash::ItemHasher;
+///
+/// let bytes = codec::encode(Family::Hll, 0, ItemHasher::default(), &[1], &[2, 3]);
+/// let header = &bytes[..codec::HEADER_LEN];
+/// assert_eq!(codec::declared_len(header).unwrap(), (Family::Hll, bytes.len() as u64));
+/// ```
+pub fn declared_len(header: &[u8]) -> Result<(Family, u64), DecodeError> {
+    let family = peek_family(header)?;
+    let mut r = Reader::new(header);
+    r.skip(OFF_HASH_ID);
+    let hash_byte = r.u8("hash id")?;
+    HashId::from_byte(hash_byte).ok_or(DecodeError::UnknownHash { got: hash_byte })?;
+    let _seed = r.u64("hash seed")?;
+    let params_len = u64::from(r.u32("parameters length")?);
+    let payload_len = r.u64("payload length")?;
+    let total = (HEADER_LEN + CHECKSUM_LEN) as u64 + params_len;
+    let total = total.checked_add(payload_len).ok_or(DecodeError::Invalid {
+        field: "payload length",
+        offset: OFF_PAYLOAD_LEN,
+        expected: "a length whose envelope fits in 64 bits",
+        got: payload_len,
+    })?;
+    Ok((family, total))
 }
 
 /// Decodes and validates an envelope (everything but the family's own fields).
@@ -563,6 +642,34 @@ mod tests {
                 expected: Family::Hll,
                 got: Family::BlockCounter
             })
+        ));
+    }
+
+    #[test]
+    fn declared_len_reads_the_header_alone() {
+        let good = sample();
+        let total = good.len() as u64;
+        assert_eq!(
+            declared_len(&good[..HEADER_LEN]).unwrap(),
+            (Family::BlockCounter, total)
+        );
+        assert_eq!(declared_len(&good).unwrap(), (Family::BlockCounter, total));
+        assert!(matches!(
+            declared_len(&good[..HEADER_LEN - 1]),
+            Err(DecodeError::Truncated { .. })
+        ));
+        let mut b = good.clone();
+        b[OFF_PAYLOAD_LEN..OFF_PAYLOAD_LEN + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            declared_len(&b),
+            Err(DecodeError::Invalid {
+                field: "payload length",
+                ..
+            })
+        ));
+        assert!(matches!(
+            declared_len(&[0u8; HEADER_LEN]),
+            Err(DecodeError::BadMagic { .. })
         ));
     }
 

@@ -21,6 +21,10 @@ pub struct ParamError {
     pub expected: &'static str,
     /// What it was.
     pub got: String,
+    /// When the value is in its domain but the structure it asks for cannot be allocated:
+    /// the bytes it would need (the allocator refused them, or they exceed the address
+    /// space). `None` for a value outside its domain.
+    pub needed_bytes: Option<u64>,
 }
 
 impl ParamError {
@@ -30,12 +34,31 @@ impl ParamError {
             name,
             expected,
             got: got.to_string(),
+            needed_bytes: None,
+        }
+    }
+
+    /// A parameter `name` of value `got` whose structure needs `bytes` bytes that cannot be
+    /// allocated: refused as an error, never an abort.
+    pub fn unallocatable(name: &'static str, got: impl fmt::Display, bytes: u64) -> Self {
+        ParamError {
+            name,
+            expected: "a size whose memory can be allocated",
+            got: got.to_string(),
+            needed_bytes: Some(bytes),
         }
     }
 }
 
 impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(bytes) = self.needed_bytes {
+            return write!(
+                f,
+                "invalid {}: {} needs {bytes} bytes, which cannot be allocated",
+                self.name, self.got
+            );
+        }
         write!(
             f,
             "invalid {}: expected {}, got {}",

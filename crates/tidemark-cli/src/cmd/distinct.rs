@@ -8,9 +8,10 @@
 use std::path::PathBuf;
 
 use tidemark::cardinality::{z_score, Hll};
+use tidemark::codec::Family;
 use tidemark::Bracket;
 
-use crate::input::for_each_line;
+use crate::input::{for_each_line, read_saved, Saved};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -136,23 +137,46 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
-/// their magic.
+/// their magic. Sketches of different precisions merge at the smallest (each register of a
+/// finer sketch folds into the coarser one); that loses accuracy, so it is said on stderr.
 fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
     let mut acc: Option<Hll> = None;
+    let mut precisions: Vec<(u8, String)> = Vec::new();
     for path in files {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| UsageError::file(&name, e))?;
-        let h = if bytes.starts_with(b"HYLL") {
-            Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?
-        } else {
-            Hll::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?
+        let h = match read_saved(path, &[Family::Hll], "a HyperLogLog sketch", true)? {
+            Saved::RedisHyll(bytes) => {
+                Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?
+            }
+            Saved::Envelope(_, bytes) => {
+                Hll::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?
+            }
         };
+        if !precisions.iter().any(|(p, _)| *p == h.precision()) {
+            precisions.push((h.precision(), name.clone()));
+        }
         match &mut acc {
             None => acc = Some(h),
             Some(a) => a.merge(&h).map_err(|e| UsageError::file(&name, e))?,
         }
     }
-    Ok(acc.expect("at least one file"))
+    let acc =
+        acc.ok_or_else(|| UsageError::flag("--merge", "expected at least one sketch file"))?;
+    if precisions.len() > 1 {
+        precisions.sort();
+        let list: Vec<String> = precisions
+            .iter()
+            .map(|(p, file)| format!("p = {p} ({file})"))
+            .collect();
+        let p = acc.precision();
+        eprintln!(
+            "tidemark: note: the sketches have different precisions: {}; the union is at \
+             p = {p}, the smallest, with a standard error of about {:.2}%",
+            list.join(", "),
+            104.0 / f64::from(1u32 << p).sqrt()
+        );
+    }
+    Ok(acc)
 }
 
 fn record(h: &Hll, confidence: f64) -> Record {

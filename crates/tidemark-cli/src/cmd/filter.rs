@@ -4,13 +4,13 @@
 //! Each input line is one key (its bytes, without the line ending). `build` saves the
 //! filter's envelope to a file; `query` and `info` read it back.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use tidemark::codec::{self, Family};
+use tidemark::codec::Family;
 use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
 use tidemark::{Estimate, ParamError};
 
-use crate::input::for_each_line;
+use crate::input::{for_each_line, read_envelope};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -90,26 +90,23 @@ enum AnyFilter {
 }
 
 impl AnyFilter {
-    fn load(path: &PathBuf) -> anyhow::Result<AnyFilter> {
+    fn load(path: &Path) -> anyhow::Result<AnyFilter> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| UsageError::file(&name, e))?;
+        let families = [
+            Family::QuotientFilter,
+            Family::StackedFilter,
+            Family::LengtheningFilter,
+        ];
+        let (family, bytes) = read_envelope(path, &families, "a filter")?;
         let bad = |e: tidemark::DecodeError| UsageError::file(&name, e);
-        Ok(match codec::peek_family(&bytes).map_err(bad)? {
+        Ok(match family {
             Family::QuotientFilter => {
                 AnyFilter::Quotient(QuotientFilter::from_bytes(&bytes).map_err(bad)?)
             }
             Family::StackedFilter => {
                 AnyFilter::Stacked(StackedFilter::from_bytes(&bytes).map_err(bad)?)
             }
-            Family::LengtheningFilter => {
-                AnyFilter::Lengthening(LengtheningFilter::from_bytes(&bytes).map_err(bad)?)
-            }
-            other => {
-                return Err(UsageError::file(
-                    &name,
-                    format!("holds a {other} summary, not a filter"),
-                ))
-            }
+            _ => AnyFilter::Lengthening(LengtheningFilter::from_bytes(&bytes).map_err(bad)?),
         })
     }
 
@@ -159,14 +156,69 @@ impl AnyFilter {
     }
 }
 
-/// A constructor's parameter error, named by its flag.
-fn param_to_flag(e: ParamError) -> anyhow::Error {
+/// A constructor's parameter error, named by its flag. A table that cannot be allocated is
+/// named by its size and the capacity that asked for it.
+fn param_to_flag(e: ParamError, capacity: u64, stacked: bool) -> anyhow::Error {
+    if let Some(bytes) = e.needed_bytes {
+        return UsageError::flag(
+            "--capacity",
+            format!(
+                "cannot allocate {bytes} bytes for a filter of capacity {capacity}: the system \
+                 refused that much memory; {}",
+                advice(stacked)
+            ),
+        );
+    }
     let flag = match e.name {
         "capacity" => "--capacity",
         "reserve" => "--reserve",
         _ => "--fpr",
     };
     UsageError::flag(flag, format!("expected {}, got {}", e.expected, e.got))
+}
+
+/// Refuses up front a table larger than this machine's memory: a kernel that overcommits
+/// would grant the allocation and then kill the process as the table is zeroed.
+fn check_fits(capacity: u64, fpr: f64, reserve: u32, stacked: bool) -> anyhow::Result<()> {
+    let Ok(bytes) = QuotientFilter::table_bytes_for(capacity, fpr, reserve) else {
+        return Ok(()); // the constructor names the bad parameter
+    };
+    match physical_memory() {
+        Some(total) if bytes > total => Err(UsageError::flag(
+            "--capacity",
+            format!(
+                "cannot allocate {bytes} bytes for a filter of capacity {capacity}: more than \
+                 this machine's memory ({total} bytes); {}",
+                advice(stacked)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What to do about a table too large to allocate.
+fn advice(stacked: bool) -> &'static str {
+    if stacked {
+        "lower --capacity or raise --fpr (a stack's first layer is built for the capacity; \
+         later layers come as keys arrive)"
+    } else {
+        "lower --capacity or --reserve, raise --fpr, or use --stacked (its layers come as \
+         keys arrive)"
+    }
+}
+
+/// The machine's memory in bytes (`MemTotal` of `/proc/meminfo`), where the system says.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line
+        .trim_start_matches("MemTotal:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Runs `tidemark filter`.
@@ -180,20 +232,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn build(args: BuildArgs) -> anyhow::Result<()> {
     let filter = if args.stacked {
-        let mut s = StackedFilter::new(args.capacity, args.fpr).map_err(param_to_flag)?;
+        check_fits(args.capacity, args.fpr, 0, true)?;
+        let mut s = StackedFilter::new(args.capacity, args.fpr)
+            .map_err(|e| param_to_flag(e, args.capacity, true))?;
         for_each_line(&args.files, |_, line| {
             s.insert(line.as_bytes());
             Ok(())
         })?;
         AnyFilter::Stacked(s)
     } else {
+        check_fits(args.capacity, args.fpr, args.reserve, false)?;
         let mut f = QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
-            .map_err(param_to_flag)?;
+            .map_err(|e| param_to_flag(e, args.capacity, false))?;
         for_each_line(&args.files, |loc, line| {
             f.insert(line.as_bytes()).map_err(|e| {
                 loc.error(format!(
-                    "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {}) \
-                     the forecast) and cannot double again. Build it with a larger --reserve \
+                    "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {} \
+                     times the forecast) and cannot double again. Build it with a larger --reserve \
                      (each bit doubles the life), with --stacked (never fills), or rebuild it \
                      with a --capacity near the keys you now have. Nothing was saved",
                     e.keys,
@@ -206,7 +261,17 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
         AnyFilter::Quotient(f)
     };
     let bytes = match &filter {
-        AnyFilter::Quotient(f) => f.to_bytes(),
+        AnyFilter::Quotient(f) => f.try_to_bytes().map_err(|e| {
+            UsageError::flag(
+                "--capacity",
+                format!(
+                    "cannot allocate memory to encode the filter of capacity {} (its table \
+                     holds {} bits): {e}; nothing was saved",
+                    args.capacity,
+                    f.bits()
+                ),
+            )
+        })?,
         AnyFilter::Stacked(s) => s.to_bytes(),
         AnyFilter::Lengthening(t) => t.to_bytes(),
     };

@@ -14,10 +14,11 @@
 
 use std::path::PathBuf;
 
+use tidemark::codec::Family;
 use tidemark::frequency::{CountMin, DyadicCountMin, FrequencyError, HeavyHitters, Model, TopK};
 use tidemark::{Estimate, ParamError};
 
-use crate::input::for_each_line;
+use crate::input::{for_each_line, read_envelope};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -220,6 +221,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(param_to_flag)?;
         Engine::Items { cm, heavy, top }
     };
+    // The joined sketch is read, and checked against this run's shape, before any input
+    // or output: a bad --join must not come after a printed answer.
+    let join = match (&args.join, &engine) {
+        (Some(path), Engine::Items { cm, .. }) => {
+            let name = path.display().to_string();
+            let (_, bytes) = read_envelope(path, &[Family::CountMin], "a Count-Min sketch")?;
+            let other = CountMin::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?;
+            cm.inner_product(&other).map_err(|e| {
+                UsageError::flag(
+                    "--join",
+                    format!("{name} cannot be joined with this run's sketch: {e}"),
+                )
+            })?;
+            Some((name, other))
+        }
+        _ => None,
+    };
     if let Engine::Integers(s) = &engine {
         if let Some(&(_, r)) = ranges.iter().find(|&&(_, r)| r >> s.bits() != 0) {
             return Err(UsageError::flag(
@@ -284,14 +302,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     out.emit(&record("top", String::from_utf8_lossy(&item).into(), &e))?;
                 }
             }
-            if let Some(path) = &args.join {
-                let name = path.display().to_string();
-                let bytes = std::fs::read(path).map_err(|e| UsageError::file(&name, e))?;
-                let other = CountMin::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?;
+            if let Some((name, other)) = &join {
                 let e = cm
-                    .inner_product(&other)
+                    .inner_product(other)
                     .map_err(|e| UsageError::flag("--join", e))?;
-                out.emit(&record("join", name.into(), &e))?;
+                out.emit(&record("join", name.as_str().into(), &e))?;
             }
             if let Some(path) = &args.save {
                 save(path, &cm.to_bytes())?;

@@ -5,6 +5,17 @@
 //! `2^q · width` remainder bits (plus one spare word, so that a field straddling two words
 //! can always read both without a bounds branch).
 
+/// `n` zero words, or `None` if the allocator refuses them. A table sized from a caller's
+/// number may be larger than any machine: that must be an error, not an abort. (The zeros
+/// are written at once, so the pages are touched at build: a kernel that overcommitted
+/// memory it does not have fails the process here, not halfway through its input.)
+fn try_zeroed_words(n: usize) -> Option<Vec<u64>> {
+    let mut words = Vec::new();
+    words.try_reserve_exact(n).ok()?;
+    words.resize(n, 0);
+    Some(words)
+}
+
 /// `len` fields of `width` bits each, packed end to end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PackedArray {
@@ -29,6 +40,18 @@ impl PackedArray {
             len,
             words: vec![0; bits.div_ceil(64) + 1],
         }
+    }
+
+    /// As [`PackedArray::new`], or `None` when the words cannot be allocated.
+    pub(crate) fn try_new(width: u32, len: usize) -> Option<Self> {
+        debug_assert!((1..=MAX_WIDTH).contains(&width));
+        let bits = len.checked_mul(width as usize)?;
+        Some(PackedArray {
+            width,
+            mask: (1u64 << width) - 1,
+            len,
+            words: try_zeroed_words(bits.div_ceil(64).checked_add(1)?)?,
+        })
     }
 
     /// The backing words (for encoding): `⌈len·width/64⌉ + 1` of them.
@@ -167,6 +190,13 @@ impl Meta {
         Meta {
             words: vec![0; 3 * Self::word_count(len)],
         }
+    }
+
+    /// As [`Meta::new`], or `None` when the words cannot be allocated.
+    pub(crate) fn try_new(len: usize) -> Option<Self> {
+        Some(Meta {
+            words: try_zeroed_words(Self::word_count(len).checked_mul(3)?)?,
+        })
     }
 
     #[inline(always)]

@@ -49,28 +49,50 @@ fn read_words(r: &mut Reader<'_>, n: usize, field: &'static str) -> Result<Vec<u
 impl QuotientFilter {
     /// Encodes the filter in the envelope.
     pub fn to_bytes(&self) -> Vec<u8> {
+        match self.try_to_bytes() {
+            Ok(bytes) => bytes,
+            // As any other allocation failure: the table itself already fit in memory.
+            Err(_) => std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<u8>(self.encoded_payload_len())
+                    .unwrap_or(std::alloc::Layout::new::<u8>()),
+            ),
+        }
+    }
+
+    /// Encodes the filter in the envelope, or says that its bytes cannot be allocated. The
+    /// payload is written once, straight into the envelope (a table of gigabytes costs its
+    /// own size once more, not two or three times).
+    pub fn try_to_bytes(&self) -> Result<Vec<u8>, std::collections::TryReserveError> {
         let mut params = Writer::new();
         params
             .u8(self.p as u8)
             .u8(self.q0 as u8)
             .u8(self.reserve as u8);
-        let mut payload = Writer::new();
-        payload.u8(self.q as u8).u64(self.len);
-        for field in 0..3 {
-            for w in self.meta.field_words(field) {
-                payload.u64(w);
-            }
-        }
-        for &w in self.rems.words() {
-            payload.u64(w);
-        }
-        codec::encode(
+        codec::try_encode_with(
             Family::QuotientFilter,
             0,
             self.hasher,
             params.bytes(),
-            payload.bytes(),
+            self.encoded_payload_len(),
+            |out| {
+                out.push(self.q as u8);
+                out.extend_from_slice(&self.len.to_le_bytes());
+                for field in 0..3 {
+                    for w in self.meta.field_words(field) {
+                        out.extend_from_slice(&w.to_le_bytes());
+                    }
+                }
+                for &w in self.rems.words() {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+            },
         )
+    }
+
+    /// The payload's length: q, len, the three flag fields and the remainder words.
+    fn encoded_payload_len(&self) -> usize {
+        let flag_words = 3 * Meta::word_count(1usize << self.q);
+        1 + 8 + 8 * (flag_words + self.rems.words().len())
     }
 
     /// Decodes a filter, checking every field and the whole table's structure.

@@ -129,10 +129,25 @@ impl QuotientFilter {
     /// times the life, `2^−reserve` times the rate.
     pub fn with_reserve(capacity: u64, fpr: f64, reserve: u32) -> Result<Self, ParamError> {
         let (p, q) = QuotientFilter::shape(capacity, fpr, reserve)?;
-        QuotientFilter::with_bits(p, q).map(|mut f| {
-            f.reserve = reserve;
-            f
-        })
+        QuotientFilter::try_empty(ItemHasher::default(), p, q, q, reserve)
+            .ok_or_else(|| ParamError::unallocatable("capacity", capacity, Self::table_bytes(p, q)))
+    }
+
+    /// Bytes the table of a filter with `p`-bit fingerprints and `2^q` slots takes: three
+    /// flag words per 64 slots, and the remainders of `p − q` bits packed end to end plus
+    /// one spare word. (q ≤ 40 and p − q ≤ 58 keep every product far below 2^64.)
+    pub fn table_bytes(p: u32, q: u32) -> u64 {
+        let slots = 1u64 << q.min(MAX_QUOTIENT_BITS);
+        let flag_words = 3 * slots.div_ceil(64);
+        let rem_words = (slots * u64::from(p.saturating_sub(q).min(MAX_WIDTH))).div_ceil(64) + 1;
+        (flag_words + rem_words) * 8
+    }
+
+    /// The bytes a filter for `capacity` keys at `fpr` with `reserve` extra bits would
+    /// allocate for its table, checked, without building it.
+    pub fn table_bytes_for(capacity: u64, fpr: f64, reserve: u32) -> Result<u64, ParamError> {
+        let (p, q) = QuotientFilter::shape(capacity, fpr, reserve)?;
+        Ok(Self::table_bytes(p, q))
     }
 
     /// The fingerprint and quotient bits a filter for `capacity` keys at `fpr` with `reserve`
@@ -171,7 +186,8 @@ impl QuotientFilter {
     pub fn with_bits(fingerprint_bits: u32, quotient_bits: u32) -> Result<Self, ParamError> {
         let (p, q) = (fingerprint_bits, quotient_bits);
         QuotientFilter::check_bits(p, q)?;
-        Ok(QuotientFilter::empty(ItemHasher::default(), p, q, q, 0))
+        QuotientFilter::try_empty(ItemHasher::default(), p, q, q, 0)
+            .ok_or_else(|| ParamError::unallocatable("quotient bits", q, Self::table_bytes(p, q)))
     }
 
     /// The limits on (p, q) that [`QuotientFilter::with_bits`] enforces.
@@ -194,6 +210,27 @@ impl QuotientFilter {
             ));
         }
         Ok(())
+    }
+
+    /// An empty table as [`QuotientFilter::empty`], or `None` when its memory cannot be
+    /// allocated (or its slots cannot be indexed on this machine): the constructors' path,
+    /// whose sizes come from a caller's number.
+    fn try_empty(hasher: ItemHasher, p: u32, q0: u32, q: u32, reserve: u32) -> Option<Self> {
+        let n = usize::try_from(1u64.checked_shl(q)?).ok()?;
+        // Ask for the whole table once, untouched, before either part is zeroed: a size the
+        // system refuses is then refused at once, not after gigabytes of flags are written.
+        let words = usize::try_from(Self::table_bytes(p, q) / 8).ok()?;
+        Vec::<u64>::new().try_reserve_exact(words).ok()?;
+        Some(QuotientFilter {
+            hasher,
+            p,
+            q0,
+            q,
+            reserve,
+            len: 0,
+            meta: Meta::try_new(n)?,
+            rems: PackedArray::try_new(p - q, n)?,
+        })
     }
 
     pub(crate) fn empty(hasher: ItemHasher, p: u32, q0: u32, q: u32, reserve: u32) -> Self {
@@ -798,6 +835,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn table_bytes_match_the_allocated_table() {
+        for (p, q) in [(14, 8), (20, 12), (9, 1), (64, 20)] {
+            let f = QuotientFilter::with_bits(p, q).unwrap();
+            let flag_words: usize = (0..3).map(|i| f.meta.field_words(i).count()).sum();
+            let words = flag_words + f.rems.words().len();
+            assert_eq!(
+                QuotientFilter::table_bytes(p, q),
+                8 * words as u64,
+                "p {p} q {q}"
+            );
+        }
+        // The documented maximum, 2^38 keys at 1%: 2^39 slots of 6 + 3 bits.
+        assert_eq!(
+            QuotientFilter::table_bytes_for(1 << 38, 0.01, 0).unwrap(),
+            618_475_290_632
+        );
+    }
+
+    /// Memory and swap of this machine, and whether its kernel refuses an allocation larger
+    /// than them (Linux's heuristic overcommit, mode 0): only then is it safe to ask for a
+    /// table larger than the machine and expect a refusal rather than a kill on first touch.
+    fn refuses_oversized_allocations() -> bool {
+        let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+        let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib = |key: &str| -> Option<u64> {
+            let line = info.lines().find(|l| l.starts_with(key))?;
+            line[key.len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()
+        };
+        let (Some(mem), Some(swap)) = (kib("MemTotal:"), kib("SwapTotal:")) else {
+            return false;
+        };
+        // The smaller of the two tables at the maximum is 206 GB: far above this machine.
+        mode.trim() == "0" && (mem + swap) * 1024 < 100 << 30
+    }
+
+    #[test]
+    fn a_table_no_machine_has_is_refused_with_its_size_not_aborted() {
+        if !refuses_oversized_allocations() {
+            eprintln!("skipped: this kernel may overcommit a 618 GB table");
+            return;
+        }
+        let e = QuotientFilter::new(1 << 38, 0.01).unwrap_err();
+        assert_eq!(e.name, "capacity");
+        assert_eq!(e.needed_bytes, Some(618_475_290_632));
+        assert!(e.to_string().contains("618475290632 bytes"), "{e}");
+        let e = QuotientFilter::with_bits(64, 40).unwrap_err();
+        assert_eq!(e.needed_bytes, Some(QuotientFilter::table_bytes(64, 40)));
     }
 
     #[test]
