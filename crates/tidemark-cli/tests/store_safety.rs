@@ -280,6 +280,33 @@ fn a_metric_name_that_could_collide_with_a_rollup_is_refused() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn a_header_naming_a_field_twice_is_refused_at_line_1() {
+    let d = dir("header");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let f = d.join("f.csv");
+    std::fs::write(&f, "ts,user,page,user\n1700000000,a,b,c\n").unwrap();
+    let o = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&d.join("t.db")),
+            s(&f),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("f.csv:1") && stderr(&o).contains("\"user\" twice"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A small deterministic generator (the test must not depend on the run's clock).
 struct SplitMix(u64);
 impl SplitMix {
@@ -385,7 +412,11 @@ fn query_reads_a_store_while_run_writes_it() {
     use std::io::Write;
     let d = dir("concurrent");
     let config = d.join("c.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(
+        &config,
+        format!("{CONFIG}\n[state]\ncheckpoint_records = 50\n"),
+    )
+    .unwrap();
     let db = d.join("t.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["run", "--config", s(&config), "--db", s(&db), "--quiet"])

@@ -119,6 +119,16 @@ impl Extractor {
             .iter()
             .map(|&(a, b)| base_str(line, &self.unquoted, base)[a..b].trim())
             .collect();
+        for (j, n) in names.iter().enumerate() {
+            if let Some(i) = names[..j].iter().position(|m| m == n) {
+                return Err(err(format!(
+                    "the header names field {n:?} twice (columns {} and {}): which one a \
+                     metric reads would be a guess",
+                    i + 1,
+                    j + 1
+                )));
+            }
+        }
         let find = |f: &str| -> Result<usize, RecordError> {
             names.iter().position(|n| *n == f).ok_or_else(|| {
                 err(format!(
