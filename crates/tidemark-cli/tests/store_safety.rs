@@ -307,6 +307,35 @@ fn a_header_naming_a_field_twice_is_refused_at_line_1() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn a_named_pipe_is_read_as_a_stream_and_a_directory_is_refused() {
+    let d = dir("pipe");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let db = d.join("t.db");
+    let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&d)], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("directory"), "{}", stderr(&o));
+    let fifo = d.join("p.csv");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let text = log(3, 10);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+    };
+    ok(&tidemark(
+        &["run", "--config", s(&config), "--db", s(&db), s(&fifo)],
+        "",
+    ));
+    writer.join().unwrap();
+    assert_eq!(records(&db), 30);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A small deterministic generator (the test must not depend on the run's clock).
 struct SplitMix(u64);
 impl SplitMix {

@@ -132,34 +132,49 @@ struct OpenFile {
     size: u64,
 }
 
-fn open_input(p: &std::path::Path) -> Result<OpenFile, RunError> {
+fn open_input(p: &std::path::Path) -> Result<Source, RunError> {
     let name = p.display().to_string();
     let input_err = |message: String| RunError::Input {
         file: name.clone(),
         message,
     };
-    // Look before opening: a FIFO would block the open, a directory cannot be read as lines.
+    // Look before opening: a directory cannot be read as lines.
     let meta = std::fs::metadata(p).map_err(|e| input_err(e.to_string()))?;
-    if !meta.is_file() {
+    if meta.is_dir() {
         return Err(input_err(
-            "not a regular file (tidemark run reads files, or standard input)".into(),
+            "a directory, not a file of records (name the files in it)".into(),
         ));
     }
     let file = File::open(p).map_err(|e| input_err(e.to_string()))?;
+    if !meta.is_file() {
+        // A pipe (`<(zcat log.gz)`) or a device: a stream without an identity.
+        return Ok(Source::Stream(file));
+    }
     let probe = File::open(p).map_err(|e| input_err(e.to_string()))?;
     let meta = file.metadata().map_err(|e| input_err(e.to_string()))?;
     let (dev, ino) = input::identity(&meta, p);
     let path = std::fs::canonicalize(p)
         .map(|c| c.display().to_string())
         .unwrap_or_else(|_| name.clone());
-    Ok(OpenFile {
+    Ok(Source::File(OpenFile {
         file,
         probe,
         dev,
         ino,
         path,
         size: meta.len(),
-    })
+    }))
+}
+
+/// Where records come from.
+enum Source {
+    /// Standard input: resumed by skipping the committed bytes in an interrupted run.
+    Stdin,
+    /// A regular file, known by identity and resumed at its committed offset.
+    File(OpenFile),
+    /// A named pipe or device: read from its start as new data each run (it has no identity
+    /// to resume by).
+    Stream(File),
 }
 
 impl OpenFile {
@@ -202,7 +217,9 @@ fn convert_legacy(state: &mut RunState, inputs: &[PathBuf]) -> Result<(), RunErr
         if i > lp.file {
             break;
         }
-        let mut f = open_input(p)?;
+        let Source::File(mut f) = open_input(p)? else {
+            continue;
+        };
         let (offset, line) = if i < lp.file {
             // Version 2 skipped a finished file whole.
             (f.size, 0)
@@ -295,13 +312,14 @@ pub fn run(
             message: e.to_string(),
         };
         // Where to start, and the reader.
-        let mut opened = match input {
-            Some(p) => Some(open_input(p)?),
-            None => None,
+        let mut source = match input {
+            Some(p) => open_input(p)?,
+            None => Source::Stdin,
         };
-        let (resume_at, resume_line) = match &mut opened {
-            None => state.stdin,
-            Some(f) => match state.file(f.dev, f.ino).cloned() {
+        let (resume_at, resume_line) = match &mut source {
+            Source::Stdin => state.stdin,
+            Source::Stream(_) => (0, 0),
+            Source::File(f) => match state.file(f.dev, f.ino).cloned() {
                 Some(_) if opts.restart => (0, 0),
                 Some(mark) => {
                     if let Some(what) =
@@ -317,17 +335,22 @@ pub fn run(
                 None => (0, 0),
             },
         };
-        let size = opened.as_ref().map_or(0, |f| f.size);
-        let mut lines: Lines<Box<dyn ReadSeek>> = match &opened {
-            Some(f) => Lines::new(
-                Box::new(BufReader::with_capacity(
-                    1 << 16,
-                    f.file.try_clone().map_err(io_err)?,
-                )),
+        let size = match &source {
+            Source::File(f) => f.size,
+            _ => 0,
+        };
+        let buffered = |r| BufReader::with_capacity(1 << 16, r);
+        let mut lines: Lines<Box<dyn ReadSeek>> = match &source {
+            Source::File(f) => Lines::new(
+                Box::new(buffered(f.file.try_clone().map_err(io_err)?)),
                 limits.line,
             ),
-            None => Lines::new(
-                Box::new(StdinReader(BufReader::with_capacity(1 << 16, io::stdin()))),
+            Source::Stream(f) => Lines::new(
+                Box::new(NoSeek(buffered(f.try_clone().map_err(io_err)?))),
+                limits.line,
+            ),
+            Source::Stdin => Lines::new(
+                Box::new(NoSeek(BufReader::with_capacity(1 << 16, io::stdin()))),
                 limits.line,
             ),
         };
@@ -359,9 +382,9 @@ pub fn run(
             }
         }
         if resume_at > lines.offset {
-            match &opened {
-                Some(_) => lines.seek_to(resume_at, resume_line).map_err(io_err)?,
-                None => {
+            match &source {
+                Source::File(_) => lines.seek_to(resume_at, resume_line).map_err(io_err)?,
+                _ => {
                     let skip = resume_at - lines.offset;
                     let got = lines.discard(skip).map_err(io_err)?;
                     if got != skip {
@@ -415,7 +438,7 @@ pub fn run(
                     }
                     // An orderly stop: what came before the line is checkpointed, so a run
                     // after the line is mended (or with skip_bad) goes on from it.
-                    set_position(&mut state, opened.as_mut(), line_start.0, line_start.1)?;
+                    set_position(&mut state, &mut source, line_start.0, line_start.1)?;
                     commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
                     return Err(RunError::BadLine {
                         file: name.clone(),
@@ -439,7 +462,7 @@ pub fn run(
             if since_checkpoint >= checkpoint.records
                 || (since_checkpoint % 64 == 0 && last_checkpoint.elapsed() >= checkpoint_every)
             {
-                set_position(&mut state, opened.as_mut(), end, number)?;
+                set_position(&mut state, &mut source, end, number)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
                 report.commits += 1;
                 since_checkpoint = 0;
@@ -449,7 +472,7 @@ pub fn run(
                 }
             }
         }
-        set_position(&mut state, opened.as_mut(), lines.offset, lines.line)?;
+        set_position(&mut state, &mut source, lines.offset, lines.line)?;
         bytes_before += size;
         if let Some(p) = opts.progress.as_mut() {
             p(bytes_before, total_bytes);
@@ -478,13 +501,14 @@ pub fn run(
 /// Records where the current input stands.
 fn set_position(
     state: &mut RunState,
-    file: Option<&mut OpenFile>,
+    source: &mut Source,
     offset: u64,
     line: u64,
 ) -> Result<(), RunError> {
-    match file {
-        None => state.stdin = (offset, line),
-        Some(f) => {
+    match source {
+        Source::Stdin => state.stdin = (offset, line),
+        Source::Stream(_) => {}
+        Source::File(f) => {
             let mark = f.mark(offset, line)?;
             state.set_file(mark);
         }
@@ -541,16 +565,17 @@ fn check_record(
 trait ReadSeek: io::BufRead + io::Seek {}
 impl<T: io::BufRead + io::Seek> ReadSeek for T {}
 
-/// Standard input as a [`ReadSeek`] whose seek fails: the runner discards bytes instead.
-struct StdinReader(BufReader<io::Stdin>);
+/// A stream (standard input, a pipe) as a [`ReadSeek`] whose seek fails: the runner
+/// discards bytes instead.
+struct NoSeek<R>(BufReader<R>);
 
-impl io::Read for StdinReader {
+impl<R: io::Read> io::Read for NoSeek<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf)
     }
 }
 
-impl io::BufRead for StdinReader {
+impl<R: io::Read> io::BufRead for NoSeek<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         self.0.fill_buf()
     }
@@ -559,11 +584,11 @@ impl io::BufRead for StdinReader {
     }
 }
 
-impl io::Seek for StdinReader {
+impl<R> io::Seek for NoSeek<R> {
     fn seek(&mut self, _: io::SeekFrom) -> io::Result<u64> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "standard input cannot seek",
+            "a stream cannot seek",
         ))
     }
 }

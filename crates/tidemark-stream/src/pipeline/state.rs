@@ -17,7 +17,8 @@
 //!
 //! Standard input has no identity: an interrupted run is resumed by skipping the committed
 //! number of bytes (the same stream must be fed again); after a completed run, standard input
-//! is new data.
+//! is new data. A named pipe or a device given as a file (`<(zcat log.gz)`) has no identity
+//! either: it is read from its start, as new data, every run.
 
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
