@@ -67,12 +67,46 @@ pub fn counts(items: &[u64]) -> std::collections::HashMap<u64, i64> {
     m
 }
 
-/// The acceptance threshold for a mean of `trials` per-trial failure fractions whose
-/// expectation is at most `p`: each fraction lies in [0, 1], so its variance is at most
-/// E[f²] ≤ E[f] ≤ p whatever the dependence between queries of one trial; trials are
-/// independent (fresh seeds), so the mean's standard deviation is at most √(p/trials), and we
-/// allow four of them (a false alarm below 1/16 by Chebyshev's one-sided bound, far less in
-/// practice).
-pub fn tolerance(p: f64, trials: usize) -> f64 {
-    p + 4.0 * (p / trials as f64).sqrt()
+/// The acceptance bound for the mean of independent per-trial failure fractions whose
+/// expectation is at most `p`: `p` plus four standard errors of the mean, the standard
+/// deviation measured across the trials (trials use fresh seeds, so they are independent;
+/// queries within one trial share the hash functions and are not, which is why the spread is
+/// measured per trial rather than assumed binomial over all queries). The standard error is
+/// floored at the binomial one for `p` over the trials' queries, so a run whose trials all
+/// agree is not held to a zero-width bound. Returns `(mean, bound)`.
+pub fn rate_bound(fractions: &[f64], p: f64, queries_per_trial: usize) -> (f64, f64) {
+    let n = fractions.len() as f64;
+    let mean = fractions.iter().sum::<f64>() / n;
+    let var = fractions.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let measured = (var / n).sqrt();
+    let binomial = (p * (1.0 - p) / (n * queries_per_trial as f64)).sqrt();
+    (mean, p + 4.0 * measured.max(binomial))
+}
+
+/// The counter index of `item` in each row of `cm`, found without reading the sketch's hash
+/// functions: an empty twin (same dimensions, model and hasher) takes one update of `item`,
+/// and the rows' non-zero counters are its columns. Row-major, so index `r·w + c`.
+pub fn probe_columns(cm: &tidemark::frequency::CountMin, item: &[u8]) -> Vec<usize> {
+    let mut twin =
+        tidemark::frequency::CountMin::with_dimensions(cm.width(), cm.depth(), cm.model())
+            .unwrap()
+            .with_hasher(cm.hasher());
+    twin.update(item, 1).unwrap();
+    let cols: Vec<usize> = twin
+        .counters()
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 0)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(cols.len(), cm.depth(), "one counter a row");
+    cols
+}
+
+/// Each row's counter for `item`: the values the min and the median are taken over.
+pub fn row_values(cm: &tidemark::frequency::CountMin, item: &[u8]) -> Vec<i64> {
+    probe_columns(cm, item)
+        .into_iter()
+        .map(|i| cm.counters()[i])
+        .collect()
 }
