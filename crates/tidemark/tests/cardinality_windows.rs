@@ -143,9 +143,11 @@ fn late_events_go_to_their_own_bucket_and_too_late_ones_are_refused() {
 }
 
 /// Windowed estimates against the exact count: inside their 95% brackets at about 95% of
-/// checks. Checks within one stream share items and are correlated, so the tolerance is the
-/// binomial 3σ for the number of *streams* times checks per stream treated as independent,
-/// which is the looser (safer) reading: 0.95 − 3·√(0.95·0.05/N).
+/// checks. The floor is the binomial 3σ for all N checks treated as independent,
+/// 0.95 − 3·√(0.95·0.05/N). Checks within one stream share items and are positively
+/// correlated, so their true spread is wider than binomial: this is the *tighter* reading
+/// (a correct sketch fails it more often than 3σ suggests), chosen so that a bracket that
+/// covers clearly less than 95% fails.
 #[test]
 fn windowed_estimates_fall_inside_their_brackets() {
     let (mut inside_ring, mut inside_sliding, mut checks) = (0u32, 0u32, 0u32);
