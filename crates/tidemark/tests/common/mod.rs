@@ -110,3 +110,53 @@ pub fn row_values(cm: &tidemark::frequency::CountMin, item: &[u8]) -> Vec<i64> {
         .map(|i| cm.counters()[i])
         .collect()
 }
+
+/// `params` and `payload` in a valid envelope of `family` (magic, version, lengths and
+/// checksum right): random bodies built this way reach the family decoder, where random
+/// bytes would die at the 4-byte magic with probability 1 − 2^−32.
+pub fn envelope(
+    family: tidemark::codec::Family,
+    flags: u8,
+    params: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    tidemark::codec::encode(
+        family,
+        flags,
+        tidemark::hash::ItemHasher::default(),
+        params,
+        payload,
+    )
+}
+
+/// A valid encoding with its body edited — each `(at, v)` writes `v` at `at` modulo the
+/// length of the parameters followed by the payload — and `cut` bytes cut off the payload's
+/// end, sealed again in a valid envelope (same family, flags and hasher; lengths and checksum
+/// recomputed), so the family decoder's own checks see the damage.
+pub fn reseal_body(valid: &[u8], edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
+    let env = tidemark::codec::decode(valid).expect("a valid encoding");
+    let mut params = env.params.to_vec();
+    let mut payload = env.payload.to_vec();
+    for &(at, v) in edits {
+        let n = params.len() + payload.len();
+        if n == 0 {
+            break;
+        }
+        let i = at % n;
+        if i < params.len() {
+            params[i] = v;
+        } else {
+            payload[i - params.len()] = v;
+        }
+    }
+    payload.truncate(payload.len().saturating_sub(cut));
+    tidemark::codec::encode(env.family, env.flags, env.hasher, &params, &payload)
+}
+
+/// The family parameters of a valid encoding.
+pub fn params_of(valid: &[u8]) -> Vec<u8> {
+    tidemark::codec::decode(valid)
+        .expect("a valid encoding")
+        .params
+        .to_vec()
+}
