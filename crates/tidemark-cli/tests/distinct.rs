@@ -85,7 +85,9 @@ fn saved_sketches_merge_into_the_union_native_and_redis() {
     let r = one_json(&tidemark(&["distinct", "--merge", a_s, b_s, "--json"], b""));
     assert_eq!(r["estimate"].as_f64().unwrap(), 500.0);
 
-    // Redis values merge with Redis values; the union's count is PFCOUNT's count of the union.
+    // Redis values merge with Redis values; the merged count equals tidemark's own Redis-mode
+    // count of the union's items (not a count from a Redis server: `hll_redis.rs` checks
+    // tidemark's Redis mode against PFADD/PFCOUNT).
     let d = temp("d.hyll");
     let d_s = d.to_str().unwrap();
     assert!(tidemark(

@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::cardinality::{RingError, RingWindow, SlidingHll};
 use tidemark::codec::{self, Family};
+use tidemark::hash::ItemHasher;
 use tidemark::DecodeError;
 
 /// A stream of (item, tick): mostly in order, some events late by up to `late` ticks, and
@@ -143,9 +144,11 @@ fn late_events_go_to_their_own_bucket_and_too_late_ones_are_refused() {
 }
 
 /// Windowed estimates against the exact count: inside their 95% brackets at about 95% of
-/// checks. Checks within one stream share items and are correlated, so the tolerance is the
-/// binomial 3σ for the number of *streams* times checks per stream treated as independent,
-/// which is the looser (safer) reading: 0.95 − 3·√(0.95·0.05/N).
+/// checks. The floor is the binomial 3σ for all N checks treated as independent,
+/// 0.95 − 3·√(0.95·0.05/N). Checks within one stream share items and are positively
+/// correlated, so their true spread is wider than binomial: this is the *tighter* reading
+/// (a correct sketch fails it more often than 3σ suggests), chosen so that a bracket that
+/// covers clearly less than 95% fails.
 #[test]
 fn windowed_estimates_fall_inside_their_brackets() {
     let (mut inside_ring, mut inside_sliding, mut checks) = (0u32, 0u32, 0u32);
@@ -239,10 +242,28 @@ fn sketches_of_other_hashes_refuse_to_merge() {
 }
 
 proptest! {
+    /// Random bodies in valid envelopes (random parameters, or a real sketch's with a random
+    /// payload), so the ring's and the sliding sketch's own field checks are attacked.
     #[test]
-    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        let _ = SlidingHll::from_bytes(&bytes);
-        let _ = RingWindow::from_bytes(&bytes);
+    fn random_bodies_in_valid_envelopes_never_panic(
+        params in proptest::collection::vec(any::<u8>(), 0..40),
+        payload in proptest::collection::vec(any::<u8>(), 0..400),
+        flags in 0u8..4,
+    ) {
+        let sliding = SlidingHll::new(4, 50).unwrap().to_bytes();
+        let ring = RingWindow::new(4, 5, 4).unwrap().to_bytes();
+        for (family, real) in [(Family::SlidingHll, sliding), (Family::RingWindow, ring)] {
+            let real_params = codec::decode(&real).unwrap().params.to_vec();
+            for params in [&params[..], &real_params[..]] {
+                let b = codec::encode(family, flags, ItemHasher::default(), params, &payload);
+                if let Ok(s) = SlidingHll::from_bytes(&b) {
+                    prop_assert_eq!(SlidingHll::from_bytes(&s.to_bytes()).unwrap(), s);
+                }
+                if let Ok(mut r) = RingWindow::from_bytes(&b) {
+                    if let Some(n) = r.newest_bucket() { let _ = r.count(n * 5, 4); }
+                }
+            }
+        }
     }
 
     /// Mutated payloads inside valid envelopes reach the field checks and never panic.
@@ -271,5 +292,36 @@ proptest! {
             };
             let _ = result;
         }
+    }
+}
+
+/// Found by the `decode_ring_window` and `decode_sliding_hll` fuzz targets: an empty ring or
+/// sliding sketch (no event yet) whose "newest" field held a non-zero value decoded, and
+/// re-encoded to other bytes (the field was ignored). It is now refused, by name.
+#[test]
+fn an_empty_sketch_with_a_newest_tick_is_refused() {
+    for (bytes, field) in [
+        (
+            RingWindow::new(4, 5, 4).unwrap().to_bytes(),
+            "newest bucket",
+        ),
+        (SlidingHll::new(4, 50).unwrap().to_bytes(), "newest"),
+    ] {
+        let env = codec::decode(&bytes).unwrap();
+        let mut payload = env.payload.to_vec();
+        // Ring payload: has-newest u8, newest u64; sliding: base u64, has-newest u8, newest u64.
+        let at = if field == "newest" { 9 } else { 1 };
+        assert_eq!(payload[at - 1], 0, "{field}: the sample has no event");
+        payload[at + 4] = 5;
+        let bad = codec::encode(env.family, env.flags, env.hasher, env.params, &payload);
+        let r = if field == "newest" {
+            SlidingHll::from_bytes(&bad).map(|_| ())
+        } else {
+            RingWindow::from_bytes(&bad).map(|_| ())
+        };
+        assert!(
+            matches!(r, Err(DecodeError::Invalid { field: f, .. }) if f == field),
+            "{field}: {r:?}"
+        );
     }
 }

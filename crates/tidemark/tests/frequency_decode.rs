@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tidemark::codec::{self, Family, Writer};
-use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, Model};
+use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, ItemCounts, Model};
 use tidemark::{DecodeError, ItemHasher};
 
 fn sample_plain(model: Model) -> CountMin {
@@ -180,9 +180,36 @@ fn every_truncation_and_bit_flip_is_rejected() {
 }
 
 proptest! {
+    /// Random bodies in valid envelopes (random parameters, or a real sketch's parameters with
+    /// a random payload), so the Count-Min and item-count decoders' own checks are attacked.
     #[test]
-    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-        let _ = frequency::decode(&bytes);
+    fn random_bodies_in_valid_envelopes_never_panic(
+        which in 0usize..3,
+        flags in 0u8..4,
+        params in proptest::collection::vec(any::<u8>(), 0..64),
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+    ) {
+        let real = match which {
+            0 => sample_plain(Model::CashRegister).to_bytes(),
+            1 => sample_plain(Model::GeneralTurnstile).to_bytes(),
+            _ => sample_dyadic().to_bytes(),
+        };
+        let real_params = codec::decode(&real).unwrap().params.to_vec();
+        for params in [&params[..], &real_params[..]] {
+            for family in [Family::CountMin, Family::ItemCounts] {
+                let b = codec::encode(family, flags, ItemHasher::default(), params, &payload);
+                if let Ok(d) = frequency::decode(&b) {
+                    match d {
+                        Decoded::CountMin(cm) => { let _ = cm.point(b"k1"); }
+                        Decoded::Dyadic(s) => { let _ = s.quantile(0.5); }
+                    }
+                }
+                if let Ok(c) = ItemCounts::from_bytes(&b) {
+                    prop_assert_eq!(c.to_bytes(), b.clone());
+                    let _ = c.heavy_hitters();
+                }
+            }
+        }
     }
 
     #[test]

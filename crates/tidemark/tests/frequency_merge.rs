@@ -35,13 +35,19 @@ fn subtract_is_the_window_total_minus_expired() {
     total.subtract(&expired).unwrap();
     assert_eq!(total.counters(), live.counters());
     assert_eq!(total.total(), live.total());
-    // Subtracting what was never added is refused in a non-negative model, unchanged.
+    // Subtracting what was never added is refused in a non-negative model, and the refused
+    // subtract leaves the sketch as it was: `everything` holds more than `live` in some
+    // counter (it has the expired part too), so `live − everything` goes below zero there.
+    let mut everything = empty.clone();
+    feed(&mut everything, 0..900);
     let before = live.clone();
-    let err = live
-        .subtract(&total.clone())
-        .and_then(|_| live.subtract(&expired));
-    assert!(matches!(err, Err(FrequencyError::BelowZero { .. })));
-    let _ = before;
+    let err = live.subtract(&everything);
+    assert!(
+        matches!(err, Err(FrequencyError::BelowZero { .. })),
+        "{err:?}"
+    );
+    assert_eq!(live, before, "a refused subtract changed the sketch");
+    assert_eq!(live.to_bytes(), before.to_bytes());
 }
 
 #[test]
@@ -164,7 +170,9 @@ fn dyadic_merge_and_subtract() {
     for x in 0..4096u64 {
         assert_eq!(a.point(x).unwrap(), a0.point(x).unwrap());
     }
-    assert!(a.clone().subtract(&both).is_err());
+    let before = a.clone();
+    assert!(a.subtract(&both).is_err());
+    assert_eq!(a, before, "a refused subtract changed the dyadic sketch");
     let other = DyadicCountMin::with_dimensions(16, 2, 11, Model::NonNegativeTurnstile).unwrap();
     assert!(a.merge(&other).is_err());
     assert!(matches!(

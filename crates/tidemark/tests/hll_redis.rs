@@ -2,8 +2,11 @@
 //! `HYLL` values captured from one (committed under `testdata/redis/`, so the format checks
 //! run without a server).
 //!
-//! The live tests start `redis-server` on a random loopback port. Without one they skip with a
-//! loud message, unless `TIDEMARK_REQUIRE_REDIS=1`, when they fail.
+//! The live tests start `redis-server` on a random loopback port. Without one they write
+//! `SKIPPED <test name>: redis-server not found …` to the process's stderr (past the test
+//! harness's capture, so it shows in every run's output) and return without checking
+//! anything, which the harness still counts as `ok`; with `TIDEMARK_REQUIRE_REDIS=1` (CI) they
+//! fail instead. Capturing new vectors is a tool, not a test: `capture_vectors`, ignored.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -51,9 +54,17 @@ fn redis_available() -> bool {
         if std::env::var("TIDEMARK_REQUIRE_REDIS").as_deref() == Ok("1") {
             panic!("TIDEMARK_REQUIRE_REDIS=1 but redis-server is not installed");
         }
-        eprintln!(
-            "\n!!! SKIPPING Redis interoperability test: redis-server not found \
-             (install it, or set TIDEMARK_REQUIRE_REDIS=1 to make this a failure) !!!\n"
+        // Not `eprintln!`: the test harness captures that and shows a skipped test as `ok`
+        // with nothing else. A write to the process's stderr handle bypasses the capture, so
+        // the skip is printed in the run's output, by name, whatever the capture setting.
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("a Redis test")
+            .to_owned();
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "\nSKIPPED {name}: redis-server not found on PATH; the test ran nothing \
+             (install redis-server, or set TIDEMARK_REQUIRE_REDIS=1 to make this a failure)"
         );
     }
     found
@@ -306,14 +317,13 @@ fn corrupted_values_are_rejected_by_both() {
     }
 }
 
-/// Captures Redis values into `testdata/redis/` (run with TIDEMARK_CAPTURE_REDIS=1 and a
-/// redis-server): each file is GET's value after PFADD of `items(n, salt)` and PFCOUNT, and
-/// `expected.txt` lists `file n salt pfcount`.
+/// A tool, not a test: captures Redis values into `testdata/redis/` from a redis-server
+/// (`cargo test -p tidemark --test hll_redis -- --ignored capture_vectors`): each file is
+/// GET's value after PFADD of `items(n, salt)` and PFCOUNT, and `expected.txt` lists
+/// `file n salt pfcount`.
 #[test]
-fn capture_vectors_when_asked() {
-    if std::env::var("TIDEMARK_CAPTURE_REDIS").as_deref() != Ok("1") {
-        return;
-    }
+#[ignore = "a tool: rewrites testdata/redis/ from a live redis-server; checks nothing"]
+fn capture_vectors() {
     let mut srv = Server::start().expect("capturing needs redis-server");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/redis");
     let mut expected = String::new();

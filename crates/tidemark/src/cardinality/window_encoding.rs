@@ -89,11 +89,15 @@ impl SlidingHll {
         let noff = r.offset();
         let newest_tick = r.u64("newest")?;
         let newest = has_newest.then_some(newest_tick);
-        if newest.is_some_and(|n| n < base || n - base > MAX_RETENTION) {
+        // With no event the field is written as 0: anything else would decode to a sketch
+        // that re-encodes to other bytes (found by the decode_sliding_hll fuzz target).
+        if newest.is_some_and(|n| n < base || n - base > MAX_RETENTION)
+            || (!has_newest && newest_tick != 0)
+        {
             return Err(Reader::invalid(
                 "newest",
                 noff,
-                "within 2^26 − 1 ticks after the base",
+                "within 2^26 − 1 ticks after the base, and 0 before any event",
                 newest_tick,
             ));
         }
@@ -203,7 +207,18 @@ impl RingWindow {
         let n = n as u64;
         let mut r = env.payload();
         let has_newest = r.bool("has newest")?;
+        let noff = r.offset();
         let newest = r.u64("newest bucket")?;
+        // With no bucket the field is written as 0: anything else would decode to a ring
+        // that re-encodes to other bytes (found by the decode_ring_window fuzz target).
+        if !has_newest && newest != 0 {
+            return Err(Reader::invalid(
+                "newest bucket",
+                noff,
+                "0 when the ring has no bucket",
+                newest,
+            ));
+        }
         let newest = has_newest.then_some(newest);
         if (r.remaining() as u64) < n {
             return Err(DecodeError::Truncated {

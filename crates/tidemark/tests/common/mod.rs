@@ -67,12 +67,96 @@ pub fn counts(items: &[u64]) -> std::collections::HashMap<u64, i64> {
     m
 }
 
-/// The acceptance threshold for a mean of `trials` per-trial failure fractions whose
-/// expectation is at most `p`: each fraction lies in [0, 1], so its variance is at most
-/// E[f²] ≤ E[f] ≤ p whatever the dependence between queries of one trial; trials are
-/// independent (fresh seeds), so the mean's standard deviation is at most √(p/trials), and we
-/// allow four of them (a false alarm below 1/16 by Chebyshev's one-sided bound, far less in
-/// practice).
-pub fn tolerance(p: f64, trials: usize) -> f64 {
-    p + 4.0 * (p / trials as f64).sqrt()
+/// The acceptance bound for the mean of independent per-trial failure fractions whose
+/// expectation is at most `p`: `p` plus four standard errors of the mean, the standard
+/// deviation measured across the trials (trials use fresh seeds, so they are independent;
+/// queries within one trial share the hash functions and are not, which is why the spread is
+/// measured per trial rather than assumed binomial over all queries). The standard error is
+/// floored at the binomial one for `p` over the trials' queries, so a run whose trials all
+/// agree is not held to a zero-width bound. Returns `(mean, bound)`.
+pub fn rate_bound(fractions: &[f64], p: f64, queries_per_trial: usize) -> (f64, f64) {
+    let n = fractions.len() as f64;
+    let mean = fractions.iter().sum::<f64>() / n;
+    let var = fractions.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let measured = (var / n).sqrt();
+    let binomial = (p * (1.0 - p) / (n * queries_per_trial as f64)).sqrt();
+    (mean, p + 4.0 * measured.max(binomial))
+}
+
+/// The counter index of `item` in each row of `cm`, found without reading the sketch's hash
+/// functions: an empty twin (same dimensions, model and hasher) takes one update of `item`,
+/// and the rows' non-zero counters are its columns. Row-major, so index `r·w + c`.
+pub fn probe_columns(cm: &tidemark::frequency::CountMin, item: &[u8]) -> Vec<usize> {
+    let mut twin =
+        tidemark::frequency::CountMin::with_dimensions(cm.width(), cm.depth(), cm.model())
+            .unwrap()
+            .with_hasher(cm.hasher());
+    twin.update(item, 1).unwrap();
+    let cols: Vec<usize> = twin
+        .counters()
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 0)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(cols.len(), cm.depth(), "one counter a row");
+    cols
+}
+
+/// Each row's counter for `item`: the values the min and the median are taken over.
+pub fn row_values(cm: &tidemark::frequency::CountMin, item: &[u8]) -> Vec<i64> {
+    probe_columns(cm, item)
+        .into_iter()
+        .map(|i| cm.counters()[i])
+        .collect()
+}
+
+/// `params` and `payload` in a valid envelope of `family` (magic, version, lengths and
+/// checksum right): random bodies built this way reach the family decoder, where random
+/// bytes would die at the 4-byte magic with probability 1 − 2^−32.
+pub fn envelope(
+    family: tidemark::codec::Family,
+    flags: u8,
+    params: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    tidemark::codec::encode(
+        family,
+        flags,
+        tidemark::hash::ItemHasher::default(),
+        params,
+        payload,
+    )
+}
+
+/// A valid encoding with its body edited — each `(at, v)` writes `v` at `at` modulo the
+/// length of the parameters followed by the payload — and `cut` bytes cut off the payload's
+/// end, sealed again in a valid envelope (same family, flags and hasher; lengths and checksum
+/// recomputed), so the family decoder's own checks see the damage.
+pub fn reseal_body(valid: &[u8], edits: &[(usize, u8)], cut: usize) -> Vec<u8> {
+    let env = tidemark::codec::decode(valid).expect("a valid encoding");
+    let mut params = env.params.to_vec();
+    let mut payload = env.payload.to_vec();
+    for &(at, v) in edits {
+        let n = params.len() + payload.len();
+        if n == 0 {
+            break;
+        }
+        let i = at % n;
+        if i < params.len() {
+            params[i] = v;
+        } else {
+            payload[i - params.len()] = v;
+        }
+    }
+    payload.truncate(payload.len().saturating_sub(cut));
+    tidemark::codec::encode(env.family, env.flags, env.hasher, &params, &payload)
+}
+
+/// The family parameters of a valid encoding.
+pub fn params_of(valid: &[u8]) -> Vec<u8> {
+    tidemark::codec::decode(valid)
+        .expect("a valid encoding")
+        .params
+        .to_vec()
 }
