@@ -53,7 +53,7 @@ on = "high"
 
 fn run(store: &mut MemStore, path: &std::path::Path) {
     pipeline::run(
-        CONFIG,
+        &tidemark_stream::config::Config::from_toml(CONFIG).expect("a valid config"),
         store,
         RunOptions {
             inputs: vec![path.to_path_buf()],

@@ -349,6 +349,8 @@ pub struct Config {
     pub metrics: Vec<MetricConfig>,
     /// When state is committed.
     pub checkpoint: CheckpointConfig,
+    /// The TOML it was parsed from (the store keeps it, so queries need only the file).
+    text: String,
 }
 
 fn duration(key: String, text: &str) -> Result<u64, ConfigError> {
@@ -682,6 +684,7 @@ impl Config {
             },
             metrics,
             checkpoint,
+            text: text.to_string(),
         })
     }
 
@@ -709,6 +712,11 @@ impl Config {
             ));
         }
         xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+    }
+
+    /// The TOML text the config was parsed from.
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The metric called `name`, with its index.

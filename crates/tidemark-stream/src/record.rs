@@ -45,6 +45,50 @@ struct Columns {
     count: usize,
 }
 
+/// One parsed record: its event time and, per metric, its key and item.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    ex: &'a Extractor,
+}
+
+impl Record<'_> {
+    /// Event time, ms since the epoch.
+    #[inline]
+    pub fn time(&self) -> u64 {
+        self.ex.time
+    }
+
+    /// Metric `m`'s key: its fields' values joined by `,`.
+    #[inline]
+    pub fn key(&self, m: usize) -> &[u8] {
+        &self.ex.keys[m]
+    }
+
+    /// Metric `m`'s item hash (0 for a count metric).
+    #[inline]
+    pub fn item(&self, m: usize) -> u64 {
+        self.ex.items[m]
+    }
+
+    /// Metric `m`'s item bytes: kept only for frequency metrics (which name their heavy
+    /// items), empty for the others.
+    #[inline]
+    pub fn item_bytes(&self, m: usize) -> &[u8] {
+        &self.ex.item_bytes[m]
+    }
+
+    /// Metric `m`'s item length, bytes (its fields joined; 0 for a count metric).
+    #[inline]
+    pub fn item_len(&self, m: usize) -> usize {
+        self.ex.item_lens[m]
+    }
+
+    /// The number of metrics.
+    pub fn metrics(&self) -> usize {
+        self.ex.keys.len()
+    }
+}
+
 /// Parses lines into event time, keys and item hashes, reusing its buffers.
 pub struct Extractor {
     format: Format,
@@ -57,15 +101,10 @@ pub struct Extractor {
     ranges: Vec<(usize, usize)>,
     unquoted: String,
     item_buf: Vec<u8>,
-    /// The last record's time, ms.
-    pub time: u64,
-    /// The last record's key bytes, per metric.
-    pub keys: Vec<Vec<u8>>,
-    /// The last record's item hash, per metric (0 for count metrics).
-    pub items: Vec<u64>,
-    /// The last record's item bytes, per metric: kept only for frequency metrics (which name
-    /// their heavy items), empty for the others.
-    pub item_bytes: Vec<Vec<u8>>,
+    time: u64,
+    keys: Vec<Vec<u8>>,
+    items: Vec<u64>,
+    item_bytes: Vec<Vec<u8>>,
     /// Per metric, whether its item bytes are kept.
     named: Vec<bool>,
     /// The last record's item length per metric, bytes (its fields joined).
@@ -98,12 +137,6 @@ impl Extractor {
                 .map(|m| matches!(m.kind, crate::config::Kind::Frequency { .. }))
                 .collect(),
         }
-    }
-
-    /// The last record's item length for metric `m`, bytes (its fields joined; 0 for a count
-    /// metric).
-    pub fn item_len(&self, m: usize) -> usize {
-        self.item_lens[m]
     }
 
     /// Whether each file starts with a header line.
@@ -214,14 +247,15 @@ impl Extractor {
         }
     }
 
-    /// Parses one record into [`Extractor::time`], [`Extractor::keys`] and
-    /// [`Extractor::items`].
+    /// Parses one record: its time, and per metric its key and item, borrowed from buffers
+    /// the extractor reuses for the next line.
     #[inline]
-    pub fn parse(&mut self, line: &str) -> Result<(), RecordError> {
+    pub fn parse(&mut self, line: &str) -> Result<Record<'_>, RecordError> {
         match self.format {
-            Format::Csv => self.parse_csv(line),
-            Format::JsonLines => self.parse_json(line),
+            Format::Csv => self.parse_csv(line)?,
+            Format::JsonLines => self.parse_json(line)?,
         }
+        Ok(Record { ex: self })
     }
 
     #[inline]
@@ -382,10 +416,10 @@ window = "5m"
         let mut x = Extractor::new(&config("csv"));
         assert!(x.parse("1,a,b,c").is_err(), "records before a header");
         x.header("ts,src,dst,zone").unwrap();
-        x.parse("61,10.0.0.1,10.0.0.2,eu").unwrap();
-        assert_eq!(x.time, 61_000);
-        assert_eq!(x.keys[0], b"10.0.0.1,eu");
-        assert_eq!(x.keys[1], b"10.0.0.2");
+        let r = x.parse("61,10.0.0.1,10.0.0.2,eu").unwrap();
+        assert_eq!(r.time(), 61_000);
+        assert_eq!(r.key(0), b"10.0.0.1,eu");
+        assert_eq!(r.key(1), b"10.0.0.2");
         x.parse("62,\"a,\"\"b\"\"\",x,\"\"").unwrap();
         assert_eq!(x.keys[0], b"a,\"b\",");
         assert_eq!(x.keys[1], b"x");

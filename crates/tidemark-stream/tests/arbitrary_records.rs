@@ -93,7 +93,7 @@ fn line() -> impl Strategy<Value = Vec<u8>> {
 
 fn run_file(store: &mut MemStore, path: &std::path::Path) -> pipeline::RunReport {
     pipeline::run(
-        CONFIG,
+        &tidemark_stream::config::Config::from_toml(CONFIG).unwrap(),
         store,
         RunOptions {
             inputs: vec![path.to_path_buf()],

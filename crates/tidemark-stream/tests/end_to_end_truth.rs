@@ -35,7 +35,7 @@ fn run(config: &str, log: &FlowLog, tag: &str) -> (MemStore, RunReport, Vec<Aler
     let mut store = MemStore::default();
     let mut alerts = Vec::new();
     let report = pipeline::run(
-        config,
+        &tidemark_stream::config::Config::from_toml(config).unwrap(),
         &mut store,
         RunOptions {
             inputs: vec![csv],

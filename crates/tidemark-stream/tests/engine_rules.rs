@@ -184,7 +184,7 @@ retention = "1m"
 "#;
     let mut store = MemStore::default();
     pipeline::run(
-        text,
+        &Config::from_toml(text).unwrap(),
         &mut store,
         RunOptions {
             inputs: vec![file],

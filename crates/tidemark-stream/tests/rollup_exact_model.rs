@@ -67,7 +67,7 @@ fn run(ev: &[(u64, u8, u32)]) -> (MemStore, RunReport) {
     std::fs::write(&file, csv).unwrap();
     let mut store = MemStore::default();
     let report = pipeline::run(
-        CONFIG,
+        &tidemark_stream::config::Config::from_toml(CONFIG).unwrap(),
         &mut store,
         RunOptions {
             inputs: vec![file],

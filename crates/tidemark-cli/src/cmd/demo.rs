@@ -109,7 +109,7 @@ fn run_in(
     let mut alerts: Vec<AlertOut> = Vec::new();
     let started = Instant::now();
     let report = pipeline::run(
-        FANOUT_CONFIG,
+        &tidemark_stream::config::Config::from_toml(FANOUT_CONFIG)?,
         &mut store,
         RunOptions {
             inputs: vec![csv],

@@ -89,18 +89,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
     // Validate before touching the store, so a bad config never creates a file.
-    tidemark_stream::config::Config::from_toml(&text)
+    let config = tidemark_stream::config::Config::from_toml(&text)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
     let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
-    let report = execute(&text, &mut store, &args)?;
+    let report = execute(&config, &mut store, &args)?;
     if !args.quiet {
         print_summary(&report, started.elapsed().as_secs_f64());
     }
     Ok(())
 }
 
-fn execute(text: &str, store: &mut RedbStore, args: &Args) -> anyhow::Result<RunReport> {
+fn execute(
+    config: &tidemark_stream::config::Config,
+    store: &mut RedbStore,
+    args: &Args,
+) -> anyhow::Result<RunReport> {
     let bar = if std::io::stderr().is_terminal() && !args.files.is_empty() {
         let b = indicatif::ProgressBar::new(0);
         b.set_style(
@@ -135,7 +139,7 @@ fn execute(text: &str, store: &mut RedbStore, args: &Args) -> anyhow::Result<Run
         }
     };
     let result = pipeline::run(
-        text,
+        config,
         store,
         RunOptions {
             inputs: args.files.clone(),

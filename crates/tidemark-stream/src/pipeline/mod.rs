@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::engine::{Alert, Engine, MetricShape, Outputs};
-use crate::record::Extractor;
+use crate::record::{Extractor, Record};
 use crate::store::{Batch, BucketRef, Meta, RollupRef, Store};
 use crate::time::MAX_TIME;
 use crate::RunError;
@@ -232,14 +232,13 @@ fn convert_legacy(state: &mut RunState, inputs: &[PathBuf]) -> Result<(), RunErr
     Ok(())
 }
 
-/// Runs `config_text` over the input into `store`, calling `on_alert` for each alert.
+/// Runs `config` over the input into `store`, calling `on_alert` for each alert.
 pub fn run(
-    config_text: &str,
+    config: &Config,
     store: &mut dyn Store,
     mut opts: RunOptions<'_>,
     on_alert: &mut dyn FnMut(&AlertOut),
 ) -> Result<RunReport, RunError> {
-    let config = Config::from_toml(config_text).map_err(RunError::Config)?;
     let fingerprint = config.fingerprint();
     let mut state = RunState::default();
     let mut report = RunReport::default();
@@ -254,7 +253,7 @@ pub fn run(
             state = RunState::from_bytes(&meta.state).map_err(RunError::State)?;
             report.resumed = true;
             let mut scan_err = None;
-            let engine = Engine::restore(&config, &state.engine, &mut |m, from, to, f| {
+            let engine = Engine::restore(config, &state.engine, &mut |m, from, to, f| {
                 if let Err(e) = store.scan(&config.metrics[m].name, from, to, f) {
                     scan_err.get_or_insert(e);
                 }
@@ -264,14 +263,14 @@ pub fn run(
             }
             engine.map_err(RunError::Engine)?
         }
-        None => Engine::new(&config).map_err(RunError::Engine)?,
+        None => Engine::new(config).map_err(RunError::Engine)?,
     };
     convert_legacy(&mut state, &opts.inputs)?;
     if opts.inputs.is_empty() && (state.completed || opts.restart) {
         state.stdin = (0, 0); // new data on standard input
     }
     state.completed = false;
-    let mut ex = Extractor::new(&config);
+    let mut ex = Extractor::new(config);
     let names: Vec<String> = config.metrics.iter().map(|m| m.name.clone()).collect();
     let rollup_names: Vec<String> = config
         .metrics
@@ -297,8 +296,8 @@ pub fn run(
         opts.inputs.iter().cloned().map(Some).collect()
     };
     let mut commit_ctx = CommitCtx {
-        config: &config,
-        config_text,
+        config,
+        config_text: config.text(),
         fingerprint,
         names: &names,
         rollup_names: &rollup_names,
@@ -415,44 +414,38 @@ pub fn run(
                     )),
                 ),
                 Line::Text { raw, number, end } => {
-                    let parsed = line_text(raw).and_then(|line| {
-                        if line.is_empty() {
-                            return Ok(false);
-                        }
-                        ex.parse(line).map_err(|e| e.message)?;
-                        check_record(&ex, &engine, &names, limits, max_ahead).map(|()| true)
-                    });
+                    let parsed = match line_text(raw) {
+                        Ok("") => continue,
+                        Ok(line) => ex.parse(line).map_err(|e| e.message).and_then(|rec| {
+                            check_record(&rec, &engine, &names, limits, max_ahead)?;
+                            feed(&mut engine, &rec);
+                            Ok(())
+                        }),
+                        Err(m) => Err(m),
+                    };
                     (number, end, parsed)
                 }
             };
-            match parsed {
-                Ok(false) => continue,
-                Ok(true) => {}
-                Err(message) => {
-                    if opts.skip_bad {
-                        state.bad_lines += 1;
-                        if let Some(f) = opts.on_bad.as_mut() {
-                            f(&name, number, &message);
-                        }
-                        continue;
+            if let Err(message) = parsed {
+                if opts.skip_bad {
+                    state.bad_lines += 1;
+                    if let Some(f) = opts.on_bad.as_mut() {
+                        f(&name, number, &message);
                     }
-                    // An orderly stop: what came before the line is checkpointed, so a run
-                    // after the line is mended (or with skip_bad) goes on from it.
-                    set_position(&mut state, &mut source, line_start.0, line_start.1)?;
-                    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                    return Err(RunError::BadLine {
-                        file: name.clone(),
-                        line: number,
-                        message,
-                    });
+                    continue;
                 }
+                // An orderly stop: what came before the line is checkpointed, so a run after
+                // the line is mended (or with skip_bad) goes on from it.
+                set_position(&mut state, &mut source, line_start.0, line_start.1)?;
+                commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                return Err(RunError::BadLine {
+                    file: name.clone(),
+                    line: number,
+                    message,
+                });
             }
             state.records += 1;
             report.records_this_run += 1;
-            engine.observe(ex.time);
-            for m in 0..names.len() {
-                engine.add_item(m, ex.time, &ex.keys[m], ex.items[m], &ex.item_bytes[m]);
-            }
             // Alerts go out as they are raised; a crash before the next checkpoint raises
             // them again on resume (at least once).
             if engine.has_alerts() {
@@ -516,44 +509,55 @@ fn set_position(
     Ok(())
 }
 
+/// One record into the engine: its time, then its key and item for every metric.
+#[inline]
+fn feed(engine: &mut Engine, rec: &Record<'_>) {
+    let t = rec.time();
+    engine.observe(t);
+    for m in 0..rec.metrics() {
+        engine.add_item(m, t, rec.key(m), rec.item(m), rec.item_bytes(m));
+    }
+}
+
 /// The rules a parsed record must keep before it reaches the engine: its time within
 /// [`MAX_TIME`] and `max_ahead` of the latest time seen, its keys and items within their
 /// limits.
 fn check_record(
-    ex: &Extractor,
+    rec: &Record<'_>,
     engine: &Engine,
     names: &[String],
     limits: crate::config::Limits,
     max_ahead: u64,
 ) -> Result<(), String> {
-    if ex.time > MAX_TIME {
-        return Err(format!("time {} ms is after the year 9999", ex.time));
+    let time = rec.time();
+    if time > MAX_TIME {
+        return Err(format!("time {time} ms is after the year 9999"));
     }
     if let Some(latest) = engine.max_time() {
-        if ex.time > latest.saturating_add(max_ahead) {
+        if time > latest.saturating_add(max_ahead) {
             return Err(format!(
                 "time {} is {} ahead of the latest time seen ({}), more than max_ahead = {}: \
                  a mistyped date would move the watermark past every bucket (raise \
                  input.max_ahead if the data really jumps)",
-                crate::time::format_rfc3339(ex.time),
-                crate::time::format_duration(ex.time - latest),
+                crate::time::format_rfc3339(time),
+                crate::time::format_duration(time - latest),
                 crate::time::format_rfc3339(latest),
                 crate::time::format_duration(max_ahead),
             ));
         }
     }
     for (m, name) in names.iter().enumerate() {
-        if ex.keys[m].len() > limits.key {
+        if rec.key(m).len() > limits.key {
             return Err(format!(
                 "metric {name}: the key is {} bytes, longer than max_key_bytes = {}",
-                ex.keys[m].len(),
+                rec.key(m).len(),
                 limits.key
             ));
         }
-        if ex.item_len(m) > limits.item {
+        if rec.item_len(m) > limits.item {
             return Err(format!(
                 "metric {name}: the item is {} bytes, longer than max_item_bytes = {}",
-                ex.item_len(m),
+                rec.item_len(m),
                 limits.item
             ));
         }
