@@ -8,7 +8,7 @@
 //! query needs only the file.
 
 use core::fmt;
-use std::collections::BTreeMap;
+use std::collections::BinaryHeap;
 
 use tidemark::Estimate;
 
@@ -101,6 +101,70 @@ pub struct Answer {
     pub rows: Vec<Row>,
 }
 
+/// Whether `(value, key)` ranks below `(wv, wk)`: a smaller estimate, or an equal one with a
+/// later key (rows are listed by estimate descending, then key).
+fn worse(value: f64, key: &str, wv: f64, wk: &str) -> bool {
+    value.total_cmp(&wv).then_with(|| wk.cmp(key)).is_lt()
+}
+
+/// A row in the heap of the best `top`: the worst on top.
+struct Ranked {
+    value: f64,
+    key: String,
+    row: Row,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Ranked) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Ranked) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Ranked) -> std::cmp::Ordering {
+        // Greater is worse: a smaller estimate, then a later key.
+        other
+            .value
+            .total_cmp(&self.value)
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+/// One key's row from its window summary.
+fn row(key: &[u8], s: &Summary, buckets: u64) -> Row {
+    let (items, events) = match s {
+        Summary::Frequency(f) => {
+            let c = f.counts();
+            let mut heavy = c.heavy_hitters();
+            // An exact table knows its most frequent item even below φ: name it.
+            if heavy.is_empty() && c.is_exact() {
+                heavy.extend(c.heaviest());
+            }
+            let named = heavy
+                .into_iter()
+                .map(|(i, e)| (String::from_utf8_lossy(&i).into_owned(), e))
+                .collect();
+            (named, Some(c.total()))
+        }
+        _ => (Vec::new(), None),
+    };
+    Row {
+        key: String::from_utf8_lossy(key).into_owned(),
+        estimate: s.estimate(),
+        buckets,
+        items,
+        events,
+    }
+}
+
 /// A stored metric's config, the default query time (its watermark) and its shape.
 fn open_metric(
     store: &dyn Store,
@@ -159,60 +223,65 @@ pub fn window(
     let at = at.unwrap_or(watermark);
     let to = at - at % width;
     let from = to.saturating_sub(window);
-    let mut acc: BTreeMap<Vec<u8>, (Summary, u64)> = BTreeMap::new();
+    // Keys come in key order, each once with its buckets: memory holds a page of buckets per
+    // bucket start, plus the rows kept — every row without `top`, the best `top` with it.
+    let mut rows: Vec<Row> = Vec::new();
+    let mut best: BinaryHeap<Ranked> = BinaryHeap::new();
     let mut err = None;
     store
-        .scan(metric, from, to, &mut |k, start, bytes| {
+        .scan_by_key(metric, from, to, width, &mut |k, parts| {
             if key.is_some_and(|want| want != k) || err.is_some() {
                 return;
             }
-            match shape.decode(bytes, start) {
-                Ok(s) => match acc.get_mut(k) {
-                    Some((a, n)) => {
-                        *n += 1;
+            let mut acc: Option<Summary> = None;
+            for (start, bytes) in parts {
+                let s = match shape.decode(bytes, *start) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        err = Some(e.to_string());
+                        return;
+                    }
+                };
+                match &mut acc {
+                    None => acc = Some(s),
+                    Some(a) => {
                         if let Err(e) = a.absorb(&s) {
                             err = Some(e.to_string());
+                            return;
                         }
                     }
-                    None => {
-                        acc.insert(k.to_vec(), (s, 1));
+                }
+            }
+            let Some(s) = acc else { return };
+            let value = s.estimate().value;
+            match top {
+                None => rows.push(row(k, &s, parts.len() as u64)),
+                Some(n) => {
+                    let key = String::from_utf8_lossy(k).into_owned();
+                    // Only a key that enters the best `n` pays for its full row.
+                    if best.len() == n
+                        && best
+                            .peek()
+                            .is_some_and(|w| worse(value, &key, w.value, &w.key))
+                    {
+                        return;
                     }
-                },
-                Err(e) => err = Some(e.to_string()),
+                    best.push(Ranked {
+                        value,
+                        key,
+                        row: row(k, &s, parts.len() as u64),
+                    });
+                    if best.len() > n {
+                        best.pop();
+                    }
+                }
             }
         })
         .map_err(QueryError::Store)?;
     if let Some(message) = err {
         return Err(QueryError::Corrupt { message });
     }
-    let mut rows: Vec<Row> = acc
-        .into_iter()
-        .map(|(k, (s, n))| {
-            let (items, events) = match &s {
-                Summary::Frequency(f) => {
-                    let c = f.counts();
-                    let mut heavy = c.heavy_hitters();
-                    // An exact table knows its most frequent item even below φ: name it.
-                    if heavy.is_empty() && c.is_exact() {
-                        heavy.extend(c.heaviest());
-                    }
-                    let named = heavy
-                        .into_iter()
-                        .map(|(i, e)| (String::from_utf8_lossy(&i).into_owned(), e))
-                        .collect();
-                    (named, Some(c.total()))
-                }
-                _ => (Vec::new(), None),
-            };
-            Row {
-                key: String::from_utf8_lossy(&k).into_owned(),
-                estimate: s.estimate(),
-                buckets: n,
-                items,
-                events,
-            }
-        })
-        .collect();
+    rows.extend(best.into_iter().map(|r| r.row));
     if let (Some(k), true) = (key, rows.is_empty()) {
         // A key with nothing in the window has an exact answer: zero.
         rows.push(Row {
@@ -229,9 +298,6 @@ pub fn window(
             .total_cmp(&a.estimate.value)
             .then_with(|| a.key.cmp(&b.key))
     });
-    if let Some(n) = top {
-        rows.truncate(n);
-    }
     Ok(Answer {
         kind: m.kind.name(),
         from,

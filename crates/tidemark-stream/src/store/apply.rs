@@ -293,3 +293,118 @@ pub(super) fn scan_verified(
         ))),
     }
 }
+
+/// How many entries of one start a [`scan_by_key_verified`] cursor holds at a time.
+const PAGE: usize = 256;
+
+/// One start's entries, read a page at a time, hashed as they pass.
+struct Cursor {
+    start: u64,
+    page: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    after: Option<Vec<u8>>,
+    done: bool,
+    seen: (u64, u64),
+}
+
+impl Cursor {
+    fn fill(&mut self, r: &(impl ReadTxn + ?Sized), table: &str) -> Result<(), StoreError> {
+        if !self.page.is_empty() || self.done {
+            return Ok(());
+        }
+        let start = self.start;
+        let page = &mut self.page;
+        let seen = &mut self.seen;
+        let n = r.page(table, start, self.after.as_deref(), PAGE, &mut |k, _, v| {
+            seen.0 += 1;
+            seen.1 ^= entry_hash(start, k, v);
+            page.push_back((k.to_vec(), v.to_vec()));
+        })?;
+        self.done = n < PAGE;
+        self.after = self.page.back().map(|(k, _)| k.clone());
+        Ok(())
+    }
+}
+
+/// [`super::Store::scan_by_key`] inside one read transaction.
+pub(super) fn scan_by_key_verified(
+    r: &(impl ReadTxn + ?Sized),
+    table: &str,
+    from: u64,
+    to: u64,
+    width: u64,
+    f: &mut dyn FnMut(&[u8], &[(u64, Vec<u8>)]),
+) -> Result<(), StoreError> {
+    if from >= to || width == 0 {
+        return Ok(());
+    }
+    let digested = digested(r)?;
+    let mut expected = BTreeMap::new();
+    if digested {
+        let mut bad = None;
+        r.scan(
+            &digest_table(table),
+            from,
+            to,
+            &mut |_, start, v| match parse_digest(table, start, v) {
+                Ok(d) => {
+                    expected.insert(start, d);
+                }
+                Err(e) => bad = Some(e),
+            },
+        )?;
+        if let Some(e) = bad {
+            return Err(e);
+        }
+    }
+    let first = from.div_ceil(width) * width;
+    let mut cursors: Vec<Cursor> = (first..to)
+        .step_by(width as usize)
+        .map(|start| Cursor {
+            start,
+            page: Default::default(),
+            after: None,
+            done: false,
+            seen: (0, 0),
+        })
+        .collect();
+    let mut parts: Vec<(u64, Vec<u8>)> = Vec::new();
+    loop {
+        for c in cursors.iter_mut() {
+            c.fill(r, table)?;
+        }
+        let Some(key) = cursors
+            .iter()
+            .filter_map(|c| c.page.front().map(|(k, _)| k))
+            .min()
+            .cloned()
+        else {
+            break;
+        };
+        parts.clear();
+        for c in cursors.iter_mut() {
+            if c.page.front().is_some_and(|(k, _)| *k == key) {
+                let (_, v) = c.page.pop_front().expect("checked non-empty");
+                parts.push((c.start, v));
+            }
+        }
+        f(&key, &parts);
+    }
+    if digested {
+        for c in &cursors {
+            if expected.remove(&c.start).unwrap_or((0, 0)) != c.seen {
+                return Err(StoreError::damaged(format!(
+                    "{table} bucket {}: its entries do not match their digest (an entry was \
+                     lost, moved or altered)",
+                    c.start
+                )));
+            }
+        }
+        if let Some((start, _)) = expected.iter().find(|(_, d)| d.0 > 0) {
+            return Err(StoreError::damaged(format!(
+                "{table} bucket {start}: its digest counts entries at a start no bucket of \
+                 the metric can have"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -64,6 +64,39 @@ impl ReadTxn for MemView<'_> {
         }
         Ok(())
     }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        Ok(page_of(self.0.table(table), table, start, after, limit, f))
+    }
+}
+
+fn page_of(
+    t: &Table,
+    table: &str,
+    start: u64,
+    after: Option<&[u8]>,
+    limit: usize,
+    f: &mut Visit<'_>,
+) -> usize {
+    use std::ops::Bound;
+    let lo = match after {
+        Some(k) => Bound::Excluded((table.to_string(), start, k.to_vec())),
+        None => Bound::Included((table.to_string(), start, Vec::new())),
+    };
+    let hi = Bound::Excluded((table.to_string(), start.saturating_add(1), Vec::new()));
+    let mut n = 0;
+    for ((_, s, k), v) in t.range((lo, hi)).take(limit) {
+        f(k, *s, v);
+        n += 1;
+    }
+    n
 }
 
 /// A write transaction: changes go straight into the store, with an undo log to roll them
@@ -89,6 +122,17 @@ impl ReadTxn for MemTxn<'_> {
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
         MemView(self.store).scan(table, from, to, f)
+    }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        MemView(self.store).page(table, start, after, limit, f)
     }
 }
 

@@ -199,6 +199,16 @@ pub trait ReadTxn {
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
     /// Every value of `table` with `from ≤ start < to`, by start then key.
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError>;
+    /// Up to `limit` values of `table` at exactly `start` whose key comes after `after` (all
+    /// keys for `None`), by key; returns how many it visited.
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError>;
 }
 
 /// Writes inside one transaction: all land or none.
@@ -262,6 +272,22 @@ pub trait Store {
     /// (after `f` has seen the entries, so a caller discards what it gathered).
     fn scan(&self, metric: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
         self.read(&mut |r| apply::scan_verified(r, metric, from, to, f))
+    }
+
+    /// Every key with stored buckets of `metric` in `[from, to)` (starts a multiple of
+    /// `width`), in key order, once, with all its buckets `(start, bytes)`: the buckets of
+    /// each start are read in pages side by side and merged by key, so memory holds a page per
+    /// start, never every key. Each start's entries are checked against its digest as they
+    /// pass; a mismatch is [`StoreError::Damaged`] (after `f` has seen entries).
+    fn scan_by_key(
+        &self,
+        metric: &str,
+        from: u64,
+        to: u64,
+        width: u64,
+        f: &mut dyn FnMut(&[u8], &[(u64, Vec<u8>)]),
+    ) -> Result<(), StoreError> {
+        self.read(&mut |r| apply::scan_by_key_verified(r, metric, from, to, width, f))
     }
 
     /// Checks every stored entry of `metric` against its digests, returning the number of

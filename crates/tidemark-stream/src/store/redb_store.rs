@@ -207,6 +207,42 @@ where
     Ok(())
 }
 
+fn page_table<T>(
+    t: &T,
+    table: &str,
+    start: u64,
+    after: Option<&[u8]>,
+    limit: usize,
+    f: &mut Visit<'_>,
+) -> Result<usize, StoreError>
+where
+    T: ReadableTable<BucketKey, &'static [u8]>,
+{
+    use std::ops::Bound;
+    let lo: Bound<(&str, u64, &[u8])> = match after {
+        Some(k) => Bound::Excluded((table, start, k)),
+        None => Bound::Included((table, start, &[])),
+    };
+    let Some(next) = start.checked_add(1) else {
+        return Ok(0);
+    };
+    let hi: Bound<(&str, u64, &[u8])> = Bound::Excluded((table, next, &[]));
+    let mut n = 0;
+    for entry in t
+        .range::<(&str, u64, &[u8])>((lo, hi))
+        .map_err(err("scan"))?
+    {
+        if n == limit {
+            break;
+        }
+        let (k, v) = entry.map_err(err("scan"))?;
+        let (_, s, key) = k.value();
+        f(key, s, v.value());
+        n += 1;
+    }
+    Ok(n)
+}
+
 impl ReadTxn for RedbRead {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(t) = &self.meta else { return Ok(None) };
@@ -228,6 +264,20 @@ impl ReadTxn for RedbRead {
         match &self.buckets {
             Some(t) => scan_table(t, table, from, to, f),
             None => Ok(()),
+        }
+    }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        match &self.buckets {
+            Some(t) => page_table(t, table, start, after, limit, f),
+            None => Ok(0),
         }
     }
 }
@@ -256,6 +306,17 @@ impl ReadTxn for RedbWrite<'_> {
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
         scan_table(&self.buckets, table, from, to, f)
+    }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        page_table(&self.buckets, table, start, after, limit, f)
     }
 }
 
