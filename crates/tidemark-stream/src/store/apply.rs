@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use super::{Batch, Meta, ReadTxn, StoreError, Txn, Visit};
+use super::{Batch, KeyVisit, Meta, ReadTxn, StoreError, Txn, Visit};
 
 /// Metadata names.
 const CONFIG: &str = "config";
@@ -332,7 +332,7 @@ pub(super) fn scan_by_key_verified(
     from: u64,
     to: u64,
     width: u64,
-    f: &mut dyn FnMut(&[u8], &[(u64, Vec<u8>)]),
+    f: &mut KeyVisit<'_>,
 ) -> Result<(), StoreError> {
     if from >= to || width == 0 {
         return Ok(());

@@ -148,6 +148,9 @@ pub struct BucketRef<'a> {
 /// Receives stored buckets: `(key, bucket start, bytes)`.
 pub type Visit<'a> = dyn FnMut(&[u8], u64, &[u8]) + 'a;
 
+/// Receives one key and all its buckets `(start, bytes)` in a range.
+pub type KeyVisit<'a> = dyn FnMut(&[u8], &[(u64, Vec<u8>)]) + 'a;
+
 /// Combines a stored bucket's bytes with a late event's: `(metric, start, stored, late)`.
 pub type MergeFn<'a> = &'a dyn Fn(&str, u64, &[u8], &[u8]) -> Result<Vec<u8>, String>;
 
@@ -285,7 +288,7 @@ pub trait Store {
         from: u64,
         to: u64,
         width: u64,
-        f: &mut dyn FnMut(&[u8], &[(u64, Vec<u8>)]),
+        f: &mut KeyVisit<'_>,
     ) -> Result<(), StoreError> {
         self.read(&mut |r| apply::scan_by_key_verified(r, metric, from, to, width, f))
     }
