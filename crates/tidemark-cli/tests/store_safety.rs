@@ -480,3 +480,233 @@ fn query_reads_a_store_while_run_writes_it() {
     assert_eq!(records(&db), 600);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn the_same_stdin_after_a_completed_run_is_refused_not_counted_twice() {
+    // A run killed after its last commit looks interrupted to whoever started it; feeding the
+    // same stream again must not count it twice.
+    let d = dir("stdin-again");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let db = d.join("t.db");
+    let text = log(3, 10);
+    let run = |extra: &[&str], input: &str| {
+        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
+        args.extend_from_slice(extra);
+        tidemark(&args, input)
+    };
+    ok(&run(&[], &text));
+    let o = run(&[], &text);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--restart"), "{}", stderr(&o));
+    assert_eq!(records(&db), 30);
+    ok(&run(&["--restart"], &text));
+    assert_eq!(records(&db), 60);
+    // A stream that begins as the completed one did (the same log, grown) is refused too:
+    // its first part was counted. Other data is new data.
+    let o = run(&[], &log(4, 10));
+    assert_eq!(o.status.code(), Some(2));
+    ok(&run(&[], &log(4, 10).replace(",u0,", ",w0,")));
+    assert_eq!(records(&db), 100);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_late_event_reaches_the_live_window_of_a_bucket_the_key_had_no_event_in() {
+    // Key a: events in the buckets of 0 s and 60 s, then (late, 2 minutes on) one in the
+    // bucket of 120 s that a had no event in. The window then holds 3 distinct items: the
+    // alert above 2 must fire in the uninterrupted run, as it does after a resume (a restored
+    // engine rebuilds its rings from the store).
+    let d = dir("late-ring");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "d"
+kind = "distinct"
+key = ["user"]
+item = ["item"]
+bucket = "1m"
+window = "10m"
+allowed_lateness = "1s"
+late = "merge"
+[[metric.alert]]
+above = 2
+margin = 0.0
+"#,
+    )
+    .unwrap();
+    let f = d.join("f.csv");
+    std::fs::write(
+        &f,
+        "ts,user,item\n0,a,x1\n61,b,y\n70,a,x2\n125,b,y\n185,b,y\n130,a,x3\n245,b,y\n305,b,y\n",
+    )
+    .unwrap();
+    let o = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&d.join("t.db")),
+            s(&f),
+        ],
+        "",
+    );
+    ok(&o);
+    let alerts = String::from_utf8_lossy(&o.stdout);
+    assert!(alerts.contains("\"key\":\"a\""), "{alerts}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_unterminated_last_line_is_left_for_later_or_refuses_a_grown_file() {
+    let d = dir("unterminated");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let f = d.join("f.csv");
+    let run = |extra: &[&str], db: &str| {
+        let mut args = vec!["run", "--config", s(&config), "--db", db, "--quiet"];
+        args.extend_from_slice(extra);
+        args.push(s(&f));
+        tidemark(&args, "")
+    };
+    let db = d.join("t.db");
+    // More will come (--keep-open): the partial last line is not read yet.
+    std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b").unwrap();
+    ok(&run(&["--keep-open"], s(&db)));
+    assert_eq!(records(&db), 1);
+    let mut text = std::fs::read_to_string(&f).unwrap();
+    text.push_str("c,p\n1700000002,c,p\n");
+    std::fs::write(&f, &text).unwrap();
+    ok(&run(&[], s(&db)));
+    assert_eq!(records(&db), 3);
+    let o = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "hits",
+            "--key",
+            "bc",
+            "--window",
+            "5m",
+            "--json",
+        ],
+        "",
+    );
+    ok(&o);
+    assert_eq!(common::json_lines(&o)[0]["estimate"], 1.0);
+    // The input's end (no --keep-open): the partial line is a record; a file grown after
+    // that is refused rather than resumed in the middle of a line.
+    let db2 = d.join("t2.db");
+    std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b,p").unwrap();
+    ok(&run(&[], s(&db2)));
+    assert_eq!(records(&db2), 2);
+    std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b,p5\n").unwrap();
+    let o = run(&[], s(&db2));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("without a newline"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_late_event_for_a_bucket_past_retention_is_dropped_not_merged() {
+    let d = dir("retention");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "c"
+kind = "count"
+key = ["user"]
+bucket = "1m"
+window = "2m"
+retention = "5m"
+allowed_lateness = "1s"
+late = "merge"
+"#,
+    )
+    .unwrap();
+    let f = d.join("f.csv");
+    let mut text = String::from("ts,user\n");
+    for t in 60..110 {
+        text.push_str(&format!("{t},a\n"));
+    }
+    for t in (120..1200).step_by(30) {
+        text.push_str(&format!("{t},b\n"));
+    }
+    text.push_str("70,a\n"); // 18 minutes late: its bucket was deleted 13 minutes ago
+    std::fs::write(&f, text).unwrap();
+    let db = d.join("t.db");
+    let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&f)], "");
+    ok(&o);
+    assert!(stderr(&o).contains("1 dropped"), "{}", stderr(&o));
+    let o = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "c",
+            "--key",
+            "a",
+            "--window",
+            "1m",
+            "--at",
+            "120",
+            "--json",
+        ],
+        "",
+    );
+    ok(&o);
+    assert_eq!(common::json_lines(&o)[0]["estimate"], 0.0);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn max_line_bytes_counts_the_line_without_its_newline() {
+    let d = dir("line-limit");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        CONFIG.replace(
+            "time_field = \"ts\"",
+            "time_field = \"ts\"\nmax_line_bytes = 20",
+        ),
+    )
+    .unwrap();
+    // "1700000000,u,ppppppp" is 20 bytes.
+    let at = |pad: usize| format!("1700000000,u,{}", "p".repeat(pad));
+    assert_eq!(at(7).len(), 20);
+    for (line, ending, good) in [
+        (at(7), "\n", true),
+        (at(7), "\r\n", true),
+        (at(7), "", true),
+        (at(8), "\n", false),
+        (at(8), "\r\n", false),
+        (at(8), "", false),
+    ] {
+        let f = d.join("f.csv");
+        std::fs::write(&f, format!("ts,user,page\n{line}{ending}")).unwrap();
+        let db = d.join(format!("t{}.db", line.len() * 10 + ending.len()));
+        let o = tidemark(&["run", "--config", s(&config), "--db", s(&db), s(&f)], "");
+        assert_eq!(
+            o.status.success(),
+            good,
+            "{line:?}{ending:?}: {}",
+            stderr(&o)
+        );
+        if !good {
+            assert!(stderr(&o).contains("21 bytes"), "{}", stderr(&o));
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -41,6 +41,7 @@ pub fn store_error(db: &Path, e: StoreError) -> anyhow::Error {
         e @ (StoreError::Locked { .. } | StoreError::Open { .. }) => {
             UsageError::file(db.display(), e)
         }
+        e @ StoreError::TooWide { .. } => UsageError::flag("--window", e),
         e => anyhow::anyhow!(e),
     }
 }
@@ -49,15 +50,15 @@ pub fn store_error(db: &Path, e: StoreError) -> anyhow::Error {
 pub fn run(args: Args) -> anyhow::Result<()> {
     // A writer's open verifies every page; a store another process is writing (or a
     // read-only file) can only be read, its pages then unverified.
-    let (store, pages) = match RedbStore::open_existing_writable(&args.db) {
-        Ok(s) => (s, "verified"),
+    let (store, pages) = match RedbStore::open_to_read(&args.db) {
+        Ok((s, true)) => (s, "verified"),
+        Ok((s, false)) => (
+            s,
+            "not verified (the file is being written, or is read-only)",
+        ),
         Err(StoreError::Damaged { what }) => {
             return Err(damaged(&args.db, format!("its pages: {what}")))
         }
-        Err(StoreError::Locked { .. }) | Err(StoreError::Open { .. }) => (
-            RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?,
-            "not verified (the file is being written, or is read-only)",
-        ),
         Err(e) => return Err(store_error(&args.db, e)),
     };
     let report = tidemark_stream::check::check(&store);

@@ -70,7 +70,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
-    let store = RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?;
+    let (store, _verified) =
+        RedbStore::open_to_read(&args.db).map_err(|e| store_error(&args.db, e))?;
     let answer = query::window(
         &store,
         &args.metric,

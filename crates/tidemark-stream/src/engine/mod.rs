@@ -36,6 +36,7 @@ mod snapshot;
 
 use alert::step;
 pub(crate) use key::{FastMap, Key};
+use shape::rings;
 pub use shape::{MetricShape, Summary};
 
 /// A bucket whose watermark has passed: its bytes go to the store.
@@ -338,19 +339,35 @@ impl Engine {
         let start = time - time % width;
         let closed_until = m.closed_until.unwrap_or(0);
         if start < closed_until {
+            // A bucket past retention has been deleted: merging into it would bring it back
+            // holding the late events alone, a partial bucket that reads as exact.
+            let expired = start < closed_until.saturating_sub(m.cfg.retention);
             match m.cfg.late {
                 LatePolicy::Drop => m.counters.dropped += 1,
+                LatePolicy::Merge if expired => m.counters.dropped += 1,
                 LatePolicy::Merge => {
                     m.counters.merged += 1;
-                    // A bucket still in the key's live ring gets the item too, so later
-                    // windows see it.
-                    if let Some(KeyWindow {
-                        state: WindowState::Ring(ring),
-                        ..
-                    }) = m.windows.get_mut(key)
-                    {
-                        if let Some((_, b)) = ring.iter_mut().find(|(s0, _)| *s0 == start) {
-                            b.add(item, bytes);
+                    // A bucket inside the key's live window gets the item too, so the next
+                    // closes see it — also a bucket the key had no event in before, and a key
+                    // with no live window yet (a restored engine rebuilds its rings from the
+                    // store, which holds them: both must agree).
+                    if rings(m.cfg.kind) && start >= closed_until.saturating_sub(m.cfg.window) {
+                        let rules = m.cfg.alerts.len();
+                        let w = m.windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
+                            state: WindowState::Ring(VecDeque::new()),
+                            streak: vec![0; rules],
+                            items: BTreeMap::new(),
+                        });
+                        if let WindowState::Ring(ring) = &mut w.state {
+                            let at = ring.partition_point(|(s0, _)| *s0 < start);
+                            match ring.get_mut(at) {
+                                Some((s0, b)) if *s0 == start => b.add(item, bytes),
+                                _ => {
+                                    let mut b = m.shape.empty(start);
+                                    b.add(item, bytes);
+                                    ring.insert(at, (start, b));
+                                }
+                            }
                         }
                     }
                     // The store gets it by read-merge-write at the next checkpoint: late
@@ -367,7 +384,8 @@ impl Engine {
                         (m.cfg.rollup, m.rolled_until, &m.rollup_shape)
                     {
                         let period = start - start % r;
-                        if period < rolled {
+                        let kept = rolled.saturating_sub(m.cfg.rollup_retention);
+                        if period < rolled && period >= kept {
                             m.late
                                 .entry((true, period, Key::new(key)))
                                 .or_insert_with(|| rshape.empty(period))

@@ -16,10 +16,12 @@ pub(crate) enum Line<'a> {
         number: u64,
         /// The offset just after it.
         end: u64,
+        /// Whether it ended with a newline (the last line of an input may not).
+        terminated: bool,
     },
     /// A line longer than the limit: skipped without being held.
     TooLong {
-        /// Its length, bytes.
+        /// Its length, bytes (its newline not counted).
         len: u64,
         /// Its 1-based number.
         number: u64,
@@ -63,32 +65,46 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
-    /// Discards `n` bytes (standard input, which cannot seek), returning how many there were.
-    pub(crate) fn discard(&mut self, n: u64) -> io::Result<u64> {
+    /// Discards `n` bytes (standard input, which cannot seek), showing each chunk to `seen`,
+    /// returning how many there were.
+    pub(crate) fn discard(&mut self, n: u64, seen: &mut dyn FnMut(&[u8])) -> io::Result<u64> {
         self.settle();
-        let got = io::copy(&mut (&mut self.reader).take(n), &mut io::sink())?;
-        self.offset += got;
-        Ok(got)
+        let mut left = n;
+        while left > 0 {
+            let avail = self.reader.fill_buf()?;
+            if avail.is_empty() {
+                break;
+            }
+            let take = (avail.len() as u64).min(left) as usize;
+            seen(&avail[..take]);
+            self.reader.consume(take);
+            left -= take as u64;
+        }
+        self.offset += n - left;
+        Ok(n - left)
     }
 
+    /// The next line. A line's length is its bytes before the newline, a carriage return
+    /// just before it not counted; a longer line than `max` is skipped, never held whole.
     pub(crate) fn next_line(&mut self) -> io::Result<Line<'_>> {
         self.settle();
         self.buf.clear();
-        let mut len = 0u64;
+        let mut raw_len = 0u64; // bytes of the line so far, newline excluded
         let mut too_long = false;
-        // A line's bytes with its newline (and a carriage return) may be max + 2.
-        let limit = self.max + 2;
         loop {
             let avail = self.reader.fill_buf()?;
             if avail.is_empty() {
-                if len == 0 {
+                if raw_len == 0 {
                     return Ok(Line::End);
                 }
-                self.offset += len;
+                // A last line without a newline.
+                self.offset += raw_len;
                 self.line += 1;
-                return Ok(if too_long || self.buf.len() > self.max + 1 {
+                let cr = self.buf.last() == Some(&b'\r');
+                let len = self.buf.len() - cr as usize;
+                return Ok(if too_long || len > self.max {
                     Line::TooLong {
-                        len,
+                        len: raw_len,
                         number: self.line,
                         end: self.offset,
                     }
@@ -97,18 +113,25 @@ impl<R: BufRead> Lines<R> {
                         raw: &self.buf,
                         number: self.line,
                         end: self.offset,
+                        terminated: false,
                     }
                 });
             }
             match memchr::memchr(b'\n', avail) {
                 Some(i) => {
-                    len += i as u64 + 1;
-                    self.offset += len;
+                    raw_len += i as u64;
+                    self.offset += raw_len + 1;
                     self.line += 1;
-                    if too_long || self.buf.len() + i + 1 > limit {
+                    let cr = if i > 0 {
+                        avail[i - 1] == b'\r'
+                    } else {
+                        self.buf.last() == Some(&b'\r')
+                    };
+                    let len = self.buf.len() + i - cr as usize;
+                    if too_long || len > self.max {
                         self.reader.consume(i + 1);
                         return Ok(Line::TooLong {
-                            len,
+                            len: len as u64,
                             number: self.line,
                             end: self.offset,
                         });
@@ -120,6 +143,7 @@ impl<R: BufRead> Lines<R> {
                             raw: &avail[..=i],
                             number: self.line,
                             end: self.offset,
+                            terminated: true,
                         });
                     }
                     self.buf.extend_from_slice(&avail[..=i]);
@@ -128,13 +152,15 @@ impl<R: BufRead> Lines<R> {
                         raw: &self.buf,
                         number: self.line,
                         end: self.offset,
+                        terminated: true,
                     });
                 }
                 None => {
                     let n = avail.len();
-                    len += n as u64;
+                    raw_len += n as u64;
                     if !too_long {
-                        if self.buf.len() + n > limit {
+                        // One byte of slack: it may be the carriage return before a newline.
+                        if self.buf.len() + n > self.max + 1 {
                             too_long = true;
                             self.buf = Vec::new();
                         } else {
@@ -212,6 +238,18 @@ pub(crate) fn changed(mark: &FileMark, file: &mut File, size: u64) -> io::Result
             "its first {} bytes are not the ones already read (rewritten or replaced)",
             mark.offset
         )));
+    }
+    if size > mark.offset && mark.offset > 0 {
+        let mut last = [0u8];
+        file.seek(SeekFrom::Start(mark.offset - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            return Ok(Some(
+                "its last line was read without a newline (as the end of the input), and the \
+                 file has grown since: that line's record was counted as it then stood"
+                    .to_string(),
+            ));
+        }
     }
     Ok(None)
 }

@@ -46,6 +46,7 @@ mod input;
 pub mod state;
 
 use input::{Line, Lines};
+use state::FINGERPRINT_SPAN;
 pub use state::{FileMark, RunState};
 
 /// Receives each malformed line skipped: `(file, line, message)`.
@@ -266,6 +267,8 @@ pub fn run(
         None => Engine::new(config).map_err(RunError::Engine)?,
     };
     convert_legacy(&mut state, &opts.inputs)?;
+    // Whether the last run completed decides how standard input is read (below).
+    let completed_before = state.completed;
     if opts.inputs.is_empty() && (state.completed || opts.restart) {
         state.stdin = (0, 0); // new data on standard input
     }
@@ -353,6 +356,14 @@ pub fn run(
                 limits.line,
             ),
         };
+        // Standard input after a completed run: its first bytes say whether it is the stream
+        // that run read to its end (then nothing may be committed from it).
+        let mut head = match source {
+            Source::Stdin => Some(StdinHead::new(
+                (completed_before && !opts.restart).then_some(state.stdin_head),
+            )),
+            _ => None,
+        };
         if ex.wants_header() {
             let header = match lines.next_line().map_err(io_err)? {
                 Line::End => None,
@@ -366,11 +377,16 @@ pub fn run(
                         ),
                     })
                 }
-                Line::Text { raw, .. } => Some(line_text(raw).map_err(|m| RunError::BadLine {
-                    file: name.clone(),
-                    line: 1,
-                    message: m,
-                })?),
+                Line::Text { raw, .. } => {
+                    if let Some(h) = &mut head {
+                        h.feed(raw);
+                    }
+                    Some(line_text(raw).map_err(|m| RunError::BadLine {
+                        file: name.clone(),
+                        line: 1,
+                        message: m,
+                    })?)
+                }
             };
             if let Some(h) = header {
                 ex.header(h).map_err(|e| RunError::BadLine {
@@ -385,7 +401,13 @@ pub fn run(
                 Source::File(_) => lines.seek_to(resume_at, resume_line).map_err(io_err)?,
                 _ => {
                     let skip = resume_at - lines.offset;
-                    let got = lines.discard(skip).map_err(io_err)?;
+                    let got = lines
+                        .discard(skip, &mut |chunk| {
+                            if let Some(h) = &mut head {
+                                h.feed(chunk);
+                            }
+                        })
+                        .map_err(io_err)?;
                     if got != skip {
                         return Err(RunError::Input {
                             file: name.clone(),
@@ -401,19 +423,38 @@ pub fn run(
                 }
             }
         }
+        let mut unfinished = None;
         loop {
             let line_start = (lines.offset, lines.line);
             let (number, end, parsed) = match lines.next_line().map_err(io_err)? {
                 Line::End => break,
-                Line::TooLong { len, number, end } => (
-                    number,
-                    end,
-                    Err(format!(
-                        "the line is {len} bytes, longer than max_line_bytes = {}",
-                        limits.line
-                    )),
-                ),
-                Line::Text { raw, number, end } => {
+                Line::TooLong { len, number, end } => {
+                    if let Some(h) = &mut head {
+                        h.unknown();
+                    }
+                    (
+                        number,
+                        end,
+                        Err(format!(
+                            "the line is {len} bytes, longer than max_line_bytes = {}",
+                            limits.line
+                        )),
+                    )
+                }
+                Line::Text {
+                    terminated: false, ..
+                } if opts.keep_open && matches!(source, Source::File(_)) => {
+                    // The unterminated last line of a file that more will be appended to is
+                    // not a whole line yet: the next run reads it, whole.
+                    unfinished = Some(line_start);
+                    break;
+                }
+                Line::Text {
+                    raw, number, end, ..
+                } => {
+                    if let Some(h) = &mut head {
+                        h.feed(raw);
+                    }
                     let parsed = match line_text(raw) {
                         Ok("") => continue,
                         Ok(line) => ex.parse(line).map_err(|e| e.message).and_then(|rec| {
@@ -436,6 +477,11 @@ pub fn run(
                 }
                 // An orderly stop: what came before the line is checkpointed, so a run after
                 // the line is mended (or with skip_bad) goes on from it.
+                if let Some(h) = &mut head {
+                    h.end();
+                    h.check(&name)?;
+                    state.stdin_head = h.seen();
+                }
                 set_position(&mut state, &mut source, line_start.0, line_start.1)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
                 return Err(RunError::BadLine {
@@ -446,14 +492,20 @@ pub fn run(
             }
             state.records += 1;
             report.records_this_run += 1;
-            // Alerts go out as they are raised; a crash before the next checkpoint raises
-            // them again on resume (at least once).
-            if engine.has_alerts() {
+            if let Some(h) = &mut head {
+                h.check(&name)?;
+            }
+            let undecided = head.as_ref().is_some_and(|h| !h.decided());
+            // Alerts go out as they are raised (once the stream is known to be new); a crash
+            // before the next checkpoint raises them again on resume (at least once).
+            if engine.has_alerts() && !undecided {
                 commit_ctx.emit(engine.take_alerts(), on_alert);
             }
             since_checkpoint += 1;
-            if since_checkpoint >= checkpoint.records
-                || (since_checkpoint % 64 == 0 && last_checkpoint.elapsed() >= checkpoint_every)
+            if !undecided
+                && (since_checkpoint >= checkpoint.records
+                    || (since_checkpoint % 64 == 0
+                        && last_checkpoint.elapsed() >= checkpoint_every))
             {
                 set_position(&mut state, &mut source, end, number)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
@@ -465,7 +517,13 @@ pub fn run(
                 }
             }
         }
-        set_position(&mut state, &mut source, lines.offset, lines.line)?;
+        if let Some(h) = &mut head {
+            h.end();
+            h.check(&name)?;
+            state.stdin_head = h.seen();
+        }
+        let (offset, line) = unfinished.unwrap_or((lines.offset, lines.line));
+        set_position(&mut state, &mut source, offset, line)?;
         bytes_before += size;
         if let Some(p) = opts.progress.as_mut() {
             p(bytes_before, total_bytes);
@@ -489,6 +547,82 @@ pub fn run(
         report.live_keys += engine.live_keys(m) as u64;
     }
     Ok(report)
+}
+
+/// The first bytes of a stream on standard input: their length (at most 64 KiB) and hash, and
+/// the check against the stream the last completed run read.
+struct StdinHead {
+    hash: xxhash_rust::xxh3::Xxh3,
+    len: u64,
+    /// The last completed stream's head, while it may still be the same.
+    against: Option<(u64, u64)>,
+    /// Whether a line too long to hash passed: the head is then not known.
+    unknown: bool,
+    ended: bool,
+}
+
+impl StdinHead {
+    fn new(against: Option<(u64, u64)>) -> StdinHead {
+        StdinHead {
+            hash: xxhash_rust::xxh3::Xxh3::new(),
+            len: 0,
+            against: against.filter(|a| a.0 > 0),
+            unknown: false,
+            ended: false,
+        }
+    }
+
+    fn feed(&mut self, raw: &[u8]) {
+        let take = (FINGERPRINT_SPAN - self.len).min(raw.len() as u64) as usize;
+        self.hash.update(&raw[..take]);
+        self.len += take as u64;
+    }
+
+    fn unknown(&mut self) {
+        self.unknown = true;
+        self.against = None;
+    }
+
+    fn end(&mut self) {
+        self.ended = true;
+    }
+
+    /// Whether it is known yet whether this is the last completed stream.
+    fn decided(&self) -> bool {
+        self.against.is_none_or(|a| self.ended || self.len >= a.0)
+    }
+
+    /// Refuses the stream once its first bytes equal the last completed one's.
+    fn check(&mut self, name: &str) -> Result<(), RunError> {
+        let Some(a) = self.against else {
+            return Ok(());
+        };
+        if !self.decided() {
+            return Ok(());
+        }
+        self.against = None;
+        if self.len == a.0 && self.hash.digest() == a.1 {
+            return Err(RunError::Input {
+                file: name.to_string(),
+                message: format!(
+                    "it begins with the same {} bytes as the standard input the last run read \
+                     to its end: counted again, every record would count twice. Use \
+                     --restart to count it as new data, or a new --db",
+                    a.0
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The head to remember: (length, hash), or (0, 0) when it is not known.
+    fn seen(&self) -> (u64, u64) {
+        if self.unknown || self.len == 0 {
+            (0, 0)
+        } else {
+            (self.len, self.hash.digest())
+        }
+    }
 }
 
 /// Records where the current input stands.

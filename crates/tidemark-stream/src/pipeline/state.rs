@@ -17,7 +17,9 @@
 //!
 //! Standard input has no identity: an interrupted run is resumed by skipping the committed
 //! number of bytes (the same stream must be fed again); after a completed run, standard input
-//! is new data. A named pipe or a device given as a file (`<(zcat log.gz)`) has no identity
+//! is new data — unless it begins with the same bytes (its first 64 KiB, or all of it) as the
+//! stream that run read to its end: that is refused as the same stream fed twice (a run
+//! killed after its last commit looks interrupted to whoever started it). A named pipe or a device given as a file (`<(zcat log.gz)`) has no identity
 //! either: it is read from its start, as new data, every run.
 
 use tidemark::codec::{Reader, Writer};
@@ -57,6 +59,10 @@ pub struct RunState {
     pub completed: bool,
     /// Standard input's byte offset and line count in an interrupted run.
     pub stdin: (u64, u64),
+    /// The length (at most 64 KiB) and hash of the first bytes of the last stream read from
+    /// standard input: the same stream again after a completed run is refused, not counted
+    /// twice.
+    pub stdin_head: (u64, u64),
     /// The files read, most recently used last.
     pub files: Vec<FileMark>,
     /// A counter for [`FileMark::used`].
@@ -123,6 +129,8 @@ impl RunState {
             .u8(self.completed as u8)
             .u64(self.stdin.0)
             .u64(self.stdin.1)
+            .u64(self.stdin_head.0)
+            .u64(self.stdin_head.1)
             .u64(self.sequence)
             .u64(self.files.len() as u64);
         for f in &self.files {
@@ -172,6 +180,7 @@ impl RunState {
             3 => {
                 s.completed = bool_at(&mut r, "completed")?;
                 s.stdin = (r.u64("stdin offset")?, r.u64("stdin line")?);
+                s.stdin_head = (r.u64("stdin head length")?, r.u64("stdin head hash")?);
                 s.sequence = r.u64("sequence")?;
                 // 7 u64 and a length: at least 64 bytes a file.
                 let n = r.count("files", 64, MAX_FILES as u64)?;

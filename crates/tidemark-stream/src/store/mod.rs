@@ -63,6 +63,14 @@ pub enum StoreError {
         /// redb's error.
         source: redb::Error,
     },
+    /// A window spans more bucket starts than a store written before digests can be read by
+    /// key over (its starts are not indexed).
+    TooWide {
+        /// Bucket starts in the window.
+        starts: u64,
+        /// The most allowed.
+        max: u64,
+    },
     /// A late merge or a rollup could not combine stored buckets.
     Merge {
         /// The metric.
@@ -99,6 +107,12 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
             StoreError::Backend { op, source } => write!(f, "store: {op}: {source}"),
+            StoreError::TooWide { starts, max } => write!(
+                f,
+                "the window spans {starts} buckets; a store written before version 2 of the \
+                 store format is read by key over at most {max}: ask for a shorter window, or \
+                 a rollup"
+            ),
             StoreError::Merge {
                 metric,
                 start,

@@ -40,6 +40,12 @@ fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
         redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             StoreError::damaged(format!("the file ends early, truncated ({op}: {io})"))
         }
+        // A table whose stored types are not the ones tidemark writes: its definition is
+        // damaged (no tidemark writes other types under these names).
+        e @ (redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. }) => StoreError::damaged(format!("{op}: {e}")),
         source => StoreError::Backend { op, source },
     }
 }
@@ -150,6 +156,20 @@ impl RedbStore {
                 },
                 e => e,
             }),
+        }
+    }
+
+    /// Opens an existing file to read it, verifying every page first when no other process
+    /// writes it (a writer's open); while a run writes it, or on a read-only file, it is opened
+    /// read-only, its pages unverified (the digests and checksums still are). Returns whether
+    /// the pages were verified.
+    pub fn open_to_read(path: &Path) -> Result<(RedbStore, bool), StoreError> {
+        match RedbStore::open_existing_writable(path) {
+            Ok(s) => Ok((s, true)),
+            Err(StoreError::Locked { .. }) | Err(StoreError::Open { .. }) => {
+                RedbStore::open_existing(path).map(|s| (s, false))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -363,6 +383,18 @@ fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
         Err(TableError::TableDoesNotExist(_)) => None,
         Err(e) => return Err(err("open metadata")(e)),
     };
+    // Both tables are created by the first commit: one without the other is a damaged
+    // table directory, never an empty store.
+    if buckets.is_some() != meta.is_some() {
+        return Err(StoreError::damaged(format!(
+            "the {} table is missing",
+            if buckets.is_none() {
+                "buckets"
+            } else {
+                "metadata"
+            }
+        )));
+    }
     Ok(RedbRead { buckets, meta })
 }
 
