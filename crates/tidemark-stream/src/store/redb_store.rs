@@ -96,6 +96,17 @@ fn open_error(path: &Path, e: DatabaseError) -> StoreError {
     }
 }
 
+/// Refuses a path that is not there, or is no regular file.
+fn existing_regular(path: &Path) -> Result<(), StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: "no such file".into(),
+        });
+    }
+    regular_or_absent(path)
+}
+
 /// Refuses a path that is there but is no regular file (a directory, a FIFO, a device).
 fn regular_or_absent(path: &Path) -> Result<(), StoreError> {
     match std::fs::metadata(path) {
@@ -126,13 +137,7 @@ impl RedbStore {
     /// Opens an existing file for reading (queries): an absent file is an error, not a new
     /// store. Works while a writer has the file open, and on a read-only file.
     pub fn open_existing(path: &Path) -> Result<RedbStore, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Open {
-                path: path.to_path_buf(),
-                source: "no such file".into(),
-            });
-        }
-        regular_or_absent(path)?;
+        existing_regular(path)?;
         let db = contained("opening it", || match builder().open_read_only(path) {
             Err(DatabaseError::RepairAborted) => Ok(None),
             r => r.map(Some).map_err(|e| open_error(path, e)),
@@ -175,13 +180,7 @@ impl RedbStore {
 
     /// Opens an existing file for writing (never creating one), verifying every page.
     pub fn open_existing_writable(path: &Path) -> Result<RedbStore, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Open {
-                path: path.to_path_buf(),
-                source: "no such file".into(),
-            });
-        }
-        regular_or_absent(path)?;
+        existing_regular(path)?;
         let db = contained("opening it", || {
             let mut b = builder();
             b.set_check_integrity_on_open(true);
