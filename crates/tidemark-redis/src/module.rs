@@ -1,0 +1,289 @@
+//! The shim between Redis and the command layer: argument conversion, the keyspace, RESP
+//! replies, replication, and the type's callbacks.
+//!
+//! - One native type, `tm-sketch` (encoding version [`ENCODING_VERSION`]), holds any
+//!   [`Value`]. RDB stores [`Value::to_bytes`] as one string; `rdb_load` refuses an encoding
+//!   version newer than this build's (Redis then refuses the file or the `RESTORE`) and reads
+//!   every older one. The bytes go through the same validation as `TM.LOAD`, so a corrupted
+//!   `RESTORE` payload is an error reply, never a crash.
+//! - AOF rewrite emits `TM.LOAD key <bytes>`; `DUMP`/`RESTORE` use the RDB callbacks;
+//!   `MEMORY USAGE` asks [`Value::bytes`]; `COPY` clones.
+//! - Every command declares its keys through the get-keys API ([`key_positions`]), so Redis
+//!   Cluster checks slots and cluster clients route by the first key.
+//! - A write with `*` replicates with the time resolved ([`Replicate::Rewritten`]).
+//! - Memory comes from Redis's allocator once the module is loaded (so `INFO memory` and
+//!   `maxmemory` see it), from the system's in a process without Redis (the tests).
+#![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::CString;
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::key::RedisKeyWritable;
+use redis_module::native_types::RedisType;
+use redis_module::redisvalue::RedisValueKey;
+use redis_module::{
+    raw, redis_module, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+};
+
+use crate::command::{key_positions, run_refs, Env, Keyspace, Lookup, Replicate, Reply};
+use crate::value::Value;
+
+/// The RDB encoding version this build writes; it reads this one and every older one.
+pub const ENCODING_VERSION: i32 = 1;
+
+/// Redis's allocator when the module runs inside Redis, the system's otherwise.
+struct TmAlloc;
+
+// SAFETY: both arms are allocators that honour `Layout`. The choice cannot change between an
+// allocation and its free: `RedisModule_Alloc`/`RedisModule_Free` are set once, by
+// `RedisModule_Init` at the top of `RedisModule_OnLoad`, before this library allocates
+// anything (the `redis_module!` load function copies the name to a stack buffer for that
+// reason), and a process without Redis never sets them.
+unsafe impl GlobalAlloc for TmAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: reading a function pointer written once before any allocation (above).
+        match unsafe { raw::RedisModule_Alloc } {
+            Some(_) => unsafe { redis_module::alloc::RedisAlloc.alloc(layout) },
+            None => unsafe { System.alloc(layout) },
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`; `ptr` came from the same arm.
+        match unsafe { raw::RedisModule_Free } {
+            Some(_) => unsafe { redis_module::alloc::RedisAlloc.dealloc(ptr, layout) },
+            None => unsafe { System.dealloc(ptr, layout) },
+        }
+    }
+}
+
+static TM_TYPE: RedisType = RedisType::new(
+    "tm-sketch",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: None,
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: Redis hands back a pointer this module stored with `set_value` (a boxed Value).
+    let v = unsafe { &*value.cast::<Value>() };
+    raw::save_slice(rdb, &v.to_bytes());
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if encver > ENCODING_VERSION || encver < 1 {
+        return std::ptr::null_mut();
+    }
+    let Ok(buf) = raw::load_string_buffer(rdb) else {
+        return std::ptr::null_mut();
+    };
+    match catch_unwind(|| Value::from_bytes(buf.as_ref())) {
+        Ok(Ok(v)) => Box::into_raw(Box::new(v)).cast(),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: `value` is a boxed Value of this type (as in `rdb_save`).
+    let v = unsafe { &*value.cast::<Value>() };
+    let bytes = v.to_bytes();
+    let (Ok(cmd), Ok(fmt)) = (CString::new("TM.LOAD"), CString::new("sb")) else {
+        return;
+    };
+    // SAFETY: `EmitAOF` is set after `RedisModule_Init`; "sb" takes a RedisModuleString* and a
+    // (char*, size_t) buffer, which is what follows; `bytes` outlives the call.
+    unsafe {
+        if let Some(emit) = raw::RedisModule_EmitAOF {
+            emit(
+                aof,
+                cmd.as_ptr(),
+                fmt.as_ptr(),
+                key,
+                bytes.as_ptr(),
+                bytes.len(),
+            );
+        }
+    }
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: a boxed Value of this type.
+    let v = unsafe { &*value.cast::<Value>() };
+    v.bytes()
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: Redis frees each value once; it was created by `Box::into_raw`.
+        drop(unsafe { Box::from_raw(value.cast::<Value>()) });
+    }
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: a boxed Value of this type.
+    let v = unsafe { &*value.cast::<Value>() };
+    Box::into_raw(Box::new(v.clone())).cast()
+}
+
+/// Redis's keyspace as the command layer sees it. Keys stay open until the command ends.
+struct RedisKeyspace<'c> {
+    ctx: &'c Context,
+    open: Vec<RedisKeyWritable>,
+}
+
+impl RedisKeyspace<'_> {
+    fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
+        let name = RedisString::create_from_slice(self.ctx.ctx, key);
+        self.open.push(self.ctx.open_key_writable(&name));
+        let last = self.open.len() - 1;
+        &self.open[last]
+    }
+}
+
+impl Keyspace for RedisKeyspace<'_> {
+    fn lookup(&mut self, key: &[u8]) -> Lookup<'_> {
+        let k = self.open(key);
+        match k.get_value::<Value>(&TM_TYPE) {
+            Ok(Some(v)) => Lookup::Found(v),
+            Ok(None) => Lookup::Missing,
+            Err(_) => Lookup::Foreign,
+        }
+    }
+
+    fn store(&mut self, key: &[u8], value: Value) {
+        let k = self.open(key);
+        // The command layer stores only on a missing key or one of this type.
+        let _ = k.set_value(&TM_TYPE, value);
+    }
+
+    fn store_string(&mut self, key: &[u8], bytes: Vec<u8>) -> bool {
+        let k = self.open(key);
+        if !matches!(k.key_type(), KeyType::Empty | KeyType::String) {
+            return false;
+        }
+        match k.as_string_dma() {
+            Ok(mut dma) => dma.write(&bytes).is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+fn to_resp(r: Reply) -> RedisValue {
+    match r {
+        Reply::Ok => RedisValue::SimpleStringStatic("OK"),
+        Reply::Integer(i) => RedisValue::Integer(i),
+        Reply::Double(d) => RedisValue::Float(d),
+        Reply::Bulk(b) => RedisValue::StringBuffer(b),
+        Reply::Null => RedisValue::Null,
+        Reply::Array(a) => RedisValue::Array(a.into_iter().map(to_resp).collect()),
+        Reply::Map(m) => RedisValue::OrderedMap(
+            m.into_iter()
+                .map(|(k, v)| (RedisValueKey::String(k.to_string()), to_resp(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let argv: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if ctx.is_keys_position_request() {
+        for pos in key_positions(&argv) {
+            ctx.key_at_pos(pos as i32);
+        }
+        return Ok(RedisValue::NoReply);
+    }
+    let mut ks = RedisKeyspace {
+        ctx,
+        open: Vec::new(),
+    };
+    let env = Env { now_ms: now_ms() };
+    // The command layer never panics on any input (tests drive random vectors through it);
+    // should an internal invariant break anyway, the client gets an error, not a dead server.
+    let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, &argv))) {
+        Ok(o) => o,
+        Err(_) => {
+            return Err(RedisError::Str(
+                "ERR tidemark: internal error (a bug; please report it)",
+            ))
+        }
+    };
+    match outcome.replicate {
+        Replicate::Nothing => {}
+        Replicate::Verbatim => ctx.replicate_verbatim(),
+        Replicate::Rewritten(v) => {
+            if let Some((name, rest)) = v.split_first() {
+                let name = String::from_utf8_lossy(name).into_owned();
+                let rest: Vec<&[u8]> = rest.iter().map(Vec::as_slice).collect();
+                ctx.replicate(&name, rest.as_slice());
+            }
+        }
+    }
+    drop(ks);
+    match outcome.reply {
+        Ok(r) => Ok(to_resp(r)),
+        Err(e) => Err(RedisError::String(e.to_string().replace(['\r', '\n'], " "))),
+    }
+}
+
+redis_module! {
+    name: "tidemark",
+    version: 1,
+    allocator: (TmAlloc, TmAlloc),
+    data_types: [TM_TYPE],
+    commands: [
+        ["TM.COUNT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.COUNT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
+        ["TM.COUNT.GET", handle, "readonly getkeys-api fast", 1, 1, 1, ""],
+        ["TM.DISTINCT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.DISTINCT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
+        ["TM.DISTINCT.COUNT", handle, "readonly getkeys-api", 1, -1, 1, ""],
+        ["TM.DISTINCT.TOPF", handle, "write deny-oom getkeys-api", 1, 2, 1, ""],
+        ["TM.FREQ.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.QUERY", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.TOP", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.ADDAT", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.EXISTS", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.DEL", handle, "write getkeys-api", 1, 1, 1, ""],
+        ["TM.INFO", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.DUMP", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.LOAD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+    ],
+}
