@@ -260,11 +260,24 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
 }
 
+/// Asks Redis to hand RDB read errors to `rdb_load` instead of stopping the server: a
+/// truncated or corrupted `RESTORE` payload must be an error reply.
+fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
+    // SAFETY: called from `RedisModule_OnLoad` after `RedisModule_Init`, with the load context.
+    unsafe {
+        if let Some(set) = raw::RedisModule_SetModuleOptions {
+            set(ctx.ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int);
+        }
+    }
+    redis_module::Status::Ok
+}
+
 redis_module! {
     name: "tidemark",
     version: 1,
     allocator: (TmAlloc, TmAlloc),
     data_types: [TM_TYPE],
+    init: init,
     commands: [
         ["TM.COUNT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
         ["TM.COUNT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],

@@ -361,7 +361,7 @@ pub fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Command<'a>, CmdError> {
             let mut window = None;
             let n = rest.len();
             if n >= 3 && rest[n - 2].eq_ignore_ascii_case(b"WINDOW") {
-                let mut w = Args::new(name, &rest[n - 3..]);
+                let mut w = Args::new(name, &rest[n - 2..]);
                 window = Some(w.ms("WINDOW")?);
                 rest.truncate(n - 2);
             }
