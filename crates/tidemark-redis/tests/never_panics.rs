@@ -91,6 +91,7 @@ proptest! {
                 Err(e) => {
                     let msg = e.to_string();
                     prop_assert!(msg.starts_with("ERR ") || msg.starts_with("WRONGTYPE "), "{msg}");
+                    prop_assert!(msg.bytes().all(|b| (0x20..0x7f).contains(&b)), "not printable ASCII: {msg}");
                 }
             }
         }

@@ -27,7 +27,7 @@ pub fn show(arg: &[u8]) -> String {
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
     if arg.len() > 64 {
-        s.push('…');
+        s.push_str("...");
     }
     s
 }

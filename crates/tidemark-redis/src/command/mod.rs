@@ -216,8 +216,47 @@ pub enum CmdError {
     },
 }
 
+/// An error line as Redis can carry it: ASCII only (Redis's module API sends error text
+/// byte by byte, and clients refuse invalid UTF-8), no line breaks. The core's messages use a
+/// few mathematical signs; they are spelled out.
+pub fn ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\r' | '\n' => out.push(' '),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            'ε' => out.push_str("epsilon"),
+            'δ' => out.push_str("delta"),
+            'φ' => out.push_str("phi"),
+            'σ' => out.push_str("sigma"),
+            'λ' => out.push_str("lambda"),
+            '≤' => out.push_str("<="),
+            '≥' => out.push_str(">="),
+            '≠' => out.push_str("!="),
+            '−' => out.push('-'),
+            '×' | '·' => out.push('*'),
+            '…' => out.push_str("..."),
+            '⌈' => out.push_str("ceil("),
+            '⌉' => out.push(')'),
+            '√' => out.push_str("sqrt"),
+            '–' | '—' => out.push('-'),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
 impl fmt::Display for CmdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.write_raw(&mut s)?;
+        f.write_str(&ascii(&s))
+    }
+}
+
+impl CmdError {
+    fn write_raw(&self, f: &mut String) -> fmt::Result {
+        use fmt::Write;
         match self {
             CmdError::UnknownCommand { name } => write!(f, "ERR unknown command '{name}'"),
             CmdError::Arity { cmd } => {
