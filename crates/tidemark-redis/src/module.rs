@@ -22,7 +22,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
-use redis_module::redisvalue::RedisValueKey;
 use redis_module::{
     raw, redis_module, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue,
 };
@@ -154,18 +153,38 @@ unsafe extern "C" fn copy(
     Box::into_raw(Box::new(v.clone())).cast()
 }
 
-/// Redis's keyspace as the command layer sees it. Keys stay open until the command ends.
+/// Redis's keyspace as the command layer sees it. Keys stay open until the command ends; a
+/// key named by an argument is opened through that argument's string (no copy), and a key
+/// opened once is reused.
 struct RedisKeyspace<'c> {
     ctx: &'c Context,
-    open: Vec<RedisKeyWritable>,
+    args: &'c [RedisString],
+    open: Vec<(*const u8, usize, RedisKeyWritable)>,
 }
 
 impl RedisKeyspace<'_> {
     fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
-        let name = RedisString::create_from_slice(self.ctx.ctx, key);
-        self.open.push(self.ctx.open_key_writable(&name));
-        let last = self.open.len() - 1;
-        &self.open[last]
+        let at = (key.as_ptr(), key.len());
+        let found = self.open.iter().position(|(p, n, _)| (*p, *n) == at);
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let handle = match self
+                    .args
+                    .iter()
+                    .find(|a| a.as_slice().as_ptr() == key.as_ptr())
+                {
+                    Some(arg) => self.ctx.open_key_writable(arg),
+                    None => {
+                        let name = RedisString::create_from_slice(self.ctx.ctx, key);
+                        self.ctx.open_key_writable(&name)
+                    }
+                };
+                self.open.push((at.0, at.1, handle));
+                self.open.len() - 1
+            }
+        };
+        &self.open[i].2
     }
 }
 
@@ -197,19 +216,126 @@ impl Keyspace for RedisKeyspace<'_> {
     }
 }
 
-fn to_resp(r: Reply) -> RedisValue {
-    match r {
-        Reply::Ok => RedisValue::SimpleStringStatic("OK"),
-        Reply::Integer(i) => RedisValue::Integer(i),
-        Reply::Double(d) => RedisValue::Float(d),
-        Reply::Bulk(b) => RedisValue::StringBuffer(b),
-        Reply::Null => RedisValue::Null,
-        Reply::Array(a) => RedisValue::Array(a.into_iter().map(to_resp).collect()),
-        Reply::Map(m) => RedisValue::OrderedMap(
-            m.into_iter()
-                .map(|(k, v)| (RedisValueKey::String(k.to_string()), to_resp(v)))
-                .collect(),
-        ),
+/// Writes a reply straight through Redis's reply API (no intermediate values): doubles are
+/// RESP3 doubles, or in RESP2 bulk strings in Rust's shortest round-trip form (as ZSCORE
+/// answers, without printf's cost).
+fn reply(ctx: &Context, r: &Reply, resp3: bool) {
+    let c = ctx.ctx;
+    // SAFETY: the reply functions are set by `RedisModule_Init`; `c` is this call's context;
+    // every buffer passed lives across its call.
+    unsafe {
+        match r {
+            Reply::Ok => {
+                if let Some(f) = raw::RedisModule_ReplyWithSimpleString {
+                    f(c, c"OK".as_ptr());
+                }
+            }
+            Reply::Integer(i) => {
+                if let Some(f) = raw::RedisModule_ReplyWithLongLong {
+                    f(c, *i);
+                }
+            }
+            Reply::Double(d) if resp3 => {
+                if let Some(f) = raw::RedisModule_ReplyWithDouble {
+                    f(c, *d);
+                }
+            }
+            Reply::Double(d) => {
+                let mut buf = [0u8; 40];
+                let n = format_double(*d, &mut buf);
+                if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                    f(c, buf.as_ptr().cast(), n);
+                }
+            }
+            Reply::Estimate(e) => {
+                if let Some(f) = raw::RedisModule_ReplyWithArray {
+                    f(c, 3);
+                }
+                e.iter().for_each(|x| reply(ctx, &Reply::Double(*x), resp3));
+            }
+            Reply::Bulk(b) => {
+                if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                    f(c, b.as_ptr().cast(), b.len());
+                }
+            }
+            Reply::Null => {
+                if let Some(f) = raw::RedisModule_ReplyWithNull {
+                    f(c);
+                }
+            }
+            Reply::Array(a) => {
+                if let Some(f) = raw::RedisModule_ReplyWithArray {
+                    f(c, a.len() as std::os::raw::c_long);
+                }
+                a.iter().for_each(|x| reply(ctx, x, resp3));
+            }
+            Reply::Map(m) => {
+                // A RESP3 map, or in RESP2 a flat array of field, value, … (Redis's rule).
+                match raw::RedisModule_ReplyWithMap {
+                    Some(f) => {
+                        f(c, m.len() as std::os::raw::c_long);
+                    }
+                    None => {
+                        if let Some(f) = raw::RedisModule_ReplyWithArray {
+                            f(c, 2 * m.len() as std::os::raw::c_long);
+                        }
+                    }
+                }
+                for (k, v) in m {
+                    if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                        f(c, k.as_ptr().cast(), k.len());
+                    }
+                    reply(ctx, v, resp3);
+                }
+            }
+        }
+    }
+}
+
+/// Writes `d` as the shortest decimal that reads back as `d`; integers and halves (every
+/// counter answer) without the float formatter. Returns the length.
+fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
+    use std::io::Write;
+    let mut w = &mut buf[..];
+    let _ = if d.fract() == 0.0 && d.abs() < 1e15 {
+        write!(w, "{}", d as i64)
+    } else if (d * 2.0).fract() == 0.0 && d.abs() < 1e15 {
+        let sign = if d < 0.0 { "-" } else { "" };
+        write!(w, "{sign}{}.5", d.abs().trunc() as i64)
+    } else {
+        write!(w, "{d}")
+    };
+    40 - w.len()
+}
+
+fn is_resp3(ctx: &Context) -> bool {
+    // SAFETY: `GetContextFlags` is set by `RedisModule_Init`; `ctx.ctx` is this call's context.
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx.ctx)) };
+    flags as u32 & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+}
+
+/// Replicates `name rest…` (RedisModule_Replicate with a vector of strings).
+fn replicate(ctx: &Context, name: &RedisString, rest: &[*mut raw::RedisModuleString]) {
+    // The name as a C string, on the stack (every TM command name is short and has no NUL).
+    let name = name.as_slice();
+    let mut cname = [0u8; 48];
+    if name.len() >= cname.len() || name.contains(&0) {
+        return;
+    }
+    cname[..name.len()].copy_from_slice(name);
+    // SAFETY: `Replicate` is set by `RedisModule_Init`; `cname` is NUL-terminated; "v" takes
+    // an array of RedisModuleString pointers and its length, all alive across the call
+    // (Redis retains what it keeps).
+    unsafe {
+        if let Some(f) = raw::RedisModule_Replicate {
+            f(
+                ctx.ctx,
+                cname.as_ptr().cast(),
+                c"v".as_ptr(),
+                rest.as_ptr(),
+                rest.len(),
+            );
+        }
     }
 }
 
@@ -220,21 +346,33 @@ fn now_ms() -> u64 {
 }
 
 fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let argv: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    // Most commands have a handful of arguments: keep their slices on the stack.
+    let mut small: [&[u8]; 16] = [&[]; 16];
+    let heap: Vec<&[u8]>;
+    let argv: &[&[u8]] = if args.len() <= small.len() {
+        for (s, a) in small.iter_mut().zip(&args) {
+            *s = a.as_slice();
+        }
+        &small[..args.len()]
+    } else {
+        heap = args.iter().map(RedisString::as_slice).collect();
+        &heap
+    };
     if ctx.is_keys_position_request() {
-        for pos in key_positions(&argv) {
+        for pos in key_positions(argv) {
             ctx.key_at_pos(pos as i32);
         }
         return Ok(RedisValue::NoReply);
     }
     let mut ks = RedisKeyspace {
         ctx,
+        args: &args,
         open: Vec::new(),
     };
     let env = Env { now_ms: now_ms() };
     // The command layer never panics on any input (tests drive random vectors through it);
     // should an internal invariant break anyway, the client gets an error, not a dead server.
-    let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, &argv))) {
+    let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, argv))) {
         Ok(o) => o,
         Err(_) => {
             return Err(RedisError::Str(
@@ -245,17 +383,50 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     match outcome.replicate {
         Replicate::Nothing => {}
         Replicate::Verbatim => ctx.replicate_verbatim(),
+        Replicate::WithTime { pos, time } => {
+            let mut digits = [0u8; 24];
+            let n = {
+                use std::io::Write;
+                let mut w = &mut digits[..];
+                let _ = write!(w, "{time}");
+                24 - w.len()
+            };
+            let t = RedisString::create_from_slice(ctx.ctx, &digits[..n]);
+            let mut small = [std::ptr::null_mut(); 16];
+            let heap: Vec<*mut raw::RedisModuleString>;
+            let rest: &[*mut raw::RedisModuleString] = if args.len() <= small.len() + 1 {
+                for (i, a) in args.iter().enumerate().skip(1) {
+                    small[i - 1] = if i == pos { t.inner } else { a.inner };
+                }
+                &small[..args.len() - 1]
+            } else {
+                heap = args
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(|(i, a)| if i == pos { t.inner } else { a.inner })
+                    .collect();
+                &heap
+            };
+            replicate(ctx, &args[0], rest);
+        }
         Replicate::Rewritten(v) => {
-            if let Some((name, rest)) = v.split_first() {
-                let name = String::from_utf8_lossy(name).into_owned();
-                let rest: Vec<&[u8]> = rest.iter().map(Vec::as_slice).collect();
-                ctx.replicate(&name, rest.as_slice());
+            let strings: Vec<RedisString> = v
+                .iter()
+                .map(|a| RedisString::create_from_slice(ctx.ctx, a))
+                .collect();
+            if let Some((name, rest)) = strings.split_first() {
+                let rest: Vec<*mut raw::RedisModuleString> = rest.iter().map(|s| s.inner).collect();
+                replicate(ctx, name, &rest);
             }
         }
     }
     drop(ks);
     match outcome.reply {
-        Ok(r) => Ok(to_resp(r)),
+        Ok(r) => {
+            reply(ctx, &r, is_resp3(ctx));
+            Ok(RedisValue::NoReply)
+        }
         Err(e) => Err(RedisError::String(e.to_string().replace(['\r', '\n'], " "))),
     }
 }

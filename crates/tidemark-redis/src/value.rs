@@ -97,9 +97,7 @@ impl Value {
     pub fn bytes(&self) -> usize {
         core::mem::size_of::<Value>()
             + match self {
-                Value::Count(c) => {
-                    (c.hist.bucket_count() * 8 + 64 * 32).max(c.hist.stats().bits as usize / 8)
-                }
+                Value::Count(c) => c.bytes(),
                 Value::Distinct(Distinct::Ring(r)) => r.bytes(),
                 Value::Distinct(Distinct::Sliding(s)) => s.stats().bytes,
                 Value::Freq(f) => f.bytes(),
@@ -225,6 +223,15 @@ impl Counter {
     /// The window, ms.
     pub fn window(&self) -> u64 {
         self.hist.span().length()
+    }
+
+    /// Bytes held: the histogram, one ring buffer per bucket size in use (each grown to hold
+    /// up to k + 2 timestamps, so counted at that capacity rounded up to a power of two).
+    pub fn bytes(&self) -> usize {
+        let mut sizes: Vec<u64> = self.hist.buckets().map(|b| b.size).collect();
+        sizes.dedup();
+        let per_class = 32 + 8 * (self.hist.k() as usize + 2).next_power_of_two();
+        core::mem::size_of::<ExpHistogram>() + sizes.len() * per_class
     }
 
     /// The latest time seen, if any event (or advance) came.

@@ -33,6 +33,7 @@ fn err(ks: &mut MemKeyspace, s: &str) -> String {
 
 fn triple(r: &Reply) -> (f64, f64, f64) {
     match r {
+        Reply::Estimate([a, b, c]) => (*a, *b, *c),
         Reply::Array(v) => match v.as_slice() {
             [Reply::Double(a), Reply::Double(b), Reply::Double(c)] => (*a, *b, *c),
             _ => panic!("not an estimate: {r:?}"),
@@ -156,7 +157,10 @@ fn star_is_resolved_before_replication() {
     let o: Outcome = run(&mut ks, ENV, &argv("TM.COUNT.ADD c * 3"));
     assert_eq!(
         o.replicate,
-        Replicate::Rewritten(argv("TM.COUNT.ADD c 1000000 3"))
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_000
+        }
     );
     let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c 1000001"));
     assert_eq!(o.replicate, Replicate::Verbatim);
@@ -164,7 +168,10 @@ fn star_is_resolved_before_replication() {
     let o = run(&mut ks, Env { now_ms: 5 }, &argv("TM.COUNT.ADD c *"));
     assert_eq!(
         o.replicate,
-        Replicate::Rewritten(argv("TM.COUNT.ADD c 1000001"))
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_001
+        }
     );
     assert_eq!(
         run(&mut ks, ENV, &argv("TM.COUNT.GET c")).replicate,

@@ -68,6 +68,12 @@ fn check(r: &Reply) {
             }
             v.iter().for_each(check);
         }
+        Reply::Estimate([a, b, c]) => {
+            assert!(
+                b <= a && a <= c,
+                "estimate out of its bracket: {a} [{b}, {c}]"
+            );
+        }
         Reply::Map(m) => m.iter().for_each(|(_, v)| check(v)),
         _ => {}
     }

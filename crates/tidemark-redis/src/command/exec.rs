@@ -9,34 +9,20 @@ use super::args::{show, Time};
 use super::{CmdError, Command, DistinctShape, Env, Keyspace, Lookup, Outcome, Replicate, Reply};
 use crate::value::{redis_dense, Counter, Distinct, Filter, FilterSpec, Freq, Limits, Value};
 
-/// Executes a parsed command. `argv` is the vector it was parsed from (for replication).
-pub fn execute(ks: &mut dyn Keyspace, env: Env, cmd: &Command<'_>, argv: &[&[u8]]) -> Outcome {
+/// Executes a parsed command.
+pub fn execute(ks: &mut dyn Keyspace, env: Env, cmd: &Command<'_>) -> Outcome {
     let mut rep = Replicate::Nothing;
-    let reply = exec(ks, env, cmd, argv, &mut rep);
+    let reply = exec(ks, env, cmd, &mut rep);
     Outcome {
         reply,
         replicate: rep,
     }
 }
 
-/// The argument vector with the time at `pos` replaced by `t`.
-fn rewrite(argv: &[&[u8]], pos: usize, t: u64) -> Vec<Vec<u8>> {
-    argv.iter()
-        .enumerate()
-        .map(|(i, a)| {
-            if i == pos {
-                t.to_string().into_bytes()
-            } else {
-                a.to_vec()
-            }
-        })
-        .collect()
-}
-
-/// How a write that resolved `time` replicates.
-fn replicate_time(time: Time, argv: &[&[u8]], pos: usize, t: u64) -> Replicate {
+/// How a write that resolved `time` (argument `pos`) to `t` replicates.
+fn replicate_time(time: Time, pos: usize, t: u64) -> Replicate {
     match time {
-        Time::Now => Replicate::Rewritten(rewrite(argv, pos, t)),
+        Time::Now => Replicate::WithTime { pos, time: t },
         Time::At(_) => Replicate::Verbatim,
     }
 }
@@ -111,7 +97,6 @@ fn exec(
     ks: &mut dyn Keyspace,
     env: Env,
     cmd: &Command<'_>,
-    argv: &[&[u8]],
     rep: &mut Replicate,
 ) -> Result<Reply, CmdError> {
     match cmd {
@@ -142,7 +127,7 @@ fn exec(
                     c.hist.now()
                 ),
             })?;
-            *rep = replicate_time(*time, argv, 2, t);
+            *rep = replicate_time(*time, 2, t);
             Ok(c.hist.estimate().into())
         }
         Command::CountGet { key, at } => {
@@ -229,7 +214,7 @@ fn exec(
                     msg: format!("time {t} refused: {e}"),
                 })?;
             }
-            *rep = replicate_time(*time, argv, 2, t);
+            *rep = replicate_time(*time, 2, t);
             Ok(Reply::Integer(items.len() as i64))
         }
         Command::DistinctCount { keys, window, at } => {
@@ -336,7 +321,7 @@ fn exec(
                     ),
                 })?;
             }
-            *rep = replicate_time(*time, argv, 2, t);
+            *rep = replicate_time(*time, 2, t);
             Ok(Reply::Integer(items.len() as i64))
         }
         Command::FreqQuery { key, items, window } => {
@@ -433,7 +418,7 @@ fn exec(
                     v.extend(items.iter().map(|i| i.to_vec()));
                     Replicate::Rewritten(v)
                 }
-                (Some(tm), _) => replicate_time(*tm, argv, 2, t),
+                (Some(tm), _) => replicate_time(*tm, 2, t),
                 (None, false) => Replicate::Verbatim,
             };
             result.map(|()| Reply::Array(out))

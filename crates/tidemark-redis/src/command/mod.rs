@@ -10,7 +10,7 @@
 //! - **Times.** Milliseconds since the epoch; `*` is the server's clock, but never earlier
 //!   than the key's latest time, so a clock stepping back a little never makes an `ADD` fail.
 //!   A write with `*` replicates (and goes to the AOF) with the time resolved, so a replica and
-//!   a replay see the same number ([`Replicate::Rewritten`]).
+//!   a replay see the same number ([`Replicate::WithTime`]).
 //! - **Order.** A counter's events come in time order (an explicit time before the latest is
 //!   refused); ring values take a late event into its own bucket while the ring holds it.
 //! - **Answers.** `[estimate, low, high]` as doubles (RESP3 doubles, RESP2 bulk strings, as
@@ -62,6 +62,8 @@ pub enum Reply {
     Double(f64),
     /// A bulk string.
     Bulk(Vec<u8>),
+    /// `[estimate, low, high]`: an array of three doubles.
+    Estimate([f64; 3]),
     /// An array.
     Array(Vec<Reply>),
     /// A map (RESP3 `%`; RESP2 a flat array of field, value, …), in this order.
@@ -99,6 +101,13 @@ pub enum Replicate {
     Nothing,
     /// As the client sent it.
     Verbatim,
+    /// As the client sent it, but with argument `pos` (a `*` time) replaced by `time`.
+    WithTime {
+        /// The argument's position in the vector (0: the command's name).
+        pos: usize,
+        /// The resolved time, ms.
+        time: u64,
+    },
     /// As this argument vector (the clock resolved).
     Rewritten(Vec<Vec<u8>>),
 }
@@ -121,7 +130,7 @@ pub fn run(ks: &mut dyn Keyspace, env: Env, argv: &[Vec<u8>]) -> Outcome {
 /// [`run`] over borrowed arguments.
 pub fn run_refs(ks: &mut dyn Keyspace, env: Env, argv: &[&[u8]]) -> Outcome {
     match parse(argv) {
-        Ok(cmd) => execute(ks, env, &cmd, argv),
+        Ok(cmd) => execute(ks, env, &cmd),
         Err(e) => Outcome {
             reply: Err(e),
             replicate: Replicate::Nothing,
@@ -267,10 +276,12 @@ impl CmdError {
             }
             CmdError::Syntax { cmd, got } => write!(f, "ERR {cmd}: syntax error at '{got}'"),
             CmdError::Param { cmd, msg } => write!(f, "ERR {cmd}: {msg}"),
-            CmdError::NoSuchKey { cmd, key } => {
-                let create = cmd.rsplit_once('.').map_or(*cmd, |(ty, _)| ty);
-                write!(f, "ERR {cmd}: no such key '{key}'; create it with {create}.CREATE")
-            }
+            CmdError::NoSuchKey { cmd, key } => match cmd.rsplit_once('.') {
+                Some((ty, _)) if ty != "TM" => {
+                    write!(f, "ERR {cmd}: no such key '{key}'; create it with {ty}.CREATE")
+                }
+                _ => write!(f, "ERR {cmd}: no such key '{key}'"),
+            },
             CmdError::KeyExists { cmd, key } => write!(f, "ERR {cmd}: key '{key}' already exists"),
             CmdError::WrongType { cmd, key, holds } => match holds {
                 Some(t) => write!(
