@@ -159,32 +159,39 @@ unsafe extern "C" fn copy(
 struct RedisKeyspace<'c> {
     ctx: &'c Context,
     args: &'c [RedisString],
-    open: Vec<(*const u8, usize, RedisKeyWritable)>,
+    // Most commands open one key: it stays inline, further ones go to `more`.
+    first: Option<(*const u8, usize, RedisKeyWritable)>,
+    more: Vec<(*const u8, usize, RedisKeyWritable)>,
 }
 
 impl RedisKeyspace<'_> {
     fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
         let at = (key.as_ptr(), key.len());
-        let found = self.open.iter().position(|(p, n, _)| (*p, *n) == at);
-        let i = match found {
-            Some(i) => i,
-            None => {
-                let handle = match self
-                    .args
-                    .iter()
-                    .find(|a| a.as_slice().as_ptr() == key.as_ptr())
-                {
-                    Some(arg) => self.ctx.open_key_writable(arg),
-                    None => {
-                        let name = RedisString::create_from_slice(self.ctx.ctx, key);
-                        self.ctx.open_key_writable(&name)
-                    }
-                };
-                self.open.push((at.0, at.1, handle));
-                self.open.len() - 1
+        let same = |e: &(*const u8, usize, RedisKeyWritable)| (e.0, e.1) == at;
+        if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
+            let handle = match self
+                .args
+                .iter()
+                .find(|a| a.as_slice().as_ptr() == key.as_ptr())
+            {
+                Some(arg) => self.ctx.open_key_writable(arg),
+                None => {
+                    let name = RedisString::create_from_slice(self.ctx.ctx, key);
+                    self.ctx.open_key_writable(&name)
+                }
+            };
+            match self.first {
+                None => self.first = Some((at.0, at.1, handle)),
+                Some(_) => self.more.push((at.0, at.1, handle)),
             }
-        };
-        &self.open[i].2
+        }
+        match &self.first {
+            Some(e) if same(e) => &e.2,
+            _ => {
+                let i = self.more.iter().position(same);
+                &self.more[i.expect("the key was opened just above")].2
+            }
+        }
     }
 }
 
@@ -295,16 +302,39 @@ fn reply(ctx: &Context, r: &Reply, resp3: bool) {
 /// Writes `d` as the shortest decimal that reads back as `d`; integers and halves (every
 /// counter answer) without the float formatter. Returns the length.
 fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
+    if d.abs() < 1e15 && (d * 2.0).fract() == 0.0 {
+        // An integer or a half: digits by hand (the float formatter is the slow path).
+        let half = d.fract() != 0.0;
+        let mut n = d.abs().trunc() as u64;
+        let mut digits = [0u8; 20];
+        let mut len = 0;
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut at = 0;
+        if d < 0.0 {
+            buf[0] = b'-';
+            at = 1;
+        }
+        for i in (0..len).rev() {
+            buf[at] = digits[i];
+            at += 1;
+        }
+        if half {
+            buf[at] = b'.';
+            buf[at + 1] = b'5';
+            at += 2;
+        }
+        return at;
+    }
     use std::io::Write;
     let mut w = &mut buf[..];
-    let _ = if d.fract() == 0.0 && d.abs() < 1e15 {
-        write!(w, "{}", d as i64)
-    } else if (d * 2.0).fract() == 0.0 && d.abs() < 1e15 {
-        let sign = if d < 0.0 { "-" } else { "" };
-        write!(w, "{sign}{}.5", d.abs().trunc() as i64)
-    } else {
-        write!(w, "{d}")
-    };
+    let _ = write!(w, "{d}");
     40 - w.len()
 }
 
@@ -367,9 +397,17 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut ks = RedisKeyspace {
         ctx,
         args: &args,
-        open: Vec::new(),
+        first: None,
+        more: Vec::new(),
     };
-    let env = Env { now_ms: now_ms() };
+    // The clock only for commands that can read it (`*`, and filters with EXPIRE).
+    let clock = argv.iter().any(|a| *a == b"*")
+        || argv
+            .first()
+            .is_some_and(|n| n.len() > 9 && n[..10].eq_ignore_ascii_case(b"TM.FILTER."));
+    let env = Env {
+        now_ms: if clock { now_ms() } else { 0 },
+    };
     // The command layer never panics on any input (tests drive random vectors through it);
     // should an internal invariant break anyway, the client gets an error, not a dead server.
     let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, argv))) {
