@@ -250,6 +250,25 @@ fn live_values_survive_reload_restarts_restore_and_copy() {
             .query(&mut c)
             .unwrap();
     }
+    // A payload of a newer encoding version is refused (and the server goes on).
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("c").query(&mut c).unwrap();
+    // [type 7 (module, v2)] [0x81 + module id, 8 bytes big-endian: name · 2^10 + encver] …
+    assert_eq!(&payload[..2], &[7, 0x81]);
+    let id = u64::from_be_bytes(payload[2..10].try_into().unwrap());
+    assert_eq!(id & 0x3ff, 1, "encoding version 1");
+    let mut newer = payload.clone();
+    newer[2..10].copy_from_slice(&((id & !0x3ff) | 2).to_be_bytes());
+    let n = newer.len() - 8;
+    let crc = crc64(&newer[..n]);
+    newer[n..].copy_from_slice(&crc.to_le_bytes());
+    let e = redis::cmd("RESTORE")
+        .arg("newer")
+        .arg(0)
+        .arg(newer)
+        .query::<Value>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Bad data format"), "{e}");
+    assert_eq!(q(&mut c, "EXISTS newer").unwrap(), Value::Int(0));
     let restored: Vec<String> = keys.iter().map(|k| format!("{k}.r")).collect();
     let copied: Vec<String> = keys.iter().map(|k| format!("{k}.c")).collect();
     let r: Vec<&str> = restored.iter().map(String::as_str).collect();
