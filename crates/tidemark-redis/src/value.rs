@@ -137,6 +137,13 @@ impl Value {
                 }
             }
             Family::RingWindow => {
+                // The ring's slot table is allocated from its parameters: check them first.
+                let env = codec::decode(bytes).map_err(LoadError::Decode)?;
+                let mut params = env.params();
+                let p = params.u8("precision").map_err(LoadError::Decode)?;
+                params.u64("bucket width").map_err(LoadError::Decode)?;
+                let n = params.u32("buckets").map_err(LoadError::Decode)?;
+                check_ring(n as u64, p)?;
                 let r = RingWindow::from_bytes(bytes).map_err(LoadError::Decode)?;
                 check_ring(r.buckets(), r.precision())?;
                 if r.width()
@@ -203,7 +210,9 @@ fn check_ring(buckets: u64, p: u8) -> Result<(), LoadError> {
     if buckets > Limits::MAX_RING_BUCKETS {
         return Err(LoadError::Limit("more than 65,536 ring buckets"));
     }
-    if buckets.saturating_mul(1 << p) > Limits::MAX_KEY_BYTES {
+    if buckets.saturating_mul(1u64.checked_shl(p as u32).unwrap_or(u64::MAX))
+        > Limits::MAX_KEY_BYTES
+    {
         return Err(LoadError::Limit("ring buckets × 2^precision above 1 GiB"));
     }
     Ok(())

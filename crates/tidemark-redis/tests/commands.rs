@@ -513,3 +513,13 @@ fn info_names_type_parameters_and_bracket() {
         assert!(keys.contains(&k), "{k} missing from {keys:?}");
     }
 }
+
+#[test]
+fn load_refuses_a_ring_larger_than_create_allows_before_allocating_it() {
+    // A valid envelope of a 10^6-bucket ring (the core's limit) is beyond the module's 65,536.
+    let ring = tidemark::cardinality::RingWindow::new(14, 1, 1_000_000).unwrap();
+    let mut ks = MemKeyspace::default();
+    let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), ring.to_bytes()];
+    let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
+    assert!(e.contains("65,536 ring buckets"), "{e}");
+}
