@@ -119,6 +119,21 @@ impl Value {
     /// Reads what [`Value::to_bytes`] wrote (or a CLI `--save` file of a family a key can
     /// hold), checking every bound a `CREATE` would.
     pub fn from_bytes(bytes: &[u8]) -> Result<Value, LoadError> {
+        let v = Value::decode(bytes)?;
+        // Every time a command handles stays at most 2^52 ms, so no sum of a time and a
+        // window can overflow; a value claiming a later one is refused.
+        if v.latest().is_some_and(|t| t > Limits::MAX_TIME_MS) {
+            return Err(LoadError::Limit("a latest time beyond 2^52 ms"));
+        }
+        if let Value::Count(c) = &v {
+            if c.hist.now() > Limits::MAX_TIME_MS {
+                return Err(LoadError::Limit("a latest time beyond 2^52 ms"));
+            }
+        }
+        Ok(v)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Value, LoadError> {
         if bytes.starts_with(BUNDLE_MAGIC) {
             return decode_bundle(bytes);
         }
@@ -173,10 +188,12 @@ impl Value {
     pub fn latest(&self) -> Option<u64> {
         match self {
             Value::Count(c) => c.latest(),
-            Value::Distinct(Distinct::Ring(r)) => r.newest_bucket().map(|b| b * r.width()),
+            Value::Distinct(Distinct::Ring(r)) => {
+                r.newest_bucket().map(|b| b.saturating_mul(r.width()))
+            }
             Value::Distinct(Distinct::Sliding(s)) => s.newest(),
-            Value::Freq(f) => f.newest.map(|b| b * f.bucket_ms),
-            Value::Filter(f) => f.newest_gen.map(|g| g * f.gen_ms()),
+            Value::Freq(f) => f.newest.map(|b| b.saturating_mul(f.bucket_ms)),
+            Value::Filter(f) => f.newest_gen.map(|g| g.saturating_mul(f.gen_ms())),
         }
     }
 }
@@ -382,7 +399,7 @@ impl Freq {
         if let Some(newest) = self.newest {
             if bucket + n <= newest {
                 return Err(TooOld {
-                    oldest: (newest + 1 - n) * self.bucket_ms,
+                    oldest: (newest + 1 - n).saturating_mul(self.bucket_ms),
                 });
             }
         }
@@ -650,7 +667,7 @@ impl Filter {
     fn live(&self, g: u64, now: u64) -> bool {
         match self.expire_ms {
             None => true,
-            Some(_) => g + (Limits::GENERATIONS - 1) >= now / self.gen_ms(),
+            Some(_) => g.saturating_add(Limits::GENERATIONS - 1) >= now / self.gen_ms(),
         }
     }
 
@@ -673,7 +690,7 @@ impl Filter {
         while self
             .gens
             .front()
-            .is_some_and(|(old, _)| !self.live(*old, g * self.gen_ms()))
+            .is_some_and(|(old, _)| !self.live(*old, g.saturating_mul(self.gen_ms())))
         {
             self.gens.pop_front();
         }

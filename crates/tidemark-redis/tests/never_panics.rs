@@ -80,7 +80,11 @@ fn check(r: &Reply) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3_000, ..ProptestConfig::default() })]
+    // 3,000 cases each by default; PROPTEST_CASES=n for a longer run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn random_argument_vectors_never_panic(
@@ -124,7 +128,7 @@ proptest! {
             bytes.truncate(cut.index(bytes.len() + 1));
         }
         // Re-seal the checksum so the mutation reaches the family's own checks.
-        if reseal && bytes.len() > 8 && bytes.starts_with(b"TDMK") {
+        if reseal && bytes.len() > 8 && (bytes.starts_with(b"TDMK") || bytes.starts_with(b"TMRB")) {
             let n = bytes.len() - 8;
             let sum = codec::checksum_of(&bytes[..n]);
             bytes[n..].copy_from_slice(&sum.to_le_bytes());

@@ -199,7 +199,7 @@ fn exec(
             let name = "TM.DISTINCT.ADD";
             let d = get_as!(ks, name, key, Distinct);
             let latest = match d {
-                Distinct::Ring(r) => r.newest_bucket().map(|b| b * r.width()),
+                Distinct::Ring(r) => r.newest_bucket().map(|b| b.saturating_mul(r.width())),
                 Distinct::Sliding(s) => s.newest(),
             };
             let t = resolve(*time, env, latest);
@@ -230,7 +230,7 @@ fn exec(
             for key in keys {
                 let d = get_as!(ks, name, key, Distinct);
                 let l = match d {
-                    Distinct::Ring(r) => r.newest_bucket().map(|b| b * r.width()),
+                    Distinct::Ring(r) => r.newest_bucket().map(|b| b.saturating_mul(r.width())),
                     Distinct::Sliding(s) => s.newest(),
                 };
                 latest = latest.max(l);
@@ -310,7 +310,7 @@ fn exec(
         Command::FreqAdd { key, time, items } => {
             let name = "TM.FREQ.ADD";
             let f = get_as!(ks, name, key, Freq);
-            let t = resolve(*time, env, f.newest.map(|b| b * f.bucket_ms));
+            let t = resolve(*time, env, f.newest.map(|b| b.saturating_mul(f.bucket_ms)));
             for (item, count) in items {
                 // The time is the same for every item: the first refuses or none does.
                 f.add(t, item, *count).map_err(|e| CmdError::Time {
@@ -385,7 +385,7 @@ fn exec(
             };
             let f = get_as!(ks, name, key, Filter);
             let expiring = f.expire_ms.is_some();
-            let latest = f.newest_gen.map(|g| g * f.gen_ms());
+            let latest = f.newest_gen.map(|g| g.saturating_mul(f.gen_ms()));
             let t = resolve(time.unwrap_or(Time::Now), env, latest);
             let mut out = Vec::with_capacity(items.len());
             let mut result = Ok(());
@@ -426,7 +426,11 @@ fn exec(
         Command::FilterExists { key, items } => {
             let name = "TM.FILTER.EXISTS";
             let f = get_as!(ks, name, key, Filter);
-            let now = resolve(Time::Now, env, f.newest_gen.map(|g| g * f.gen_ms()));
+            let now = resolve(
+                Time::Now,
+                env,
+                f.newest_gen.map(|g| g.saturating_mul(f.gen_ms())),
+            );
             Ok(Reply::Array(
                 items
                     .iter()
@@ -495,12 +499,12 @@ fn distinct_args(
     env: Env,
 ) -> Result<(u64, u64), CmdError> {
     let latest = match d {
-        Distinct::Ring(r) => r.newest_bucket().map(|b| b * r.width()),
+        Distinct::Ring(r) => r.newest_bucket().map(|b| b.saturating_mul(r.width())),
         Distinct::Sliding(s) => s.newest(),
     };
     let now = match at {
         None => match d {
-            Distinct::Ring(r) => r.newest_bucket().map_or(0, |b| b * r.width()),
+            Distinct::Ring(r) => r.newest_bucket().map_or(0, |b| b.saturating_mul(r.width())),
             Distinct::Sliding(s) => s.newest().unwrap_or(0),
         },
         Some(a) => resolve(a, env, latest),
