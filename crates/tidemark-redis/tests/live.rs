@@ -364,7 +364,13 @@ fn live_cluster_spreads_and_reads_back_10000_keys() {
         return;
     }
     let dir = TempDir::new("cluster");
-    let ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
+    let mut ports: Vec<u16> = Vec::new();
+    while ports.len() < 3 {
+        let p = common::free_cluster_port();
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
     let nodes: Vec<Server> = ports
         .iter()
         .map(|&p| {

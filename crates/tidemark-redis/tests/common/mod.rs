@@ -74,6 +74,22 @@ pub fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// A free port for a cluster node: its bus port (port + 10,000) must be free too and below
+/// 65,536, which ephemeral ports (up to 60,999) do not promise.
+pub fn free_cluster_port() -> u16 {
+    let seed = std::process::id() as u64 ^ free_port() as u64;
+    for i in 0..10_000u64 {
+        let p =
+            20_000 + ((seed.wrapping_mul(2_654_435_761).wrapping_add(i * 7_919)) % 25_000) as u16;
+        let a = TcpListener::bind(("127.0.0.1", p));
+        let b = TcpListener::bind(("127.0.0.1", p + 10_000));
+        if a.is_ok() && b.is_ok() {
+            return p;
+        }
+    }
+    panic!("no free port pair for a cluster node");
+}
+
 /// A temporary directory removed on drop.
 pub struct TempDir(pub PathBuf);
 
