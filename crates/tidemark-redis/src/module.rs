@@ -159,30 +159,43 @@ unsafe extern "C" fn copy(
 struct RedisKeyspace<'c> {
     ctx: &'c Context,
     args: &'c [RedisString],
-    // Most commands open one key: it stays inline, further ones go to `more`.
-    first: Option<(*const u8, usize, RedisKeyWritable)>,
-    more: Vec<(*const u8, usize, RedisKeyWritable)>,
+    // Most commands open one key: it stays inline, further ones go to `more`. Each entry:
+    // the key's bytes (address, length), its handle, and its name as a Redis string.
+    first: Option<OpenKey>,
+    more: Vec<OpenKey>,
+    // Names made for keys that are not an argument as such, alive until the command ends.
+    owned: Vec<RedisString>,
 }
+
+type OpenKey = (
+    *const u8,
+    usize,
+    RedisKeyWritable,
+    *mut raw::RedisModuleString,
+);
 
 impl RedisKeyspace<'_> {
     fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
         let at = (key.as_ptr(), key.len());
-        let same = |e: &(*const u8, usize, RedisKeyWritable)| (e.0, e.1) == at;
+        let same = |e: &OpenKey| (e.0, e.1) == at;
         if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
-            let handle = match self
+            let (handle, name) = match self
                 .args
                 .iter()
                 .find(|a| a.as_slice().as_ptr() == key.as_ptr())
             {
-                Some(arg) => self.ctx.open_key_writable(arg),
+                Some(arg) => (self.ctx.open_key_writable(arg), arg.inner),
                 None => {
                     let name = RedisString::create_from_slice(self.ctx.ctx, key);
-                    self.ctx.open_key_writable(&name)
+                    let handle = self.ctx.open_key_writable(&name);
+                    let inner = name.inner;
+                    self.owned.push(name);
+                    (handle, inner)
                 }
             };
             match self.first {
-                None => self.first = Some((at.0, at.1, handle)),
-                Some(_) => self.more.push((at.0, at.1, handle)),
+                None => self.first = Some((at.0, at.1, handle, name)),
+                Some(_) => self.more.push((at.0, at.1, handle, name)),
             }
         }
         match &self.first {
@@ -190,6 +203,21 @@ impl RedisKeyspace<'_> {
             _ => {
                 let i = self.more.iter().position(same);
                 &self.more[i.expect("the key was opened just above")].2
+            }
+        }
+    }
+
+    /// Tells Redis the keys a write touched (WATCH, client-side caching). The module asks
+    /// Redis not to do it on its own, which it would for every key opened for writing, reads
+    /// included.
+    fn signal_modified(&self) {
+        for (_, _, _, name) in self.first.iter().chain(&self.more) {
+            // SAFETY: set by `RedisModule_Init`; `name` is an argument of this call or a
+            // string in `owned`, both alive.
+            unsafe {
+                if let Some(f) = raw::RedisModule_SignalModifiedKey {
+                    f(self.ctx.ctx, *name);
+                }
             }
         }
     }
@@ -399,6 +427,7 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         args: &args,
         first: None,
         more: Vec::new(),
+        owned: Vec::new(),
     };
     // The clock only for commands that can read it (`*`, and filters with EXPIRE).
     let clock = argv.iter().any(|a| *a == b"*")
@@ -418,6 +447,9 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             ))
         }
     };
+    if outcome.replicate != Replicate::Nothing {
+        ks.signal_modified();
+    }
     match outcome.replicate {
         Replicate::Nothing => {}
         Replicate::Verbatim => ctx.replicate_verbatim(),
@@ -469,13 +501,19 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
 }
 
-/// Asks Redis to hand RDB read errors to `rdb_load` instead of stopping the server: a
-/// truncated or corrupted `RESTORE` payload must be an error reply.
+/// Asks Redis to hand RDB read errors to `rdb_load` instead of stopping the server (a
+/// truncated or corrupted `RESTORE` payload must be an error reply), and to leave the
+/// modified-key signal to the module (keys are opened for writing by reads too, for the ring's
+/// cache; only writes may invalidate a WATCH).
 fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
     // SAFETY: called from `RedisModule_OnLoad` after `RedisModule_Init`, with the load context.
     unsafe {
         if let Some(set) = raw::RedisModule_SetModuleOptions {
-            set(ctx.ctx, raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int);
+            set(
+                ctx.ctx,
+                (raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+                    | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED) as c_int,
+            );
         }
     }
     redis_module::Status::Ok

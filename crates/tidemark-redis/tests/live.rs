@@ -165,6 +165,29 @@ fn live_every_command_answers_as_the_command_layer() {
         let n: i64 = redis::cmd("PFCOUNT").arg("{v}m").query(&mut c).unwrap();
         assert_eq!(n, 7, "a..g ({{v}}s has precision 12: no TOPF)");
     }
+    // Reads leave a WATCH alone; writes (from anyone) invalidate it.
+    let mut w = server.conn();
+    let mut other = server.conn();
+    q(&mut w, "WATCH c").unwrap();
+    q(&mut w, "TM.COUNT.GET c").unwrap();
+    q(&mut other, "TM.COUNT.GET c AT 99999").unwrap();
+    q(&mut other, "TM.INFO c").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_ne!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "a read aborted a WATCH"
+    );
+    q(&mut w, "WATCH c").unwrap();
+    q(&mut other, "TM.COUNT.ADD c 50000").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_eq!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "a write left a WATCH standing"
+    );
     // A module key is not a string, and a string key is not a module key.
     let mut c = server.conn();
     let e = q(&mut c, "GET c").unwrap_err();
