@@ -405,6 +405,31 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
         }
     }
     assert!(full.expect("fills up").contains("RESERVE bits or STACKED"));
+    // EXPIRE counts from an item's latest add: re-adding keeps it.
+    let mut ks = MemKeyspace::default();
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE r CAPACITY 100 FPR 0.001 EXPIRE 4000",
+    );
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.ADDAT r 0 x"),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.ADDAT r 3500 x"),
+        Reply::Array(vec![Reply::Integer(0)])
+    );
+    let late = run(
+        &mut ks,
+        Env { now_ms: 7_400 },
+        &argv("TM.FILTER.EXISTS r x"),
+    )
+    .reply;
+    assert_eq!(
+        late,
+        Ok(Reply::Array(vec![Reply::Integer(1)])),
+        "re-added at 3500, asked at 7400"
+    );
     // EXPIRE: an item is found for EXPIRE ms after its add, forgotten by 1.25 × EXPIRE.
     let mut ks = MemKeyspace::default();
     ok(

@@ -390,12 +390,16 @@ fn exec(
             let mut out = Vec::with_capacity(items.len());
             let mut result = Ok(());
             for item in items {
-                if f.live_gens(t).any(|g| g.contains(item)) {
+                let present = f.live_gens(t).any(|g| g.contains(item));
+                if present && !expiring {
                     out.push(Reply::Integer(0));
                     continue;
                 }
-                match f.target(t).map(|g| g.insert(item)) {
-                    Some(true) => out.push(Reply::Integer(1)),
+                // An expiring filter remembers an item for EXPIRE ms after its *latest* add:
+                // one seen only in an older generation is written again into the current one.
+                let inserted = f.target(t).map(|g| g.contains(item) || g.insert(item));
+                match inserted {
+                    Some(true) => out.push(Reply::Integer(!present as i64)),
                     _ => {
                         let added = out.iter().filter(|r| **r == Reply::Integer(1)).count();
                         result = Err(CmdError::Full {
