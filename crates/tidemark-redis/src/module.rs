@@ -10,7 +10,13 @@
 //!   `MEMORY USAGE` asks [`Value::bytes`]; `COPY` clones.
 //! - Every command declares its keys through the get-keys API ([`key_positions`]), so Redis
 //!   Cluster checks slots and cluster clients route by the first key.
-//! - A write with `*` replicates with the time resolved ([`Replicate::Rewritten`]).
+//! - A write with `*` replicates with the time resolved ([`Replicate::WithTime`]: the one
+//!   argument replaced, the others passed as they came).
+//! - Keys are opened for writing (a distinct ring's query updates its merge cache), so the
+//!   module turns off Redis's implicit modified-key signal and signals the keys of writes
+//!   itself: a read never aborts a `WATCH`.
+//! - Replies go straight through Redis's reply API; RESP2 doubles are bulk strings written by
+//!   Rust (integers and halves by hand), RESP3 doubles are doubles.
 //! - Memory comes from Redis's allocator once the module is loaded (so `INFO memory` and
 //!   `maxmemory` see it), from the system's in a process without Redis (the tests).
 #![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
