@@ -514,6 +514,23 @@ fn dump_and_load_round_trip_every_type() {
     let load = vec![b"TM.LOAD".to_vec(), b"cli".to_vec(), h.to_bytes()];
     assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
     assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET cli")), (7.0, 7.0, 7.0));
+    // A filter as `tidemark filter build --save` writes it.
+    let mut f = tidemark::membership::QuotientFilter::with_reserve(1_000, 0.01, 2).unwrap();
+    f.insert(b"a").unwrap();
+    let load = vec![b"TM.LOAD".to_vec(), b"qf".to_vec(), f.to_bytes()];
+    assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.EXISTS qf a"),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
+    // A plain HyperLogLog is no key type: refused, by name.
+    let load = vec![
+        b"TM.LOAD".to_vec(),
+        b"h".to_vec(),
+        Hll::new(12).unwrap().to_bytes(),
+    ];
+    let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
+    assert!(e.contains("is not a value a TM key holds"), "{e}");
 }
 
 #[test]
