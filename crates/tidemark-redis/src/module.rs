@@ -216,13 +216,31 @@ impl RedisKeyspace<'_> {
     /// Tells Redis the keys a write touched (WATCH, client-side caching). The module asks
     /// Redis not to do it on its own, which it would for every key opened for writing, reads
     /// included.
-    fn signal_modified(&self) {
+    ///
+    /// Each key also gets a keyspace notification of class `d` (module) named after the
+    /// command in lower case (`tm.count.add`), for `notify-keyspace-events` subscribers.
+    fn signal_modified(&self, command: &[u8]) {
+        let mut event = [0u8; 32];
+        let n = command.len().min(event.len() - 1);
+        event[..n].copy_from_slice(&command[..n]);
+        event[..n].make_ascii_lowercase();
+        if event[..n].contains(&0) {
+            return;
+        }
         for (_, _, _, name) in self.first.iter().chain(&self.more) {
             // SAFETY: set by `RedisModule_Init`; `name` is an argument of this call or a
-            // string in `owned`, both alive.
+            // string in `owned`, both alive; `event` is NUL-terminated.
             unsafe {
                 if let Some(f) = raw::RedisModule_SignalModifiedKey {
                     f(self.ctx.ctx, *name);
+                }
+                if let Some(f) = raw::RedisModule_NotifyKeyspaceEvent {
+                    f(
+                        self.ctx.ctx,
+                        raw::REDISMODULE_NOTIFY_MODULE,
+                        event.as_ptr().cast(),
+                        *name,
+                    );
                 }
             }
         }
@@ -454,7 +472,7 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     };
     if outcome.replicate != Replicate::Nothing {
-        ks.signal_modified();
+        ks.signal_modified(argv[0]);
     }
     match outcome.replicate {
         Replicate::Nothing => {}

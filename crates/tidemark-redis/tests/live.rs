@@ -188,6 +188,23 @@ fn live_every_command_answers_as_the_command_layer() {
         Value::Nil,
         "a write left a WATCH standing"
     );
+    // Writes notify keyspace events of class d (module), named after the command.
+    let _: Value = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Ed")
+        .query(&mut w)
+        .unwrap();
+    let mut sub = server.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:tm.count.add").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    q(&mut other, "TM.COUNT.ADD c 60000").unwrap();
+    let msg = pubsub.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "c");
+    drop(pubsub);
     // A module key is not a string, and a string key is not a module key.
     let mut c = server.conn();
     let e = q(&mut c, "GET c").unwrap_err();
