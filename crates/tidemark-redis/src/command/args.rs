@@ -1,0 +1,182 @@
+//! Reading an argument vector: numbers, times, options, each refused with the argument named.
+
+use super::CmdError;
+use crate::value::Limits;
+
+/// A time argument: `*` (the server's clock, resolved before replication) or milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Time {
+    /// `*`: the server's clock (never earlier than the key's latest time).
+    Now,
+    /// Milliseconds since the epoch.
+    At(u64),
+}
+
+/// A cursor over `argv[1..]` of one command.
+pub struct Args<'a> {
+    cmd: &'static str,
+    argv: &'a [&'a [u8]],
+    pos: usize,
+}
+
+/// How a user argument shows in an error: printable, at most 64 characters, no line breaks.
+pub fn show(arg: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&arg[..arg.len().min(64)]);
+    let mut s: String = text
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if arg.len() > 64 {
+        s.push_str("...");
+    }
+    s
+}
+
+impl<'a> Args<'a> {
+    /// A cursor after the command name.
+    pub fn new(cmd: &'static str, argv: &'a [&'a [u8]]) -> Self {
+        Args { cmd, argv, pos: 1 }
+    }
+
+    /// The command's name.
+    pub fn cmd(&self) -> &'static str {
+        self.cmd
+    }
+
+    /// Arguments left.
+    pub fn left(&self) -> usize {
+        self.argv.len() - self.pos
+    }
+
+    /// The next argument without taking it.
+    pub fn peek(&self) -> Option<&'a [u8]> {
+        self.argv.get(self.pos).copied()
+    }
+
+    /// The argument `i` places ahead.
+    pub fn peek_at(&self, i: usize) -> Option<&'a [u8]> {
+        self.argv.get(self.pos + i).copied()
+    }
+
+    /// The next argument, or the arity error.
+    pub fn take(&mut self) -> Result<&'a [u8], CmdError> {
+        let a = self
+            .argv
+            .get(self.pos)
+            .copied()
+            .ok_or(CmdError::Arity { cmd: self.cmd })?;
+        self.pos += 1;
+        Ok(a)
+    }
+
+    /// Whether the next argument is the keyword `word` (any case); takes it if so.
+    pub fn keyword(&mut self, word: &str) -> bool {
+        if self
+            .peek()
+            .is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+        {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Fails unless every argument was used.
+    pub fn done(&self) -> Result<(), CmdError> {
+        match self.peek() {
+            None => Ok(()),
+            Some(a) => Err(CmdError::Syntax {
+                cmd: self.cmd,
+                got: show(a),
+            }),
+        }
+    }
+
+    fn bad(&self, arg: &'static str, expected: &'static str, got: &[u8]) -> CmdError {
+        CmdError::BadArg {
+            cmd: self.cmd,
+            arg,
+            expected,
+            got: show(got),
+        }
+    }
+
+    /// A non-negative integer at most `max`.
+    pub fn u64(
+        &mut self,
+        arg: &'static str,
+        expected: &'static str,
+        max: u64,
+    ) -> Result<u64, CmdError> {
+        let a = self.take()?;
+        parse_u64(a)
+            .filter(|v| *v <= max)
+            .ok_or_else(|| self.bad(arg, expected, a))
+    }
+
+    /// An integer in `1..=max`.
+    pub fn positive(
+        &mut self,
+        arg: &'static str,
+        expected: &'static str,
+        max: u64,
+    ) -> Result<u64, CmdError> {
+        let a = self.take()?;
+        parse_u64(a)
+            .filter(|v| (1..=max).contains(v))
+            .ok_or_else(|| self.bad(arg, expected, a))
+    }
+
+    /// A duration in ms, `1..=2^48`.
+    pub fn ms(&mut self, arg: &'static str) -> Result<u64, CmdError> {
+        self.positive(
+            arg,
+            "a positive integer of milliseconds (at most 2^48)",
+            Limits::MAX_WINDOW_MS,
+        )
+    }
+
+    /// A real number strictly between 0 and 1.
+    pub fn fraction(&mut self, arg: &'static str) -> Result<f64, CmdError> {
+        let a = self.take()?;
+        core::str::from_utf8(a)
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|v| *v > 0.0 && *v < 1.0)
+            .ok_or_else(|| self.bad(arg, "a number strictly between 0 and 1", a))
+    }
+
+    /// A time: `*` or ms since the epoch.
+    pub fn time(&mut self, arg: &'static str) -> Result<Time, CmdError> {
+        let a = self.take()?;
+        if a == b"*" {
+            return Ok(Time::Now);
+        }
+        parse_u64(a)
+            .filter(|v| *v <= Limits::MAX_TIME_MS)
+            .map(Time::At)
+            .ok_or_else(|| {
+                self.bad(
+                    arg,
+                    "a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock",
+                    a,
+                )
+            })
+    }
+}
+
+/// ASCII digits only (no sign, no spaces), without overflow.
+pub fn parse_u64(a: &[u8]) -> Option<u64> {
+    if a.is_empty() || a.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in a {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}

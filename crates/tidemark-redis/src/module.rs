@@ -1,0 +1,573 @@
+//! The shim between Redis and the command layer: argument conversion, the keyspace, RESP
+//! replies, replication, and the type's callbacks.
+//!
+//! - One native type, `tm-sketch` (encoding version [`ENCODING_VERSION`]), holds any
+//!   [`Value`]. RDB stores [`Value::to_bytes`] as one string; `rdb_load` refuses an encoding
+//!   version newer than this build's (Redis then refuses the file or the `RESTORE`) and reads
+//!   every older one. The bytes go through the same validation as `TM.LOAD`, so a corrupted
+//!   `RESTORE` payload is an error reply, never a crash.
+//! - AOF rewrite emits `TM.LOAD key <bytes>`; `DUMP`/`RESTORE` use the RDB callbacks;
+//!   `MEMORY USAGE` asks [`Value::bytes`]; `COPY` clones.
+//! - Every command declares its keys through the get-keys API ([`key_positions`]), so Redis
+//!   Cluster checks slots and cluster clients route by the first key.
+//! - A write with `*` replicates with the time resolved ([`Replicate::WithTime`]: the one
+//!   argument replaced, the others passed as they came).
+//! - Keys are opened for writing (a distinct ring's query updates its merge cache), so the
+//!   module turns off Redis's implicit modified-key signal and signals the keys of writes
+//!   itself: a read never aborts a `WATCH`.
+//! - Replies go straight through Redis's reply API; RESP2 doubles are bulk strings written by
+//!   Rust (integers and halves by hand), RESP3 doubles are doubles.
+//! - Memory comes from Redis's allocator once the module is loaded (so `INFO memory` and
+//!   `maxmemory` see it), from the system's in a process without Redis (the tests).
+#![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::CString;
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use redis_module::key::RedisKeyWritable;
+use redis_module::native_types::RedisType;
+use redis_module::{
+    raw, redis_module, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue,
+};
+
+use crate::command::{key_positions, run_refs, Env, Keyspace, Lookup, Replicate, Reply};
+use crate::value::Value;
+
+/// The RDB encoding version this build writes; it reads this one and every older one.
+pub const ENCODING_VERSION: i32 = 1;
+
+/// Redis's allocator when the module runs inside Redis, the system's otherwise.
+struct TmAlloc;
+
+// SAFETY: both arms are allocators that honour `Layout`. The choice cannot change between an
+// allocation and its free: `RedisModule_Alloc`/`RedisModule_Free` are set once, by
+// `RedisModule_Init` at the top of `RedisModule_OnLoad`, before this library allocates
+// anything (the `redis_module!` load function copies the name to a stack buffer for that
+// reason), and a process without Redis never sets them.
+unsafe impl GlobalAlloc for TmAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: reading a function pointer written once before any allocation (above).
+        match unsafe { raw::RedisModule_Alloc } {
+            Some(_) => unsafe { redis_module::alloc::RedisAlloc.alloc(layout) },
+            None => unsafe { System.alloc(layout) },
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`; `ptr` came from the same arm.
+        match unsafe { raw::RedisModule_Free } {
+            Some(_) => unsafe { redis_module::alloc::RedisAlloc.dealloc(ptr, layout) },
+            None => unsafe { System.dealloc(ptr, layout) },
+        }
+    }
+}
+
+static TM_TYPE: RedisType = RedisType::new(
+    "tm-sketch",
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: None,
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: Redis hands back a pointer this module stored with `set_value` (a boxed Value).
+    let v = unsafe { &*value.cast::<Value>() };
+    raw::save_slice(rdb, &v.to_bytes());
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    if encver > ENCODING_VERSION || encver < 1 {
+        return std::ptr::null_mut();
+    }
+    let Ok(buf) = raw::load_string_buffer(rdb) else {
+        return std::ptr::null_mut();
+    };
+    match catch_unwind(|| Value::from_bytes(buf.as_ref())) {
+        Ok(Ok(v)) => Box::into_raw(Box::new(v)).cast(),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: `value` is a boxed Value of this type (as in `rdb_save`).
+    let v = unsafe { &*value.cast::<Value>() };
+    let bytes = v.to_bytes();
+    let (Ok(cmd), Ok(fmt)) = (CString::new("TM.LOAD"), CString::new("sb")) else {
+        return;
+    };
+    // SAFETY: `EmitAOF` is set after `RedisModule_Init`; "sb" takes a RedisModuleString* and a
+    // (char*, size_t) buffer, which is what follows; `bytes` outlives the call.
+    unsafe {
+        if let Some(emit) = raw::RedisModule_EmitAOF {
+            emit(
+                aof,
+                cmd.as_ptr(),
+                fmt.as_ptr(),
+                key,
+                bytes.as_ptr(),
+                bytes.len(),
+            );
+        }
+    }
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: a boxed Value of this type.
+    let v = unsafe { &*value.cast::<Value>() };
+    v.bytes()
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        // SAFETY: Redis frees each value once; it was created by `Box::into_raw`.
+        drop(unsafe { Box::from_raw(value.cast::<Value>()) });
+    }
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: a boxed Value of this type.
+    let v = unsafe { &*value.cast::<Value>() };
+    Box::into_raw(Box::new(v.clone())).cast()
+}
+
+/// Redis's keyspace as the command layer sees it. Keys stay open until the command ends; a
+/// key named by an argument is opened through that argument's string (no copy), and a key
+/// opened once is reused.
+struct RedisKeyspace<'c> {
+    ctx: &'c Context,
+    args: &'c [RedisString],
+    // Most commands open one key: it stays inline, further ones go to `more`. Each entry:
+    // the key's bytes (address, length), its handle, and its name as a Redis string.
+    first: Option<OpenKey>,
+    more: Vec<OpenKey>,
+    // Names made for keys that are not an argument as such, alive until the command ends.
+    owned: Vec<RedisString>,
+}
+
+type OpenKey = (
+    *const u8,
+    usize,
+    RedisKeyWritable,
+    *mut raw::RedisModuleString,
+);
+
+impl RedisKeyspace<'_> {
+    fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
+        let at = (key.as_ptr(), key.len());
+        let same = |e: &OpenKey| (e.0, e.1) == at;
+        if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
+            let (handle, name) = match self
+                .args
+                .iter()
+                .find(|a| a.as_slice().as_ptr() == key.as_ptr())
+            {
+                Some(arg) => (self.ctx.open_key_writable(arg), arg.inner),
+                None => {
+                    let name = RedisString::create_from_slice(self.ctx.ctx, key);
+                    let handle = self.ctx.open_key_writable(&name);
+                    let inner = name.inner;
+                    self.owned.push(name);
+                    (handle, inner)
+                }
+            };
+            match self.first {
+                None => self.first = Some((at.0, at.1, handle, name)),
+                Some(_) => self.more.push((at.0, at.1, handle, name)),
+            }
+        }
+        match &self.first {
+            Some(e) if same(e) => &e.2,
+            _ => {
+                let i = self.more.iter().position(same);
+                &self.more[i.expect("the key was opened just above")].2
+            }
+        }
+    }
+
+    /// Tells Redis the keys a write touched (WATCH, client-side caching). The module asks
+    /// Redis not to do it on its own, which it would for every key opened for writing, reads
+    /// included.
+    ///
+    /// Each key also gets a keyspace notification of class `d` (module) named after the
+    /// command in lower case (`tm.count.add`), for `notify-keyspace-events` subscribers.
+    fn signal_modified(&self, command: &[u8]) {
+        let mut event = [0u8; 32];
+        let n = command.len().min(event.len() - 1);
+        event[..n].copy_from_slice(&command[..n]);
+        event[..n].make_ascii_lowercase();
+        if event[..n].contains(&0) {
+            return;
+        }
+        for (_, _, _, name) in self.first.iter().chain(&self.more) {
+            // SAFETY: set by `RedisModule_Init`; `name` is an argument of this call or a
+            // string in `owned`, both alive; `event` is NUL-terminated.
+            unsafe {
+                if let Some(f) = raw::RedisModule_SignalModifiedKey {
+                    f(self.ctx.ctx, *name);
+                }
+                if let Some(f) = raw::RedisModule_NotifyKeyspaceEvent {
+                    f(
+                        self.ctx.ctx,
+                        raw::REDISMODULE_NOTIFY_MODULE,
+                        event.as_ptr().cast(),
+                        *name,
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Keyspace for RedisKeyspace<'_> {
+    fn lookup(&mut self, key: &[u8]) -> Lookup<'_> {
+        let k = self.open(key);
+        match k.get_value::<Value>(&TM_TYPE) {
+            Ok(Some(v)) => Lookup::Found(v),
+            Ok(None) => Lookup::Missing,
+            Err(_) => Lookup::Foreign,
+        }
+    }
+
+    fn store(&mut self, key: &[u8], value: Value) {
+        let k = self.open(key);
+        // The command layer stores only on a missing key or one of this type.
+        let _ = k.set_value(&TM_TYPE, value);
+    }
+
+    fn store_string(&mut self, key: &[u8], bytes: Vec<u8>) -> bool {
+        let k = self.open(key);
+        if !matches!(k.key_type(), KeyType::Empty | KeyType::String) {
+            return false;
+        }
+        match k.as_string_dma() {
+            Ok(mut dma) => dma.write(&bytes).is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+/// Writes a reply straight through Redis's reply API (no intermediate values): doubles are
+/// RESP3 doubles, or in RESP2 bulk strings in Rust's shortest round-trip form (as ZSCORE
+/// answers, without printf's cost).
+fn reply(ctx: &Context, r: &Reply, resp3: bool) {
+    let c = ctx.ctx;
+    // SAFETY: the reply functions are set by `RedisModule_Init`; `c` is this call's context;
+    // every buffer passed lives across its call.
+    unsafe {
+        match r {
+            Reply::Ok => {
+                if let Some(f) = raw::RedisModule_ReplyWithSimpleString {
+                    f(c, c"OK".as_ptr());
+                }
+            }
+            Reply::Integer(i) => {
+                if let Some(f) = raw::RedisModule_ReplyWithLongLong {
+                    f(c, *i);
+                }
+            }
+            Reply::Double(d) if resp3 => {
+                if let Some(f) = raw::RedisModule_ReplyWithDouble {
+                    f(c, *d);
+                }
+            }
+            Reply::Double(d) => {
+                let mut buf = [0u8; 40];
+                let n = format_double(*d, &mut buf);
+                if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                    f(c, buf.as_ptr().cast(), n);
+                }
+            }
+            Reply::Estimate(e) => {
+                if let Some(f) = raw::RedisModule_ReplyWithArray {
+                    f(c, 3);
+                }
+                e.iter().for_each(|x| reply(ctx, &Reply::Double(*x), resp3));
+            }
+            Reply::Bulk(b) => {
+                if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                    f(c, b.as_ptr().cast(), b.len());
+                }
+            }
+            Reply::Null => {
+                if let Some(f) = raw::RedisModule_ReplyWithNull {
+                    f(c);
+                }
+            }
+            Reply::Array(a) => {
+                if let Some(f) = raw::RedisModule_ReplyWithArray {
+                    f(c, a.len() as std::os::raw::c_long);
+                }
+                a.iter().for_each(|x| reply(ctx, x, resp3));
+            }
+            Reply::Map(m) => {
+                // A RESP3 map, or in RESP2 a flat array of field, value, … (Redis's rule).
+                match raw::RedisModule_ReplyWithMap {
+                    Some(f) => {
+                        f(c, m.len() as std::os::raw::c_long);
+                    }
+                    None => {
+                        if let Some(f) = raw::RedisModule_ReplyWithArray {
+                            f(c, 2 * m.len() as std::os::raw::c_long);
+                        }
+                    }
+                }
+                for (k, v) in m {
+                    if let Some(f) = raw::RedisModule_ReplyWithStringBuffer {
+                        f(c, k.as_ptr().cast(), k.len());
+                    }
+                    reply(ctx, v, resp3);
+                }
+            }
+        }
+    }
+}
+
+/// Writes `d` as the shortest decimal that reads back as `d`; integers and halves (every
+/// counter answer) without the float formatter. Returns the length.
+fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
+    if d.abs() < 1e15 && (d * 2.0).fract() == 0.0 {
+        // An integer or a half: digits by hand (the float formatter is the slow path).
+        let half = d.fract() != 0.0;
+        let mut n = d.abs().trunc() as u64;
+        let mut digits = [0u8; 20];
+        let mut len = 0;
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut at = 0;
+        if d < 0.0 {
+            buf[0] = b'-';
+            at = 1;
+        }
+        for i in (0..len).rev() {
+            buf[at] = digits[i];
+            at += 1;
+        }
+        if half {
+            buf[at] = b'.';
+            buf[at + 1] = b'5';
+            at += 2;
+        }
+        return at;
+    }
+    use std::io::Write;
+    let mut w = &mut buf[..];
+    let _ = write!(w, "{d}");
+    40 - w.len()
+}
+
+fn is_resp3(ctx: &Context) -> bool {
+    // SAFETY: `GetContextFlags` is set by `RedisModule_Init`; `ctx.ctx` is this call's context.
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx.ctx)) };
+    flags as u32 & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+}
+
+/// Replicates `name rest…` (RedisModule_Replicate with a vector of strings).
+fn replicate(ctx: &Context, name: &RedisString, rest: &[*mut raw::RedisModuleString]) {
+    // The name as a C string, on the stack (every TM command name is short and has no NUL).
+    let name = name.as_slice();
+    let mut cname = [0u8; 48];
+    if name.len() >= cname.len() || name.contains(&0) {
+        return;
+    }
+    cname[..name.len()].copy_from_slice(name);
+    // SAFETY: `Replicate` is set by `RedisModule_Init`; `cname` is NUL-terminated; "v" takes
+    // an array of RedisModuleString pointers and its length, all alive across the call
+    // (Redis retains what it keeps).
+    unsafe {
+        if let Some(f) = raw::RedisModule_Replicate {
+            f(
+                ctx.ctx,
+                cname.as_ptr().cast(),
+                c"v".as_ptr(),
+                rest.as_ptr(),
+                rest.len(),
+            );
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    // Most commands have a handful of arguments: keep their slices on the stack.
+    let mut small: [&[u8]; 16] = [&[]; 16];
+    let heap: Vec<&[u8]>;
+    let argv: &[&[u8]] = if args.len() <= small.len() {
+        for (s, a) in small.iter_mut().zip(&args) {
+            *s = a.as_slice();
+        }
+        &small[..args.len()]
+    } else {
+        heap = args.iter().map(RedisString::as_slice).collect();
+        &heap
+    };
+    if ctx.is_keys_position_request() {
+        for pos in key_positions(argv) {
+            ctx.key_at_pos(pos as i32);
+        }
+        return Ok(RedisValue::NoReply);
+    }
+    let mut ks = RedisKeyspace {
+        ctx,
+        args: &args,
+        first: None,
+        more: Vec::new(),
+        owned: Vec::new(),
+    };
+    // The clock only for commands that can read it (`*`, and filters with EXPIRE).
+    let clock = argv.iter().any(|a| *a == b"*")
+        || argv
+            .first()
+            .is_some_and(|n| n.len() > 9 && n[..10].eq_ignore_ascii_case(b"TM.FILTER."));
+    let env = Env {
+        now_ms: if clock { now_ms() } else { 0 },
+    };
+    // The command layer never panics on any input (tests drive random vectors through it);
+    // should an internal invariant break anyway, the client gets an error, not a dead server.
+    let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, argv))) {
+        Ok(o) => o,
+        Err(_) => {
+            return Err(RedisError::Str(
+                "ERR tidemark: internal error (a bug; please report it)",
+            ))
+        }
+    };
+    if outcome.replicate != Replicate::Nothing {
+        ks.signal_modified(argv[0]);
+    }
+    match outcome.replicate {
+        Replicate::Nothing => {}
+        Replicate::Verbatim => ctx.replicate_verbatim(),
+        Replicate::WithTime { pos, time } => {
+            let mut digits = [0u8; 24];
+            let n = {
+                use std::io::Write;
+                let mut w = &mut digits[..];
+                let _ = write!(w, "{time}");
+                24 - w.len()
+            };
+            let t = RedisString::create_from_slice(ctx.ctx, &digits[..n]);
+            let mut small = [std::ptr::null_mut(); 16];
+            let heap: Vec<*mut raw::RedisModuleString>;
+            let rest: &[*mut raw::RedisModuleString] = if args.len() <= small.len() + 1 {
+                for (i, a) in args.iter().enumerate().skip(1) {
+                    small[i - 1] = if i == pos { t.inner } else { a.inner };
+                }
+                &small[..args.len() - 1]
+            } else {
+                heap = args
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(|(i, a)| if i == pos { t.inner } else { a.inner })
+                    .collect();
+                &heap
+            };
+            replicate(ctx, &args[0], rest);
+        }
+        Replicate::Rewritten(v) => {
+            let strings: Vec<RedisString> = v
+                .iter()
+                .map(|a| RedisString::create_from_slice(ctx.ctx, a))
+                .collect();
+            if let Some((name, rest)) = strings.split_first() {
+                let rest: Vec<*mut raw::RedisModuleString> = rest.iter().map(|s| s.inner).collect();
+                replicate(ctx, name, &rest);
+            }
+        }
+    }
+    drop(ks);
+    match outcome.reply {
+        Ok(r) => {
+            reply(ctx, &r, is_resp3(ctx));
+            Ok(RedisValue::NoReply)
+        }
+        Err(e) => Err(RedisError::String(e.to_string().replace(['\r', '\n'], " "))),
+    }
+}
+
+/// Asks Redis to hand RDB read errors to `rdb_load` instead of stopping the server (a
+/// truncated or corrupted `RESTORE` payload must be an error reply), and to leave the
+/// modified-key signal to the module (keys are opened for writing by reads too, for the ring's
+/// cache; only writes may invalidate a WATCH).
+fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
+    // SAFETY: called from `RedisModule_OnLoad` after `RedisModule_Init`, with the load context.
+    unsafe {
+        if let Some(set) = raw::RedisModule_SetModuleOptions {
+            set(
+                ctx.ctx,
+                (raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+                    | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED) as c_int,
+            );
+        }
+    }
+    redis_module::Status::Ok
+}
+
+redis_module! {
+    name: "tidemark",
+    version: 1,
+    allocator: (TmAlloc, TmAlloc),
+    data_types: [TM_TYPE],
+    init: init,
+    commands: [
+        ["TM.COUNT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.COUNT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
+        ["TM.COUNT.GET", handle, "readonly getkeys-api fast", 1, 1, 1, ""],
+        ["TM.DISTINCT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.DISTINCT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
+        ["TM.DISTINCT.COUNT", handle, "readonly getkeys-api", 1, -1, 1, ""],
+        ["TM.DISTINCT.TOPF", handle, "write deny-oom getkeys-api", 1, 2, 1, ""],
+        ["TM.FREQ.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.QUERY", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FREQ.TOP", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.ADDAT", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.EXISTS", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.FILTER.DEL", handle, "write getkeys-api", 1, 1, 1, ""],
+        ["TM.INFO", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.DUMP", handle, "readonly getkeys-api", 1, 1, 1, ""],
+        ["TM.LOAD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
+    ],
+}

@@ -1,0 +1,567 @@
+//! The command layer against exact models, without Redis: every command's answer is checked
+//! against the truth (a `VecDeque` window, a `HashSet`, a `HashMap` of counts) and the
+//! structure's guarantee; errors name the argument.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use tidemark::cardinality::{parse_redis, Hll};
+use tidemark_redis::command::{run, CmdError, Env, MemKeyspace, Outcome, Replicate, Reply, Slot};
+
+fn argv(s: &str) -> Vec<Vec<u8>> {
+    s.split_whitespace()
+        .map(|a| a.as_bytes().to_vec())
+        .collect()
+}
+
+const ENV: Env = Env { now_ms: 1_000_000 };
+
+fn ok(ks: &mut MemKeyspace, s: &str) -> Reply {
+    match run(ks, ENV, &argv(s)).reply {
+        Ok(r) => r,
+        Err(e) => panic!("{s}: {e}"),
+    }
+}
+
+fn err(ks: &mut MemKeyspace, s: &str) -> String {
+    match run(ks, ENV, &argv(s)).reply {
+        Ok(r) => panic!("{s}: expected an error, got {r:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn triple(r: &Reply) -> (f64, f64, f64) {
+    match r {
+        Reply::Estimate([a, b, c]) => (*a, *b, *c),
+        Reply::Array(v) => match v.as_slice() {
+            [Reply::Double(a), Reply::Double(b), Reply::Double(c)] => (*a, *b, *c),
+            _ => panic!("not an estimate: {r:?}"),
+        },
+        _ => panic!("not an estimate: {r:?}"),
+    }
+}
+
+#[test]
+fn count_bracket_always_holds_the_true_window_count() {
+    for seed in 0..20u64 {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut ks = MemKeyspace::default();
+        let window = rng.random_range(1..5_000u64);
+        let eps = [0.5, 0.1, 0.01][seed as usize % 3];
+        ok(
+            &mut ks,
+            &format!("TM.COUNT.CREATE c WINDOW {window} EPSILON {eps}"),
+        );
+        let mut model: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut t = rng.random_range(0..1_000_000u64);
+        for _ in 0..2_000 {
+            t += rng.random_range(0..window / 4 + 2);
+            let n = if rng.random_bool(0.7) {
+                1
+            } else {
+                rng.random_range(0..50u64)
+            };
+            let r = ok(&mut ks, &format!("TM.COUNT.ADD c {t} {n}"));
+            model.push_back((t, n));
+            while model.front().is_some_and(|&(s, _)| s + window <= t) {
+                model.pop_front();
+            }
+            let truth: u64 = model.iter().map(|&(_, n)| n).sum();
+            let (v, lo, hi) = triple(&r);
+            assert!(
+                lo <= truth as f64 && truth as f64 <= hi,
+                "seed {seed}: {truth} outside [{lo}, {hi}]"
+            );
+            assert!(
+                (v - truth as f64).abs() <= eps / 2.0 * truth as f64 + 0.5,
+                "seed {seed}: value {v}, truth {truth}"
+            );
+            // GET at a later time: the window slides on without events.
+            if rng.random_bool(0.05) {
+                let at = t + rng.random_range(0..window * 2);
+                let truth_at: u64 = model
+                    .iter()
+                    .filter(|&&(s, _)| s + window > at)
+                    .map(|&(_, n)| n)
+                    .sum();
+                let (_, lo, hi) = triple(&ok(&mut ks, &format!("TM.COUNT.GET c AT {at}")));
+                assert!(lo <= truth_at as f64 && truth_at as f64 <= hi);
+            }
+        }
+    }
+}
+
+#[test]
+fn errors_are_redis_style_and_name_the_argument() {
+    let mut ks = MemKeyspace::default();
+    ks.keys.insert(b"s".to_vec(), Slot::Str(b"x".to_vec()));
+    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
+    ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000");
+    assert_eq!(
+        err(&mut ks, "TM.COUNT.ADD c abc"),
+        "ERR TM.COUNT.ADD: time must be a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock, got 'abc'"
+    );
+    assert_eq!(
+        err(&mut ks, "TM.COUNT.ADD nokey 1"),
+        "ERR TM.COUNT.ADD: no such key 'nokey'; create it with TM.COUNT.CREATE"
+    );
+    assert!(err(&mut ks, "TM.COUNT.ADD s 1").starts_with("WRONGTYPE TM.COUNT.ADD: key 's'"));
+    assert!(err(&mut ks, "TM.COUNT.ADD d 1")
+        .starts_with("WRONGTYPE TM.COUNT.ADD: key 'd' holds a TM distinct value"));
+    assert_eq!(
+        err(&mut ks, "TM.COUNT.ADD"),
+        "ERR wrong number of arguments for 'tm.count.add' command"
+    );
+    assert_eq!(
+        err(&mut ks, "TM.COUNT.CREATE c WINDOW 5"),
+        "ERR TM.COUNT.CREATE: key 'c' already exists"
+    );
+    assert!(
+        err(&mut ks, "TM.COUNT.CREATE x WINDOW 0").contains("WINDOW must be a positive integer")
+    );
+    assert!(err(&mut ks, "TM.COUNT.CREATE x WINDOW 10 FOO").contains("syntax error at 'FOO'"));
+    ok(&mut ks, "TM.COUNT.ADD c 500");
+    assert!(err(&mut ks, "TM.COUNT.ADD c 499").contains("before the key's latest time 500"));
+    assert!(err(&mut ks, "TM.COUNT.GET c AT 10").contains("AT 10 is before"));
+    assert!(
+        err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 100000000 SLIDING")
+            .contains("at most 67108863 ms")
+    );
+    assert!(err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 1000000 BUCKET 1")
+        .contains("WINDOW/BUCKET must be at most 65536"));
+    assert!(err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 61").contains("multiple of 60"));
+    assert!(err(
+        &mut ks,
+        "TM.FILTER.CREATE x CAPACITY 274877906944 FPR 0.0000001"
+    )
+    .contains("would need"));
+    assert!(err(&mut ks, "TM.FREQ.CREATE x WINDOW 4097 BUCKET 1").contains("at most 4096"));
+    assert!(err(&mut ks, "TM.NOPE x").starts_with("ERR unknown command"));
+    // Messages never carry line breaks or control bytes from the input.
+    let e = run(
+        &mut ks,
+        ENV,
+        &[b"TM.COUNT.ADD".to_vec(), b"c".to_vec(), b"1\r\n2".to_vec()],
+    )
+    .reply
+    .unwrap_err();
+    assert!(!e.to_string().contains('\n') && !e.to_string().contains('\r'));
+    assert!(matches!(e, CmdError::BadArg { arg: "time", .. }));
+}
+
+#[test]
+fn star_is_resolved_before_replication() {
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
+    let o: Outcome = run(&mut ks, ENV, &argv("TM.COUNT.ADD c * 3"));
+    assert_eq!(
+        o.replicate,
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_000
+        }
+    );
+    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c 1000001"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    // The clock behind the key's latest time: * is the latest time, not an error.
+    let o = run(&mut ks, Env { now_ms: 5 }, &argv("TM.COUNT.ADD c *"));
+    assert_eq!(
+        o.replicate,
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_001
+        }
+    );
+    assert_eq!(
+        run(&mut ks, ENV, &argv("TM.COUNT.GET c")).replicate,
+        Replicate::Nothing
+    );
+    // An expiring filter's ADD replicates as ADDAT with the time.
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE f CAPACITY 100 FPR 0.01 EXPIRE 60000",
+    );
+    let o = run(&mut ks, ENV, &argv("TM.FILTER.ADD f a b"));
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv("TM.FILTER.ADDAT f 1000000 a b"))
+    );
+}
+
+fn distinct_coverage(shape: &str, p: u8) {
+    // Brackets are 95% intervals: count how often they hold over independent trials.
+    let trials = 120;
+    let mut held = 0;
+    for seed in 0..trials {
+        let mut rng = Pcg64::seed_from_u64(1_000 + seed);
+        let mut ks = MemKeyspace::default();
+        ok(
+            &mut ks,
+            &format!("TM.DISTINCT.CREATE d WINDOW 60000 {shape} PRECISION {p}"),
+        );
+        let mut events: Vec<(u64, u64)> = Vec::new();
+        let mut t = 10_000_000u64;
+        for _ in 0..60 {
+            t += 1_000;
+            let items: Vec<u64> = (0..40).map(|_| rng.random_range(0..20_000u64)).collect();
+            let list: Vec<String> = items.iter().map(|i| format!("u{i}")).collect();
+            ok(
+                &mut ks,
+                &format!("TM.DISTINCT.ADD d {t} {}", list.join(" ")),
+            );
+            events.extend(items.iter().map(|&i| (t, i)));
+        }
+        let w = 30_000u64;
+        let truth: HashSet<u64> = events
+            .iter()
+            .filter(|&&(s, _)| s + w > t)
+            .map(|&(_, i)| i)
+            .collect();
+        let (_, lo, hi) = triple(&ok(&mut ks, &format!("TM.DISTINCT.COUNT d WINDOW {w}")));
+        if lo <= truth.len() as f64 && truth.len() as f64 <= hi {
+            held += 1;
+        }
+    }
+    // 95% nominal; three binomial standard deviations below it over `trials` trials.
+    let floor = 0.95 - 3.0 * (0.95f64 * 0.05 / trials as f64).sqrt();
+    assert!(
+        held as f64 / trials as f64 >= floor,
+        "{shape}: bracket held {held}/{trials}"
+    );
+}
+
+#[test]
+fn distinct_ring_bracket_holds_at_its_confidence() {
+    distinct_coverage("BUCKET 1000", 8);
+}
+
+#[test]
+fn distinct_sliding_bracket_holds_at_its_confidence() {
+    distinct_coverage("SLIDING", 8);
+}
+
+#[test]
+fn distinct_small_counts_are_exact_and_unions_and_topf_agree() {
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TM.DISTINCT.CREATE {a}x WINDOW 60000 BUCKET 1000");
+    ok(&mut ks, "TM.DISTINCT.CREATE {a}y WINDOW 60000 SLIDING");
+    ok(&mut ks, "TM.DISTINCT.ADD {a}x 1000 a b c");
+    ok(&mut ks, "TM.DISTINCT.ADD {a}y 1500 c d");
+    assert_eq!(
+        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x")),
+        (3.0, 3.0, 3.0)
+    );
+    let (v, lo, hi) = triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x {a}y"));
+    assert!(
+        lo <= 4.0 && 4.0 <= hi && (v - 4.0).abs() < 0.5,
+        "{v} [{lo}, {hi}]"
+    );
+    // A window that starts after the first bucket.
+    ok(&mut ks, "TM.DISTINCT.ADD {a}x 70000 z");
+    assert_eq!(
+        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x WINDOW 1000")),
+        (1.0, 1.0, 1.0)
+    );
+    // TOPF: a Redis HYLL whose registers are the window's.
+    for i in 0..5_000 {
+        ok(&mut ks, &format!("TM.DISTINCT.ADD {{a}}x 70000 item{i}"));
+    }
+    ok(&mut ks, "TM.DISTINCT.TOPF {a}x {a}h");
+    let Some(Slot::Str(bytes)) = ks.keys.get(b"{a}h".as_slice()) else {
+        panic!("no string")
+    };
+    let (regs, _) = parse_redis(bytes).unwrap();
+    let mut direct = Hll::redis();
+    for i in 0..5_000 {
+        direct.insert(format!("item{i}").as_bytes());
+    }
+    direct.insert(b"z");
+    assert_eq!(
+        regs,
+        direct.registers(),
+        "TOPF registers equal a Redis-mode sketch of the window"
+    );
+    ok(&mut ks, "TM.DISTINCT.CREATE p12 WINDOW 60000 PRECISION 12");
+    assert!(err(&mut ks, "TM.DISTINCT.TOPF p12 h2").contains("PRECISION 14"));
+    assert!(err(&mut ks, "TM.DISTINCT.COUNT {a}x p12").contains("cannot be united"));
+    assert!(err(&mut ks, "TM.DISTINCT.ADD {a}x 1 late").contains("refused"));
+}
+
+#[test]
+fn freq_never_underestimates_and_names_every_heavy_item() {
+    for seed in 0..6u64 {
+        let mut rng = Pcg64::seed_from_u64(seed);
+        let mut ks = MemKeyspace::default();
+        ok(
+            &mut ks,
+            "TM.FREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.05",
+        );
+        let mut events: Vec<(u64, String, u64)> = Vec::new();
+        let mut t = 0u64;
+        for _ in 0..300 {
+            t += rng.random_range(0..200u64);
+            let mut cmd = format!("TM.FREQ.ADD f {t}");
+            for _ in 0..10 {
+                // A heavy head and a long tail, so the sketch promotes.
+                let item = if rng.random_bool(0.3) {
+                    format!("h{}", rng.random_range(0..3))
+                } else {
+                    format!("t{}", rng.random_range(0..5_000))
+                };
+                let n = rng.random_range(1..4u64);
+                cmd += &format!(" {item} {n}");
+                events.push((t, item, n));
+            }
+            ok(&mut ks, &cmd);
+        }
+        let newest_bucket = t / 1_000;
+        for wb in [1u64, 3, 10] {
+            let from = (newest_bucket + 1).saturating_sub(wb);
+            let mut truth: HashMap<&str, u64> = HashMap::new();
+            for (s, i, n) in &events {
+                if s / 1_000 >= from {
+                    *truth.entry(i.as_str()).or_default() += n;
+                }
+            }
+            let total: u64 = truth.values().sum();
+            let probe: Vec<&str> = truth.keys().take(50).copied().chain(["absent"]).collect();
+            let r = ok(
+                &mut ks,
+                &format!("TM.FREQ.QUERY f {} WINDOW {}", probe.join(" "), wb * 1_000),
+            );
+            let Reply::Array(rows) = r else { panic!() };
+            for (item, row) in probe.iter().zip(&rows) {
+                let (_, _, hi) = triple(row);
+                let tr = truth.get(item).copied().unwrap_or(0) as f64;
+                assert!(hi >= tr, "seed {seed}: {item} high {hi} below truth {tr}");
+            }
+            let Reply::Array(top) =
+                ok(&mut ks, &format!("TM.FREQ.TOP f 100 WINDOW {}", wb * 1_000))
+            else {
+                panic!()
+            };
+            let named: HashSet<Vec<u8>> = top
+                .iter()
+                .map(|r| match r {
+                    Reply::Array(v) => match &v[0] {
+                        Reply::Bulk(b) => b.clone(),
+                        _ => panic!(),
+                    },
+                    _ => panic!(),
+                })
+                .collect();
+            for (item, &c) in &truth {
+                if c as f64 >= 0.05 * total as f64 {
+                    assert!(
+                        named.contains(item.as_bytes()),
+                        "seed {seed}: heavy {item} ({c} of {total}) not named"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn filters_have_no_false_negatives_and_forget_by_generation() {
+    for kind in ["", "RESERVE 4", "STACKED"] {
+        let mut ks = MemKeyspace::default();
+        ok(
+            &mut ks,
+            &format!("TM.FILTER.CREATE f CAPACITY 1000 FPR 0.01 {kind}"),
+        );
+        for chunk in (0..4_000).collect::<Vec<u32>>().chunks(100) {
+            let items: Vec<String> = chunk.iter().map(|i| format!("k{i}")).collect();
+            ok(&mut ks, &format!("TM.FILTER.ADD f {}", items.join(" ")));
+        }
+        let probe: Vec<String> = (0..4_000).step_by(7).map(|i| format!("k{i}")).collect();
+        let Reply::Array(found) = ok(&mut ks, &format!("TM.FILTER.EXISTS f {}", probe.join(" ")))
+        else {
+            panic!()
+        };
+        assert!(
+            found.iter().all(|r| *r == Reply::Integer(1)),
+            "{kind}: a false negative"
+        );
+        let absent: Vec<String> = (0..2_000).map(|i| format!("absent{i}")).collect();
+        let Reply::Array(fp) = ok(&mut ks, &format!("TM.FILTER.EXISTS f {}", absent.join(" ")))
+        else {
+            panic!()
+        };
+        let rate = fp.iter().filter(|r| **r == Reply::Integer(1)).count() as f64 / 2_000.0;
+        // 4x the forecast: an in-place filter's rate has grown to about 4%, a stack's ≤ 2%.
+        assert!(rate < 0.1, "{kind}: false-positive rate {rate}");
+        assert_eq!(ok(&mut ks, "TM.FILTER.DEL f k7"), Reply::Integer(1));
+    }
+    // In place without reserve: full at its last doubling, and says so.
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TM.FILTER.CREATE f CAPACITY 10 FPR 0.1");
+    let mut full = None;
+    for i in 0..10_000 {
+        if let Err(e) = run(&mut ks, ENV, &argv(&format!("TM.FILTER.ADD f x{i}"))).reply {
+            full = Some(e.to_string());
+            break;
+        }
+    }
+    assert!(full.expect("fills up").contains("RESERVE bits or STACKED"));
+    // EXPIRE counts from an item's latest add: re-adding keeps it.
+    let mut ks = MemKeyspace::default();
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE r CAPACITY 100 FPR 0.001 EXPIRE 4000",
+    );
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.ADDAT r 0 x"),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.ADDAT r 3500 x"),
+        Reply::Array(vec![Reply::Integer(0)])
+    );
+    let late = run(
+        &mut ks,
+        Env { now_ms: 7_400 },
+        &argv("TM.FILTER.EXISTS r x"),
+    )
+    .reply;
+    assert_eq!(
+        late,
+        Ok(Reply::Array(vec![Reply::Integer(1)])),
+        "re-added at 3500, asked at 7400"
+    );
+    // EXPIRE: an item is found for EXPIRE ms after its add, forgotten by 1.25 × EXPIRE.
+    let mut ks = MemKeyspace::default();
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE g CAPACITY 1000 FPR 0.001 EXPIRE 4000",
+    );
+    for t in (0..20_000u64).step_by(250) {
+        ok(&mut ks, &format!("TM.FILTER.ADDAT g {t} at{t}"));
+        let env = Env { now_ms: t };
+        for back in (0..=4_000u64).step_by(250).filter(|b| *b <= t) {
+            let r = run(
+                &mut ks,
+                env,
+                &argv(&format!("TM.FILTER.EXISTS g at{}", t - back)),
+            )
+            .reply
+            .unwrap();
+            assert_eq!(
+                r,
+                Reply::Array(vec![Reply::Integer(1)]),
+                "at{} missing at {t}",
+                t - back
+            );
+        }
+        if t >= 5_250 {
+            let old = t - 5_250;
+            let r = run(&mut ks, env, &argv(&format!("TM.FILTER.EXISTS g at{old}")))
+                .reply
+                .unwrap();
+            // Forgotten: only a false positive (rate ~1e-3) could still say 1.
+            if r != Reply::Array(vec![Reply::Integer(0)]) {
+                eprintln!("false positive for at{old} at {t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn dump_and_load_round_trip_every_type() {
+    let mut ks = MemKeyspace::default();
+    for s in [
+        "TM.COUNT.CREATE c WINDOW 60000",
+        "TM.COUNT.ADD c 1000 5",
+        "TM.DISTINCT.CREATE r WINDOW 60000",
+        "TM.DISTINCT.ADD r 1000 a b c",
+        "TM.DISTINCT.CREATE s WINDOW 60000 SLIDING",
+        "TM.DISTINCT.ADD s 1000 a b c",
+        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TM.FREQ.ADD f 1000 a 3 b",
+        "TM.FILTER.CREATE q CAPACITY 100 FPR 0.01",
+        "TM.FILTER.ADD q a b",
+        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 STACKED EXPIRE 60000",
+        "TM.FILTER.ADDAT e 1000 a b",
+    ] {
+        ok(&mut ks, s);
+    }
+    for key in ["c", "r", "s", "f", "q", "e"] {
+        let Reply::Bulk(bytes) = ok(&mut ks, &format!("TM.DUMP {key}")) else {
+            panic!()
+        };
+        let mut loaded = MemKeyspace::default();
+        let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), bytes.clone()];
+        assert_eq!(run(&mut loaded, ENV, &load).reply, Ok(Reply::Ok));
+        let Reply::Bulk(again) = ok(&mut loaded, "TM.DUMP k") else {
+            panic!()
+        };
+        assert_eq!(again, bytes, "{key}: dump → load → dump changed the bytes");
+        // One flipped byte anywhere is refused, never loaded as something else.
+        for i in (0..bytes.len()).step_by(7) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x5a;
+            let load = vec![b"TM.LOAD".to_vec(), b"k2".to_vec(), bad];
+            assert!(
+                run(&mut loaded, ENV, &load).reply.is_err(),
+                "{key}: flipped byte {i} loaded"
+            );
+        }
+    }
+    // The CLI's bytes load too: an exponential histogram saved by the library.
+    let mut h = tidemark::window::ExpHistogram::ticks(1_000, 0.1).unwrap();
+    h.record_value(10, 7).unwrap();
+    let load = vec![b"TM.LOAD".to_vec(), b"cli".to_vec(), h.to_bytes()];
+    assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
+    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET cli")), (7.0, 7.0, 7.0));
+    // A filter as `tidemark filter build --save` writes it.
+    let mut f = tidemark::membership::QuotientFilter::with_reserve(1_000, 0.01, 2).unwrap();
+    f.insert(b"a").unwrap();
+    let load = vec![b"TM.LOAD".to_vec(), b"qf".to_vec(), f.to_bytes()];
+    assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.EXISTS qf a"),
+        Reply::Array(vec![Reply::Integer(1)])
+    );
+    // A plain HyperLogLog is no key type: refused, by name.
+    let load = vec![
+        b"TM.LOAD".to_vec(),
+        b"h".to_vec(),
+        Hll::new(12).unwrap().to_bytes(),
+    ];
+    let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
+    assert!(e.contains("is not a value a TM key holds"), "{e}");
+}
+
+#[test]
+fn info_names_type_parameters_and_bracket() {
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000");
+    let Reply::Map(m) = ok(&mut ks, "TM.INFO f") else {
+        panic!()
+    };
+    let keys: Vec<&str> = m.iter().map(|(k, _)| *k).collect();
+    for k in [
+        "type",
+        "window_ms",
+        "bucket_ms",
+        "epsilon",
+        "delta",
+        "phi",
+        "hash",
+        "bracket",
+        "bytes",
+    ] {
+        assert!(keys.contains(&k), "{k} missing from {keys:?}");
+    }
+}
+
+#[test]
+fn load_refuses_a_ring_larger_than_create_allows_before_allocating_it() {
+    // A valid envelope of a 10^6-bucket ring (the core's limit) is beyond the module's 65,536.
+    let ring = tidemark::cardinality::RingWindow::new(14, 1, 1_000_000).unwrap();
+    let mut ks = MemKeyspace::default();
+    let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), ring.to_bytes()];
+    let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
+    assert!(e.contains("65,536 ring buckets"), "{e}");
+}

@@ -1,0 +1,261 @@
+//! Starting real `redis-server`s with the module loaded, on free loopback ports, in temporary
+//! directories; killing them at the end. Without redis-server the live tests skip loudly,
+//! unless `TIDEMARK_REQUIRE_REDIS=1`, when they fail.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Writes to the real standard error, which cargo's output capture does not swallow.
+pub fn loud(msg: &str) {
+    match std::fs::OpenOptions::new().write(true).open("/dev/stderr") {
+        Ok(mut f) => {
+            let _ = writeln!(f, "{msg}");
+        }
+        Err(_) => eprintln!("{msg}"),
+    }
+}
+
+/// Whether the live tests can run; panics when they must and cannot.
+pub fn redis_available(test: &str) -> bool {
+    let ok = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("TIDEMARK_REQUIRE_REDIS").as_deref() == Ok("1") {
+            panic!("TIDEMARK_REQUIRE_REDIS=1 but redis-server is not installed");
+        }
+        loud(&format!(
+            "\n!!! SKIPPING {test}: redis-server not found (apt-get install redis-server, \
+             or set TIDEMARK_REQUIRE_REDIS=1 to make this a failure) !!!\n"
+        ));
+    }
+    ok
+}
+
+/// The module: `libtidemark_redis.so` beside the test binary's `deps/` folder (cargo builds
+/// the package's cdylib before its integration tests), or under `CARGO_TARGET_DIR`.
+pub fn module_path() -> PathBuf {
+    // `cargo test` leaves the freshly built cdylib in `deps/` beside the test binary (it is
+    // copied up to the profile folder only by `cargo build`): take the newest candidate.
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(deps) = exe.parent() {
+            candidates.push(deps.join("libtidemark_redis.so"));
+            if let Some(profile_dir) = deps.parent() {
+                candidates.push(profile_dir.join("libtidemark_redis.so"));
+            }
+        }
+    }
+    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+        for p in ["debug/deps", "debug", "release"] {
+            candidates.push(Path::new(&dir).join(p).join("libtidemark_redis.so"));
+        }
+    }
+    candidates
+        .iter()
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| panic!("the module was not built; looked in {candidates:?}"))
+}
+
+/// A free loopback port (the listener is dropped before the server binds it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A free port for a cluster node: its bus port (port + 10,000) must be free too and below
+/// 65,536, which ephemeral ports (up to 60,999) do not promise.
+pub fn free_cluster_port() -> u16 {
+    let seed = std::process::id() as u64 ^ free_port() as u64;
+    for i in 0..10_000u64 {
+        let p =
+            20_000 + ((seed.wrapping_mul(2_654_435_761).wrapping_add(i * 7_919)) % 25_000) as u16;
+        let a = TcpListener::bind(("127.0.0.1", p));
+        let b = TcpListener::bind(("127.0.0.1", p + 10_000));
+        if a.is_ok() && b.is_ok() {
+            return p;
+        }
+    }
+    panic!("no free port pair for a cluster node");
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "tidemark-redis-{tag}-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running redis-server with the module; killed on drop.
+pub struct Server {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+}
+
+impl Server {
+    /// Starts a server in `dir` with extra arguments (`--appendonly yes`, …).
+    pub fn start(dir: &Path, extra: &[&str]) -> Server {
+        Server::start_on(free_port(), dir, extra)
+    }
+
+    pub fn start_on(port: u16, dir: &Path, extra: &[&str]) -> Server {
+        let log = std::fs::File::create(dir.join(format!("redis-{port}.log"))).expect("log file");
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--loadmodule")
+            .arg(module_path())
+            .arg("--dir")
+            .arg(dir)
+            .args([
+                "--save",
+                "",
+                "--enable-debug-command",
+                "yes",
+                "--protected-mode",
+                "no",
+            ])
+            .args(extra)
+            .stdout(log)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let s = Server {
+            port,
+            dir: dir.to_path_buf(),
+            child,
+        };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(mut c) = self.try_conn() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    // Loading a large AOF/RDB answers LOADING; wait for it to finish.
+                    let info: String = redis::cmd("INFO")
+                        .arg("persistence")
+                        .query(&mut c)
+                        .unwrap_or_default();
+                    if info.contains("loading:0") {
+                        return;
+                    }
+                }
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "redis-server on {} did not start",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn try_conn(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.try_conn().expect("connect")
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stops the server (SHUTDOWN NOSAVE when `save` is false).
+    pub fn stop(mut self, save: bool) {
+        if let Ok(mut c) = self.try_conn() {
+            let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN")
+                .arg(if save { "SAVE" } else { "NOSAVE" })
+                .query(&mut c);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `f` until it is true, up to `secs` seconds (for state changes, never for speed).
+pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs one command given as whitespace-separated words.
+pub fn q(c: &mut redis::Connection, s: &str) -> redis::RedisResult<redis::Value> {
+    let mut words = s.split_whitespace();
+    let mut cmd = redis::cmd(words.next().unwrap_or(""));
+    for w in words {
+        cmd.arg(w);
+    }
+    cmd.query(c)
+}
+
+/// Redis's CRC-64 (Jones polynomial, reflected, init 0), as DUMP payloads end with.
+pub fn crc64(data: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= b as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}

@@ -1,0 +1,615 @@
+//! The module inside real `redis-server`s: every command answers as the command layer does
+//! (itself tested against exact models), values survive DEBUG RELOAD, restarts from RDB and
+//! AOF, DUMP/RESTORE and replication byte for byte, a three-master cluster holds 10,000 keys,
+//! and thousands of corrupted TM.LOAD/RESTORE payloads leave the server answering.
+
+mod common;
+
+use common::{crc64, loud, q, redis_available, wait_until, Server, TempDir};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use redis::Value;
+use tidemark_redis::command::{run, Env, MemKeyspace, Reply};
+
+/// The same reply, allowing for RESP2 (doubles as bulk strings, maps as flat arrays) or
+/// RESP3.
+fn same(r: &Reply, v: &Value) -> bool {
+    match (r, v) {
+        (Reply::Ok, Value::Okay) => true,
+        (Reply::Integer(a), Value::Int(b)) => a == b,
+        (Reply::Double(a), Value::Double(b)) => a == b || (a.is_nan() && b.is_nan()),
+        (Reply::Double(a), Value::BulkString(b)) => {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                == Some(*a)
+        }
+        (Reply::Bulk(a), Value::BulkString(b)) => a == b,
+        (Reply::Null, Value::Nil) => true,
+        (Reply::Estimate(e), Value::Array(b)) => {
+            same(
+                &Reply::Array(e.iter().map(|x| Reply::Double(*x)).collect()),
+                v,
+            ) && b.len() == 3
+        }
+        (Reply::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Reply::Map(m), Value::Array(flat)) => {
+            // In the command layer's order.
+            flat.len() == 2 * m.len()
+                && m.iter().zip(flat.chunks(2)).all(|((k, v), kv)| {
+                    same(&Reply::Bulk(k.as_bytes().to_vec()), &kv[0]) && same(v, &kv[1])
+                })
+        }
+        (Reply::Map(m), Value::Map(pairs)) => {
+            m.len() == pairs.len()
+                && m.iter().all(|(k, v)| {
+                    pairs.iter().any(|(pk, pv)| {
+                        matches!(pk, Value::SimpleString(s) if s == k)
+                            || matches!(pk, Value::BulkString(b) if b == k.as_bytes())
+                    } && same(v, pv))
+                })
+        }
+        _ => false,
+    }
+}
+
+fn error_text(e: &redis::RedisError) -> String {
+    format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
+}
+
+/// Every command, with explicit times so the server and the model see the same input.
+const SCRIPT: &[&str] = &[
+    "TM.COUNT.CREATE c WINDOW 10000 EPSILON 0.1",
+    "TM.COUNT.ADD c 1000",
+    "TM.COUNT.ADD c 1500 40",
+    "TM.COUNT.ADD c 9000 7",
+    "TM.COUNT.ADD c 12000 3",
+    "TM.COUNT.GET c",
+    "TM.COUNT.GET c AT 30000",
+    "TM.COUNT.ADD c 11000",
+    "TM.COUNT.ADD c abc",
+    "TM.COUNT.ADD missing 1",
+    "TM.COUNT.CREATE c WINDOW 5",
+    "TM.DISTINCT.CREATE {v}r WINDOW 60000 BUCKET 1000",
+    "TM.DISTINCT.CREATE {v}s WINDOW 60000 SLIDING PRECISION 12",
+    "TM.DISTINCT.ADD {v}r 1000 a b c d",
+    "TM.DISTINCT.ADD {v}r 2000 d e f",
+    "TM.DISTINCT.ADD {v}s 1500 a z",
+    "TM.DISTINCT.COUNT {v}r",
+    "TM.DISTINCT.COUNT {v}r WINDOW 1000",
+    "TM.DISTINCT.COUNT {v}r AT 61500",
+    "TM.DISTINCT.COUNT {v}r {v}s",
+    "TM.DISTINCT.COUNT {v}s WINDOW 100 AT 2000",
+    "TM.DISTINCT.TOPF {v}r {v}hll",
+    "TM.DISTINCT.TOPF {v}s {v}hll2",
+    "TM.DISTINCT.COUNT c",
+    "TM.FREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.1",
+    "TM.FREQ.ADD f 1000 a 5 b c 2",
+    "TM.FREQ.ADD f 3000 a 1 d 9",
+    "TM.FREQ.QUERY f a b c d e",
+    "TM.FREQ.QUERY f a d WINDOW 1000",
+    "TM.FREQ.TOP f 2",
+    "TM.FREQ.TOP f 10 WINDOW 2000",
+    "TM.FREQ.ADD f 100000 x",
+    "TM.FREQ.ADD f 1 y",
+    "TM.FILTER.CREATE q CAPACITY 1000 FPR 0.01",
+    "TM.FILTER.ADD q a b c",
+    "TM.FILTER.ADD q a x",
+    "TM.FILTER.EXISTS q a b c x y",
+    "TM.FILTER.DEL q b",
+    "TM.FILTER.EXISTS q b",
+    "TM.FILTER.CREATE st CAPACITY 10 FPR 0.01 STACKED",
+    "TM.FILTER.CREATE ex CAPACITY 100 FPR 0.01 RESERVE 2 EXPIRE 60000",
+    "TM.FILTER.ADDAT ex 1000 a b",
+    "TM.FILTER.ADDAT st 1000 a b",
+    "TM.FILTER.CREATE bad CAPACITY 0 FPR 0.01",
+    "TM.INFO c",
+    "TM.INFO {v}r",
+    "TM.INFO {v}s",
+    "TM.INFO f",
+    "TM.INFO q",
+    "TM.INFO ex",
+    "TM.DUMP c",
+    "TM.DUMP f",
+    "TM.DUMP ex",
+    "TM.COUNT.GET",
+    "TM.COUNT.GET c EXTRA",
+];
+
+#[test]
+fn live_every_command_answers_as_the_command_layer() {
+    if !redis_available("live_every_command_answers_as_the_command_layer") {
+        return;
+    }
+    let dir = TempDir::new("cmds");
+    let server = Server::start(&dir.0, &[]);
+    let mut model = MemKeyspace::default();
+    for resp3 in [false, true] {
+        let mut c = server.conn();
+        q(&mut c, "FLUSHALL").unwrap();
+        model = MemKeyspace::default();
+        if resp3 {
+            let _: Value = redis::cmd("HELLO").arg(3).query(&mut c).unwrap();
+        }
+        for s in SCRIPT {
+            let argv: Vec<Vec<u8>> = s
+                .split_whitespace()
+                .map(|a| a.as_bytes().to_vec())
+                .collect();
+            let want = run(&mut model, Env { now_ms: 0 }, &argv).reply;
+            let got = q(&mut c, s);
+            match (&want, &got) {
+                (Ok(w), Ok(g)) => {
+                    assert!(same(w, g), "resp3 {resp3}: {s}: server {g:?}, model {w:?}")
+                }
+                (Err(w), Err(g)) => assert_eq!(error_text(g), w.to_string(), "resp3 {resp3}: {s}"),
+                _ => panic!("resp3 {resp3}: {s}: server {got:?}, model {want:?}"),
+            }
+        }
+        // TOPF wrote Redis HyperLogLogs that Redis's own commands read.
+        let n: i64 = redis::cmd("PFCOUNT").arg("{v}hll").query(&mut c).unwrap();
+        assert_eq!(n, 6);
+        let _: Value = redis::cmd("PFADD")
+            .arg("{v}hll")
+            .arg("g")
+            .query(&mut c)
+            .unwrap();
+        let _: Value = redis::cmd("PFMERGE")
+            .arg("{v}m")
+            .arg("{v}hll")
+            .arg("{v}hll2")
+            .query(&mut c)
+            .unwrap();
+        let n: i64 = redis::cmd("PFCOUNT").arg("{v}m").query(&mut c).unwrap();
+        assert_eq!(n, 7, "a..g ({{v}}s has precision 12: no TOPF)");
+    }
+    // Reads leave a WATCH alone; writes (from anyone) invalidate it.
+    let mut w = server.conn();
+    let mut other = server.conn();
+    q(&mut w, "WATCH c").unwrap();
+    q(&mut w, "TM.COUNT.GET c").unwrap();
+    q(&mut other, "TM.COUNT.GET c AT 99999").unwrap();
+    q(&mut other, "TM.INFO c").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_ne!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "a read aborted a WATCH"
+    );
+    q(&mut w, "WATCH c").unwrap();
+    q(&mut other, "TM.COUNT.ADD c 50000").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_eq!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "a write left a WATCH standing"
+    );
+    // Writes notify keyspace events of class d (module), named after the command.
+    let _: Value = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("Ed")
+        .query(&mut w)
+        .unwrap();
+    let mut sub = server.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:tm.count.add").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    q(&mut other, "TM.COUNT.ADD c 60000").unwrap();
+    let msg = pubsub.get_message().unwrap();
+    assert_eq!(msg.get_payload::<String>().unwrap(), "c");
+    drop(pubsub);
+    // A module key is not a string, and a string key is not a module key.
+    let mut c = server.conn();
+    let e = q(&mut c, "GET c").unwrap_err();
+    assert_eq!(e.code(), Some("WRONGTYPE"));
+    // The keys are declared: COMMAND GETKEYS finds them, options excluded.
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("TM.DISTINCT.COUNT")
+        .arg("a")
+        .arg("b")
+        .arg("WINDOW")
+        .arg("60000")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(keys, ["a", "b"]);
+    drop(model);
+}
+
+/// Keys of every type with some history; `*` times included.
+fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
+    for s in [
+        "TM.COUNT.CREATE c WINDOW 60000",
+        "TM.COUNT.ADD c * 5",
+        "TM.COUNT.ADD c *",
+        "TM.DISTINCT.CREATE r WINDOW 3600000",
+        "TM.DISTINCT.CREATE s WINDOW 3600000 SLIDING",
+        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TM.FILTER.CREATE q CAPACITY 1000 FPR 0.01",
+        "TM.FILTER.CREATE st CAPACITY 100 FPR 0.01 STACKED",
+        "TM.FILTER.CREATE e CAPACITY 1000 FPR 0.01 EXPIRE 60000",
+    ] {
+        q(c, s).unwrap();
+    }
+    for i in 0..300 {
+        q(c, &format!("TM.DISTINCT.ADD r * u{i} v{}", i % 17)).unwrap();
+        q(c, &format!("TM.DISTINCT.ADD s * u{i}")).unwrap();
+        q(c, &format!("TM.FREQ.ADD f * i{} {}", i % 13, i % 3 + 1)).unwrap();
+        q(c, &format!("TM.FILTER.ADD q k{i}")).unwrap();
+        q(c, &format!("TM.FILTER.ADD st k{i}")).unwrap();
+        q(c, &format!("TM.FILTER.ADD e k{i}")).unwrap();
+    }
+    vec!["c", "r", "s", "f", "q", "st", "e"]
+}
+
+fn dumps(c: &mut redis::Connection, keys: &[&str]) -> Vec<Vec<u8>> {
+    keys.iter()
+        .map(|k| redis::cmd("TM.DUMP").arg(*k).query::<Vec<u8>>(c).unwrap())
+        .collect()
+}
+
+#[test]
+fn live_values_survive_reload_restarts_restore_and_copy() {
+    if !redis_available("live_values_survive_reload_restarts_restore_and_copy") {
+        return;
+    }
+    let dir = TempDir::new("persist");
+    let server = Server::start(&dir.0, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = server.conn();
+    let keys = fill(&mut c);
+    let before = dumps(&mut c, &keys);
+
+    q(&mut c, "DEBUG RELOAD").unwrap();
+    assert_eq!(dumps(&mut c, &keys), before, "DEBUG RELOAD");
+
+    for k in &keys {
+        let usage: i64 = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(*k)
+            .query(&mut c)
+            .unwrap();
+        assert!(usage > 0, "{k}: MEMORY USAGE {usage}");
+        // DUMP/RESTORE and COPY of every type.
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(*k).query(&mut c).unwrap();
+        let _: Value = redis::cmd("RESTORE")
+            .arg(format!("{k}.r"))
+            .arg(0)
+            .arg(payload)
+            .query(&mut c)
+            .unwrap();
+        let _: Value = redis::cmd("COPY")
+            .arg(*k)
+            .arg(format!("{k}.c"))
+            .query(&mut c)
+            .unwrap();
+    }
+    // A payload of a newer encoding version is refused (and the server goes on).
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("c").query(&mut c).unwrap();
+    // [type 7 (module, v2)] [0x81 + module id, 8 bytes big-endian: name · 2^10 + encver] …
+    assert_eq!(&payload[..2], &[7, 0x81]);
+    let id = u64::from_be_bytes(payload[2..10].try_into().unwrap());
+    assert_eq!(id & 0x3ff, 1, "encoding version 1");
+    let mut newer = payload.clone();
+    newer[2..10].copy_from_slice(&((id & !0x3ff) | 2).to_be_bytes());
+    let n = newer.len() - 8;
+    let crc = crc64(&newer[..n]);
+    newer[n..].copy_from_slice(&crc.to_le_bytes());
+    let e = redis::cmd("RESTORE")
+        .arg("newer")
+        .arg(0)
+        .arg(newer)
+        .query::<Value>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("Bad data format"), "{e}");
+    assert_eq!(q(&mut c, "EXISTS newer").unwrap(), Value::Int(0));
+    let restored: Vec<String> = keys.iter().map(|k| format!("{k}.r")).collect();
+    let copied: Vec<String> = keys.iter().map(|k| format!("{k}.c")).collect();
+    let r: Vec<&str> = restored.iter().map(String::as_str).collect();
+    let cp: Vec<&str> = copied.iter().map(String::as_str).collect();
+    assert_eq!(dumps(&mut c, &r), before, "DUMP/RESTORE");
+    assert_eq!(dumps(&mut c, &cp), before, "COPY");
+
+    // Restart from the AOF as written (commands, with * resolved).
+    drop(c);
+    server.stop(false);
+    let server = Server::start(&dir.0, &["--appendonly", "yes"]);
+    let mut c = server.conn();
+    assert_eq!(dumps(&mut c, &keys), before, "restart from the AOF log");
+
+    // Rewrite the AOF (TM.LOAD per key), restart from it.
+    q(&mut c, "BGREWRITEAOF").unwrap();
+    wait_until(30, "the AOF rewrite", || {
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        info.contains("aof_rewrite_in_progress:0")
+            && info.contains("aof_rewrite_scheduled:0")
+            && info.contains("aof_last_bgrewrite_status:ok")
+    });
+    drop(c);
+    server.stop(false);
+    let server = Server::start(&dir.0, &["--appendonly", "yes"]);
+    let mut c = server.conn();
+    assert_eq!(
+        dumps(&mut c, &keys),
+        before,
+        "restart from the rewritten AOF"
+    );
+
+    // Restart from an RDB snapshot, AOF off.
+    q(&mut c, "SAVE").unwrap();
+    drop(c);
+    server.stop(false);
+    let _ = std::fs::remove_dir_all(dir.0.join("appendonlydir"));
+    let server = Server::start(&dir.0, &["--appendonly", "no"]);
+    let mut c = server.conn();
+    assert_eq!(dumps(&mut c, &keys), before, "restart from the RDB");
+}
+
+#[test]
+fn live_replica_answers_the_same() {
+    if !redis_available("live_replica_answers_the_same") {
+        return;
+    }
+    let dir_m = TempDir::new("master");
+    let dir_r = TempDir::new("replica");
+    let master = Server::start(&dir_m.0, &[]);
+    let replica = Server::start(&dir_r.0, &[]);
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    // Some state before the replica attaches (full sync, through RDB), some after (the
+    // command stream, with * resolved).
+    let keys = fill(&mut m);
+    let _: Value = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut r)
+        .unwrap();
+    wait_until(30, "the replica link", || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    for i in 0..200 {
+        q(&mut m, &format!("TM.COUNT.ADD c * {i}")).unwrap();
+        q(&mut m, &format!("TM.DISTINCT.ADD r * late{i}")).unwrap();
+        q(&mut m, &format!("TM.FREQ.ADD f * late{}", i % 5)).unwrap();
+        q(&mut m, &format!("TM.FILTER.ADD e late{i}")).unwrap();
+    }
+    q(&mut m, "TM.FILTER.DEL q k1").unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(dumps(&mut r, &keys), dumps(&mut m, &keys), "replica bytes");
+    for s in [
+        "TM.COUNT.GET c",
+        "TM.DISTINCT.COUNT r",
+        "TM.DISTINCT.COUNT s WINDOW 60000",
+        "TM.FREQ.TOP f 3",
+        "TM.FILTER.EXISTS e late3 k1 nope",
+    ] {
+        assert_eq!(q(&mut r, s).unwrap(), q(&mut m, s).unwrap(), "{s}");
+    }
+    // A replica refuses writes, as for any Redis write command.
+    let e = q(&mut r, "TM.COUNT.ADD c *").unwrap_err();
+    assert_eq!(e.code(), Some("READONLY"));
+}
+
+#[test]
+fn live_cluster_spreads_and_reads_back_10000_keys() {
+    if !redis_available("live_cluster_spreads_and_reads_back_10000_keys") {
+        return;
+    }
+    let dir = TempDir::new("cluster");
+    let mut ports: Vec<u16> = Vec::new();
+    while ports.len() < 3 {
+        let p = common::free_cluster_port();
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let nodes: Vec<Server> = ports
+        .iter()
+        .map(|&p| {
+            let d = dir.0.join(p.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            Server::start_on(
+                p,
+                &d,
+                &[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                ],
+            )
+        })
+        .collect();
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let out = std::process::Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for n in &nodes {
+        let mut c = n.conn();
+        wait_until(30, "cluster_state:ok", || {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            info.contains("cluster_state:ok")
+        });
+    }
+    let urls: Vec<String> = nodes.iter().map(Server::url).collect();
+    let client = redis::cluster::ClusterClient::new(urls).unwrap();
+    let mut c = client.get_connection().unwrap();
+    for i in 0..10_000u64 {
+        let _: Value = redis::cmd("TM.COUNT.CREATE")
+            .arg(format!("key:{i}"))
+            .arg("WINDOW")
+            .arg(60_000)
+            .query(&mut c)
+            .unwrap();
+        let _: Value = redis::cmd("TM.COUNT.ADD")
+            .arg(format!("key:{i}"))
+            .arg(1_000)
+            .arg(i % 7 + 1)
+            .query(&mut c)
+            .unwrap();
+    }
+    for i in 0..10_000u64 {
+        let v: Vec<f64> = redis::cmd("TM.COUNT.GET")
+            .arg(format!("key:{i}"))
+            .query(&mut c)
+            .unwrap();
+        let n = (i % 7 + 1) as f64;
+        assert_eq!(v, [n, n, n], "key:{i}");
+    }
+    let mut total = 0;
+    for n in &nodes {
+        let size: i64 = redis::cmd("DBSIZE").query(&mut n.conn()).unwrap();
+        assert!(
+            size > 2_000,
+            "node {} holds {size} keys: not spread",
+            n.port
+        );
+        total += size;
+    }
+    assert_eq!(total, 10_000);
+    // Multi-key commands need one slot: hash tags make it so; otherwise Redis refuses.
+    for k in ["{u}a", "{u}b", "x1", "x2"] {
+        let _: Value = redis::cmd("TM.DISTINCT.CREATE")
+            .arg(k)
+            .arg("WINDOW")
+            .arg(60_000)
+            .query(&mut c)
+            .unwrap();
+        let _: Value = redis::cmd("TM.DISTINCT.ADD")
+            .arg(k)
+            .arg(1_000)
+            .arg(k)
+            .query(&mut c)
+            .unwrap();
+    }
+    let v: Vec<f64> = redis::cmd("TM.DISTINCT.COUNT")
+        .arg("{u}a")
+        .arg("{u}b")
+        .query(&mut c)
+        .unwrap();
+    assert!(v[1] <= 2.0 && 2.0 <= v[2], "union {v:?}");
+    // x1 and x2 hash to different slots (checked by the server itself).
+    let mut direct = nodes[0].conn();
+    let e = q(&mut direct, "TM.DISTINCT.COUNT x1 x2").unwrap_err();
+    assert!(matches!(e.code(), Some("CROSSSLOT") | Some("MOVED")), "{e}");
+    drop(nodes);
+}
+
+#[test]
+fn live_mutated_load_and_restore_payloads_leave_the_server_answering() {
+    if !redis_available("live_mutated_load_and_restore_payloads_leave_the_server_answering") {
+        return;
+    }
+    let dir = TempDir::new("mutate");
+    let mut server = Server::start(&dir.0, &[]);
+    let mut c = server.conn();
+    let keys = fill(&mut c);
+    // The CRC is Redis's: an intact payload's last eight bytes are the CRC of the rest.
+    let intact: Vec<u8> = redis::cmd("DUMP").arg("c").query(&mut c).unwrap();
+    let n = intact.len() - 8;
+    assert_eq!(crc64(&intact[..n]).to_le_bytes().as_slice(), &intact[n..]);
+    let mut rng = Pcg64::seed_from_u64(14);
+    let (mut sent, mut accepted) = (0u32, 0u32);
+    for round in 0..3_000u32 {
+        let k = keys[round as usize % keys.len()];
+        let restore = round % 2 == 1;
+        let result = if !restore {
+            let mut bytes: Vec<u8> = redis::cmd("TM.DUMP").arg(k).query(&mut c).unwrap();
+            for _ in 0..rng.random_range(1..4) {
+                let i = rng.random_range(0..bytes.len());
+                bytes[i] = rng.random();
+            }
+            if rng.random_bool(0.2) {
+                bytes.truncate(rng.random_range(0..bytes.len()));
+            }
+            // Re-seal half of them so the mutation reaches the decoders behind the checksum.
+            if rng.random_bool(0.5) && bytes.len() > 8 {
+                let n = bytes.len() - 8;
+                let sum = tidemark::codec::checksum_of(&bytes[..n]);
+                bytes[n..].copy_from_slice(&sum.to_le_bytes());
+            }
+            let _ = std::fs::write("/tmp/tm-last-load.bin", &bytes);
+            redis::cmd("TM.LOAD")
+                .arg("fuzz")
+                .arg(bytes)
+                .query::<Value>(&mut c)
+        } else {
+            // A DUMP payload: the value, two bytes of RDB version, the CRC-64. Mutate inside
+            // the module's own bytes (or cut the value short), then fix the CRC so Redis
+            // hands it to the module.
+            let payload: Vec<u8> = redis::cmd("DUMP")
+                .arg(k)
+                .query(&mut c)
+                .unwrap_or_else(|e| panic!("DUMP {k} after round {round}: {e}"));
+            let ours: Vec<u8> = redis::cmd("TM.DUMP").arg(k).query(&mut c).unwrap();
+            let body_len = payload.len() - 10;
+            let start = payload
+                .windows(4)
+                .position(|w| w == &ours[..4])
+                .unwrap_or(0);
+            let mut body = payload[..body_len].to_vec();
+            let version = payload[body_len..body_len + 2].to_vec();
+            if rng.random_bool(0.15) {
+                body.truncate(rng.random_range(1..body.len()));
+            } else {
+                for _ in 0..rng.random_range(1..4) {
+                    let i = rng.random_range(start..(start + ours.len()).min(body.len()));
+                    body[i] = rng.random();
+                }
+            }
+            body.extend_from_slice(&version);
+            let crc = crc64(&body);
+            body.extend_from_slice(&crc.to_le_bytes());
+            redis::cmd("RESTORE")
+                .arg("fuzz")
+                .arg(0)
+                .arg(body)
+                .arg("REPLACE")
+                .query::<Value>(&mut c)
+        };
+        sent += 1;
+        if let Err(e) = &result {
+            if e.code().is_none() {
+                panic!("round {round}: {e}");
+            }
+        }
+        if result.is_ok() {
+            accepted += 1;
+            // What was accepted must answer.
+            let _ = q(&mut c, "TM.INFO fuzz");
+            let _ = q(&mut c, "TM.DUMP fuzz");
+        }
+        if round % 100 == 0 {
+            assert_eq!(
+                q(&mut c, "PING").unwrap(),
+                Value::SimpleString("PONG".into()),
+                "round {round}"
+            );
+        }
+    }
+    assert!(server.alive(), "the server died");
+    assert_eq!(
+        q(&mut c, "PING").unwrap(),
+        Value::SimpleString("PONG".into())
+    );
+    loud(&format!("live mutation test: {sent} mutated payloads, {accepted} accepted as valid values, server up"));
+}

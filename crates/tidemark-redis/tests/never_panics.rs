@@ -1,0 +1,150 @@
+//! A panic inside a module takes the Redis server down: random argument vectors and random
+//! `TM.LOAD` payloads go through the command layer, which must answer every one with a
+//! reply or an error. Estimates must keep `low ≤ value ≤ high` (debug assertions are on).
+
+use proptest::prelude::*;
+use tidemark::codec;
+use tidemark_redis::command::{run, Env, MemKeyspace, Reply, Slot, COMMANDS};
+
+/// A keyspace with one key of every shape and a plain string.
+fn seeded() -> MemKeyspace {
+    let mut ks = MemKeyspace::default();
+    ks.keys.insert(b"str".to_vec(), Slot::Str(b"x".to_vec()));
+    ks.keys.insert(b"other".to_vec(), Slot::Other);
+    let env = Env { now_ms: 50_000 };
+    for s in [
+        "TM.COUNT.CREATE c WINDOW 1000 EPSILON 0.5",
+        "TM.COUNT.ADD c 40000 3",
+        "TM.DISTINCT.CREATE r WINDOW 6000 BUCKET 1000 PRECISION 4",
+        "TM.DISTINCT.ADD r 40000 a b c",
+        "TM.DISTINCT.CREATE s WINDOW 6000 SLIDING PRECISION 4",
+        "TM.DISTINCT.ADD s 40000 a b c",
+        "TM.FREQ.CREATE f WINDOW 4000 BUCKET 1000 EPSILON 0.2 DELTA 0.2 PHI 0.3",
+        "TM.FREQ.ADD f 40000 a 3 b",
+        "TM.FILTER.CREATE q CAPACITY 4 FPR 0.2",
+        "TM.FILTER.ADD q a",
+        "TM.FILTER.CREATE e CAPACITY 4 FPR 0.2 STACKED EXPIRE 1000",
+        "TM.FILTER.ADD e a",
+    ] {
+        let argv: Vec<Vec<u8>> = s.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+        run(&mut ks, env, &argv).reply.expect(s);
+    }
+    ks
+}
+
+/// Arguments a user might plausibly (or maliciously) send.
+fn arg() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        3 => prop::sample::select(vec![
+            "c", "r", "s", "f", "q", "e", "str", "other", "new", "*", "WINDOW", "BUCKET",
+            "SLIDING", "PRECISION", "EPSILON", "DELTA", "PHI", "CAPACITY", "FPR", "RESERVE",
+            "STACKED", "EXPIRE", "AT", "window", "0", "1", "2", "3", "4", "14", "18", "19", "60",
+            "1000", "4000", "6000", "40000", "40001", "99999999", "0.5", "0.01", "1e-9", "1.0",
+            "-1", "NaN", "inf", "18446744073709551615", "18446744073709551616",
+            "4503599627370496", "281474976710656", "",
+        ])
+        .prop_map(|s| s.as_bytes().to_vec()),
+        1 => any::<u64>().prop_map(|n| n.to_string().into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..12),
+    ]
+}
+
+fn name() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        8 => prop::sample::select(COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>())
+            .prop_map(|s| s.to_ascii_lowercase().into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..10),
+    ]
+}
+
+fn check(r: &Reply) {
+    match r {
+        Reply::Array(v) => {
+            if let [Reply::Double(a), Reply::Double(b), Reply::Double(c)] = v.as_slice() {
+                assert!(
+                    b <= a && a <= c,
+                    "estimate out of its bracket: {a} [{b}, {c}]"
+                );
+            }
+            v.iter().for_each(check);
+        }
+        Reply::Estimate([a, b, c]) => {
+            assert!(
+                b <= a && a <= c,
+                "estimate out of its bracket: {a} [{b}, {c}]"
+            );
+        }
+        Reply::Map(m) => m.iter().for_each(|(_, v)| check(v)),
+        _ => {}
+    }
+}
+
+proptest! {
+    // 3,000 cases each by default; PROPTEST_CASES=n for a longer run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_argument_vectors_never_panic(
+        cmds in prop::collection::vec((name(), prop::collection::vec(arg(), 0..9)), 1..6),
+        now in prop_oneof![Just(0u64), Just(50_000u64), any::<u64>()],
+    ) {
+        let mut ks = seeded();
+        for (name, args) in cmds {
+            let mut argv = vec![name];
+            argv.extend(args);
+            let out = run(&mut ks, Env { now_ms: now }, &argv);
+            match out.reply {
+                Ok(r) => check(&r),
+                Err(e) => {
+                    let msg = e.to_string();
+                    prop_assert!(msg.starts_with("ERR ") || msg.starts_with("WRONGTYPE "), "{msg}");
+                    prop_assert!(msg.bytes().all(|b| (0x20..0x7f).contains(&b)), "not printable ASCII: {msg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_load_payloads_never_panic(
+        key in prop::sample::select(vec!["c", "r", "s", "f", "q", "e"]),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(),
+        truncate in any::<bool>(),
+        reseal in any::<bool>(),
+    ) {
+        let mut ks = seeded();
+        let dump = vec![b"TM.DUMP".to_vec(), key.as_bytes().to_vec()];
+        let Ok(Reply::Bulk(mut bytes)) = run(&mut ks, Env { now_ms: 0 }, &dump).reply else {
+            panic!("dump failed");
+        };
+        for (i, v) in flips {
+            let i = i.index(bytes.len());
+            bytes[i] = v;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len() + 1));
+        }
+        // Re-seal the checksum so the mutation reaches the family's own checks.
+        if reseal && bytes.len() > 8 && (bytes.starts_with(b"TDMK") || bytes.starts_with(b"TMRB")) {
+            let n = bytes.len() - 8;
+            let sum = codec::checksum_of(&bytes[..n]);
+            bytes[n..].copy_from_slice(&sum.to_le_bytes());
+        }
+        let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), bytes];
+        if run(&mut ks, Env { now_ms: 0 }, &load).reply.is_ok() {
+            // Whatever loaded must answer every query without panicking.
+            for q in ["TM.INFO k", "TM.DUMP k", "TM.COUNT.GET k", "TM.DISTINCT.COUNT k",
+                      "TM.FREQ.TOP k 5", "TM.FREQ.QUERY k a", "TM.FILTER.EXISTS k a",
+                      "TM.COUNT.ADD k 50000", "TM.DISTINCT.ADD k 50000 z", "TM.FREQ.ADD k 50000 z",
+                      "TM.FILTER.ADD k z", "TM.DISTINCT.TOPF k h"] {
+                let argv: Vec<Vec<u8>> = q.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+                if let Ok(r) = run(&mut ks, Env { now_ms: 50_000 }, &argv).reply {
+                    check(&r);
+                }
+            }
+        }
+    }
+}
