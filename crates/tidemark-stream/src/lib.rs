@@ -72,6 +72,7 @@
 pub mod check;
 pub mod config;
 pub mod engine;
+mod json;
 pub mod flowgen;
 pub mod pipeline;
 pub mod query;

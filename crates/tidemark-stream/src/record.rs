@@ -11,7 +11,7 @@
 
 use core::fmt;
 
-use serde_json::Value;
+use crate::json::Field;
 use tidemark::ItemHasher;
 
 use crate::config::{Config, Format};
@@ -109,12 +109,37 @@ pub struct Extractor {
     named: Vec<bool>,
     /// The last record's item length per metric, bytes (its fields joined).
     item_lens: Vec<usize>,
+    /// JSON Lines: the fields read (the time field first), and per metric the indices of its
+    /// key and item fields among them.
+    json_wanted: Vec<String>,
+    json_keys: Vec<Vec<usize>>,
+    json_items: Vec<Vec<usize>>,
+    /// A reusable buffer of the fields found (emptied after each line).
+    json_found: Vec<Option<Field<'static>>>,
 }
 
 impl Extractor {
     /// An extractor for the config's input and metrics.
     pub fn new(config: &Config) -> Extractor {
         let n = config.metrics.len();
+        let mut json_wanted = vec![config.input.time_field.clone()];
+        let mut index = |f: &String| match json_wanted.iter().position(|w| w == f) {
+            Some(i) => i,
+            None => {
+                json_wanted.push(f.clone());
+                json_wanted.len() - 1
+            }
+        };
+        let json_keys: Vec<Vec<usize>> = config
+            .metrics
+            .iter()
+            .map(|m| m.key.iter().map(&mut index).collect())
+            .collect();
+        let json_items: Vec<Vec<usize>> = config
+            .metrics
+            .iter()
+            .map(|m| m.item.iter().map(&mut index).collect())
+            .collect();
         Extractor {
             format: config.input.format,
             time_format: config.input.time_format,
@@ -131,6 +156,10 @@ impl Extractor {
             items: vec![0; n],
             item_bytes: vec![Vec::new(); n],
             item_lens: vec![0; n],
+            json_wanted,
+            json_keys,
+            json_items,
+            json_found: Vec::new(),
             named: config
                 .metrics
                 .iter()
@@ -326,49 +355,61 @@ impl Extractor {
     }
 
     fn parse_json(&mut self, line: &str) -> Result<(), RecordError> {
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| err(format!("not a JSON object: {e}")))?;
-        let obj = v.as_object().ok_or_else(|| err("not a JSON object"))?;
-        let get = |f: &str| -> Result<String, RecordError> {
-            match obj.get(f) {
-                Some(Value::String(s)) => Ok(s.clone()),
-                Some(Value::Number(n)) => Ok(n.to_string()),
-                Some(Value::Bool(b)) => Ok(b.to_string()),
-                Some(other) => Err(err(format!(
-                    "field {f:?} is {other}, expected a string, number or boolean"
+        let mut found = std::mem::take(&mut self.json_found);
+        let r = self.parse_json_into(line, &mut found);
+        // Keep the buffer's allocation, not its borrows of `line`.
+        found.clear();
+        self.json_found = found.into_iter().map(|_| None).collect();
+        r
+    }
+
+    fn parse_json_into<'a>(
+        &mut self,
+        line: &'a str,
+        found: &mut Vec<Option<Field<'a>>>,
+    ) -> Result<(), RecordError> {
+        crate::json::fields(line, &self.json_wanted, found)
+            .map_err(|e| err(format!("not a JSON object: {e}")))?;
+        let get = |i: usize| -> Result<&str, RecordError> {
+            let f = &self.json_wanted[i];
+            match &found[i] {
+                Some(Field::Text(t)) => Ok(t),
+                Some(Field::Other(what)) => Err(err(format!(
+                    "field {f:?} is {what}, expected a string, number or boolean"
                 ))),
                 None => Err(err(format!("no field {f:?}"))),
             }
         };
-        let t = get(&self.time_field)?;
+        let t = get(0)?;
         self.time = self
             .time_format
-            .parse(&t)
+            .parse(t)
             .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?;
         for m in 0..self.key_fields.len() {
-            let mut key = Vec::new();
-            for (j, f) in self.key_fields[m].iter().enumerate() {
+            let key = &mut self.keys[m];
+            key.clear();
+            for (j, &i) in self.json_keys[m].iter().enumerate() {
                 if j > 0 {
                     key.push(b',');
                 }
-                key.extend_from_slice(get(f)?.as_bytes());
+                key.extend_from_slice(get(i)?.as_bytes());
             }
-            self.keys[m] = key;
-            let mut item = Vec::new();
-            for (j, f) in self.item_fields[m].iter().enumerate() {
+            self.item_buf.clear();
+            for (j, &i) in self.json_items[m].iter().enumerate() {
                 if j > 0 {
-                    item.push(0x1f);
+                    self.item_buf.push(0x1f);
                 }
-                item.extend_from_slice(get(f)?.as_bytes());
+                self.item_buf.extend_from_slice(get(i)?.as_bytes());
             }
-            self.item_lens[m] = item.len();
+            self.item_lens[m] = self.item_buf.len();
             self.items[m] = if self.item_fields[m].is_empty() {
                 0
             } else {
-                self.hasher.hash(&item)
+                self.hasher.hash(&self.item_buf)
             };
             if self.named[m] {
-                self.item_bytes[m] = item;
+                self.item_bytes[m].clear();
+                self.item_bytes[m].extend_from_slice(&self.item_buf);
             }
         }
         Ok(())
