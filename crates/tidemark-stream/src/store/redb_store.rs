@@ -72,9 +72,14 @@ fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result
     }
 }
 
+/// redb's page cache, bytes. Its default (1 GiB) is memory a run holds on top of its open
+/// state; writes are sequential and reads are scans, which a small cache serves as well.
+const CACHE_BYTES: usize = 64 << 20;
+
 fn builder() -> Builder {
     let mut b = Builder::new();
     b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    b.set_cache_size(CACHE_BYTES);
     b
 }
 
