@@ -101,8 +101,9 @@ impl fmt::Display for StoreError {
             }
             StoreError::Locked { path } => write!(
                 f,
-                "store {} is being written by another process (a `tidemark run` still \
-                 running or still exiting): wait for it to end, or query it instead",
+                "store {} is open for writing in another process (a `tidemark run` still \
+                 running or still exiting, or a `query`/`check` verifying it): wait for it to \
+                 end; `query` reads a store while a run writes it",
                 path.display()
             ),
             StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
