@@ -72,8 +72,8 @@
 pub mod check;
 pub mod config;
 pub mod engine;
-mod json;
 pub mod flowgen;
+mod json;
 pub mod pipeline;
 pub mod query;
 pub mod record;
