@@ -1,0 +1,527 @@
+//! Python values to item bytes, the way the command line hashes its lines.
+//!
+//! An item hashes as the bytes the CLI would read for it on one line:
+//! - `str`: its UTF-8 bytes; `bytes`/`bytearray`: themselves;
+//! - `int` (and `bool`, and anything with `__index__`): its decimal text, `str(x)` (so
+//!   `True` is `b"True"`, as `str(True)`);
+//! - `float`: `repr(x)` (shortest round-trip digits: `0.1` is `b"0.1"`, `1e16` is
+//!   `b"1e+16"`).
+//!
+//! A batch (`update_many`) is copied out of Python first — a list or tuple item by item, a
+//! NumPy array or any buffer-protocol object as one block of memory — so that the hashing
+//! loop runs with the GIL released. A NumPy array hashes exactly as its `tolist()`: integers
+//! as decimal text, floats (float32 widened to float64) as `repr`, fixed-width bytes (`S`)
+//! without their trailing NULs, fixed-width text (`U`) as UTF-8 without trailing NULs,
+//! booleans as `True`/`False`.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+/// A batch of items copied out of Python.
+pub enum Batch {
+    /// Items as bytes, back to back; `ends[i]` is where item `i` ends.
+    Bytes { data: Vec<u8>, ends: Vec<usize> },
+    /// Signed integers.
+    I64(Vec<i64>),
+    /// Unsigned integers.
+    U64(Vec<u64>),
+    /// Floats.
+    F64(Vec<f64>),
+    /// Booleans.
+    Bool(Vec<bool>),
+    /// Fixed-width byte strings, trailing NULs not part of the item.
+    Fixed { data: Vec<u8>, width: usize },
+    /// Fixed-width UCS-4 text (NumPy `U`), trailing NULs not part of the item.
+    Ucs4 { data: Vec<u32>, width: usize },
+}
+
+impl Batch {
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        match self {
+            Batch::Bytes { ends, .. } => ends.len(),
+            Batch::I64(v) => v.len(),
+            Batch::U64(v) => v.len(),
+            Batch::F64(v) => v.len(),
+            Batch::Bool(v) => v.len(),
+            Batch::Fixed { data, width } => data.len().checked_div(*width).unwrap_or(0),
+            Batch::Ucs4 { data, width } => data.len().checked_div(*width).unwrap_or(0),
+        }
+    }
+
+    /// Calls `f` with each item's bytes, in order; stops at the first error.
+    pub fn try_for_each<E>(&self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            Batch::Bytes { data, ends } => {
+                let mut start = 0;
+                for &end in ends {
+                    f(&data[start..end])?;
+                    start = end;
+                }
+            }
+            Batch::I64(v) => {
+                let mut buf = itoa::Buffer::new();
+                for &x in v {
+                    f(buf.format(x).as_bytes())?;
+                }
+            }
+            Batch::U64(v) => {
+                let mut buf = itoa::Buffer::new();
+                for &x in v {
+                    f(buf.format(x).as_bytes())?;
+                }
+            }
+            Batch::F64(v) => {
+                let mut buf = Vec::with_capacity(32);
+                for &x in v {
+                    buf.clear();
+                    float_repr(x, &mut buf);
+                    f(&buf)?;
+                }
+            }
+            Batch::Bool(v) => {
+                for &b in v {
+                    f(if b { b"True" } else { b"False" })?;
+                }
+            }
+            Batch::Fixed { data, width } => {
+                if *width > 0 {
+                    for chunk in data.chunks_exact(*width) {
+                        let n = chunk.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                        f(&chunk[..n])?;
+                    }
+                }
+            }
+            Batch::Ucs4 { data, width } => {
+                if *width > 0 {
+                    let mut buf = Vec::with_capacity(*width * 4);
+                    for chunk in data.chunks_exact(*width) {
+                        let n = chunk.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                        buf.clear();
+                        for &c in &chunk[..n] {
+                            // NumPy holds only valid code points; a bad one becomes U+FFFD.
+                            let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+                            let mut tmp = [0u8; 4];
+                            buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                        }
+                        f(&buf)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with each item's bytes, in order.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8])) {
+        let _ = self.try_for_each::<()>(|b| {
+            f(b);
+            Ok(())
+        });
+    }
+
+    /// The items as integers, or `None` if they are not integers.
+    pub fn integers(&self) -> Option<Vec<i128>> {
+        match self {
+            Batch::I64(v) => Some(v.iter().map(|&x| x as i128).collect()),
+            Batch::U64(v) => Some(v.iter().map(|&x| x as i128).collect()),
+            Batch::Bool(v) => Some(v.iter().map(|&x| x as i128).collect()),
+            _ => None,
+        }
+    }
+}
+
+/// Python's `repr(x)` of a float, appended to `out`: the shortest digits that round-trip,
+/// positional for decimal exponents in `-4..16`, else scientific with a signed exponent of
+/// at least two digits.
+pub fn float_repr(x: f64, out: &mut Vec<u8>) {
+    if x.is_nan() {
+        out.extend_from_slice(b"nan");
+        return;
+    }
+    if x.is_infinite() {
+        out.extend_from_slice(if x > 0.0 { b"inf" } else { b"-inf" });
+        return;
+    }
+    if x == 0.0 {
+        out.extend_from_slice(if x.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
+        return;
+    }
+    // Ryū prints the shortest digits that round-trip and, among those, the closest to the
+    // exact value, as Python's repr (David Gay's mode 0); only its layout differs.
+    let mut buf = ryu::Buffer::new();
+    let s = buf.format_finite(x);
+    let (negative, s) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let (mantissa, e) = s.split_once(['e', 'E']).unwrap_or((s, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    let (int_part, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: Vec<u8> = int_part.bytes().chain(frac.bytes()).collect();
+    // The decimal point sits after `point` digits.
+    let mut point = int_part.len() as i32 + e;
+    let lead = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..lead);
+    point -= lead as i32;
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    let exp = point - 1;
+    if negative {
+        out.push(b'-');
+    }
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.extend_from_slice(&digits);
+                out.extend(std::iter::repeat_n(b'0', int_len - digits.len()));
+                out.extend_from_slice(b".0");
+            } else {
+                out.extend_from_slice(&digits[..int_len]);
+                out.push(b'.');
+                out.extend_from_slice(&digits[int_len..]);
+            }
+        } else {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-exp - 1) as usize));
+            out.extend_from_slice(&digits);
+        }
+    } else {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if exp < 0 { b'-' } else { b'+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(e.to_string().as_bytes());
+    }
+}
+
+/// Appends one item's bytes to `out`.
+pub fn push_item(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+    if let Ok(s) = obj.downcast::<PyString>() {
+        let b = s.encode_utf8()?;
+        out.extend_from_slice(b.as_bytes());
+    } else if let Ok(b) = obj.downcast::<PyBytes>() {
+        out.extend_from_slice(b.as_bytes());
+    } else if let Ok(b) = obj.downcast::<PyBool>() {
+        out.extend_from_slice(if b.is_true() { b"True" } else { b"False" });
+    } else if let Ok(i) = obj.downcast::<PyInt>() {
+        push_int(i.as_any(), out)?;
+    } else if let Ok(f) = obj.downcast::<PyFloat>() {
+        float_repr(f.value(), out);
+    } else if let Ok(b) = obj.downcast::<PyByteArray>() {
+        out.extend_from_slice(&b.to_vec());
+    } else if obj.hasattr("__index__")? {
+        let i = obj.call_method0("__index__")?;
+        push_int(&i, out)?;
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "an item is str, bytes, int or float, got {}",
+            obj.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+fn push_int(i: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+    let mut buf = itoa::Buffer::new();
+    if let Ok(x) = i.extract::<i64>() {
+        out.extend_from_slice(buf.format(x).as_bytes());
+    } else if let Ok(x) = i.extract::<u64>() {
+        out.extend_from_slice(buf.format(x).as_bytes());
+    } else {
+        let s = i.str()?;
+        out.extend_from_slice(s.encode_utf8()?.as_bytes());
+    }
+    Ok(())
+}
+
+/// One item's bytes.
+pub fn item_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let mut v = Vec::new();
+    push_item(obj, &mut v)?;
+    Ok(v)
+}
+
+/// Copies a batch out of Python: a list, a tuple, a NumPy array, a buffer-protocol object
+/// or any iterable of items.
+pub fn extract_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Batch> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name}: expected a sequence of items, got one {} (use update() for one item, or \
+             wrap it in a list)",
+            obj.get_type().name()?
+        )));
+    }
+    if let Ok(list) = obj.downcast::<PyList>() {
+        return objects(list.len(), list.iter(), name);
+    }
+    if let Ok(t) = obj.downcast::<PyTuple>() {
+        return objects(t.len(), t.iter(), name);
+    }
+    if let Some(b) = numpy_batch(obj, name)? {
+        return Ok(b);
+    }
+    if let Some(b) = buffer_batch(obj, name)? {
+        return Ok(b);
+    }
+    let iter = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{name}: expected a list, a NumPy array, a buffer or an iterable of items, got {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let items: Vec<Bound<'_, PyAny>> = iter.collect::<PyResult<_>>()?;
+    objects(items.len(), items.into_iter(), name)
+}
+
+fn objects<'py>(
+    n: usize,
+    iter: impl Iterator<Item = Bound<'py, PyAny>>,
+    name: &str,
+) -> PyResult<Batch> {
+    let mut data = Vec::new();
+    let mut ends = Vec::with_capacity(n);
+    for (i, item) in iter.enumerate() {
+        push_item(&item, &mut data)
+            .map_err(|e| PyTypeError::new_err(format!("{name}[{i}]: {}", e)))?;
+        ends.push(data.len());
+    }
+    Ok(Batch::Bytes { data, ends })
+}
+
+/// A NumPy array (anything with `dtype` and `tobytes`), one-dimensional; `None` for other
+/// objects. Object arrays go item by item.
+fn numpy_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch>> {
+    if !(obj.hasattr("dtype")? && obj.hasattr("tobytes")? && obj.hasattr("ndim")?) {
+        return Ok(None);
+    }
+    let ndim: usize = obj.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: expected a one-dimensional array, got {ndim} dimensions"
+        )));
+    }
+    let dtype = obj.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+    let byteorder: String = dtype.getattr("byteorder")?.extract()?;
+    if kind == "O" {
+        let list = obj.call_method0("tolist")?;
+        return extract_batch(&list, name).map(Some);
+    }
+    let swap = byteorder == ">" && cfg!(target_endian = "little")
+        || byteorder == "<" && cfg!(target_endian = "big");
+    let bytes = obj.call_method0("tobytes")?;
+    let raw = bytes.downcast::<PyBytes>()?.as_bytes();
+    decode(&kind, itemsize, swap, raw, name).map(Some)
+}
+
+/// Any other buffer-protocol object, read through `memoryview`; `None` if it has no buffer.
+fn buffer_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch>> {
+    let py = obj.py();
+    let Ok(mv) = py.import("builtins")?.getattr("memoryview")?.call1((obj,)) else {
+        return Ok(None);
+    };
+    let ndim: usize = mv.getattr("ndim")?.extract()?;
+    if ndim > 1 {
+        return Err(PyValueError::new_err(format!(
+            "{name}: expected a one-dimensional buffer, got {ndim} dimensions"
+        )));
+    }
+    let format: String = mv.getattr("format")?.extract()?;
+    let itemsize: usize = mv.getattr("itemsize")?.extract()?;
+    let (order, code) = match format.chars().next() {
+        Some(c @ ('@' | '=' | '<' | '>' | '!')) => (c, &format[1..]),
+        _ => ('@', format.as_str()),
+    };
+    let swap = matches!(order, '>' | '!') && cfg!(target_endian = "little")
+        || order == '<' && cfg!(target_endian = "big");
+    let kind = match code {
+        "b" | "h" | "i" | "l" | "q" | "n" => "i",
+        "B" | "H" | "I" | "L" | "Q" | "N" => "u",
+        "f" | "d" => "f",
+        "?" => "b",
+        "c" => "S",
+        c if c.ends_with('s') => "S",
+        c if c.ends_with('w') => "U",
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "{name}: buffer items of format {other:?} are not supported (integers, floats, \
+                 bools and fixed-width bytes are)"
+            )))
+        }
+    };
+    let bytes = mv.call_method0("tobytes")?;
+    let raw = bytes.downcast::<PyBytes>()?.as_bytes();
+    decode(kind, itemsize, swap, raw, name).map(Some)
+}
+
+fn decode(kind: &str, size: usize, swap: bool, raw: &[u8], name: &str) -> PyResult<Batch> {
+    fn words<const N: usize>(raw: &[u8], swap: bool) -> impl Iterator<Item = [u8; N]> + '_ {
+        raw.chunks_exact(N).map(move |c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            if swap {
+                a.reverse();
+            }
+            a
+        })
+    }
+    let unsupported = || {
+        PyTypeError::new_err(format!(
+            "{name}: arrays of kind {kind:?} and item size {size} are not supported (integers, \
+             float32/float64, bool, fixed-width bytes S and text U are)"
+        ))
+    };
+    Ok(match (kind, size) {
+        ("i", 1) => Batch::I64(raw.iter().map(|&b| b as i8 as i64).collect()),
+        ("i", 2) => Batch::I64(
+            words::<2>(raw, swap)
+                .map(|a| i16::from_ne_bytes(a) as i64)
+                .collect(),
+        ),
+        ("i", 4) => Batch::I64(
+            words::<4>(raw, swap)
+                .map(|a| i32::from_ne_bytes(a) as i64)
+                .collect(),
+        ),
+        ("i", 8) => Batch::I64(words::<8>(raw, swap).map(i64::from_ne_bytes).collect()),
+        ("u", 1) => Batch::U64(raw.iter().map(|&b| b as u64).collect()),
+        ("u", 2) => Batch::U64(
+            words::<2>(raw, swap)
+                .map(|a| u16::from_ne_bytes(a) as u64)
+                .collect(),
+        ),
+        ("u", 4) => Batch::U64(
+            words::<4>(raw, swap)
+                .map(|a| u32::from_ne_bytes(a) as u64)
+                .collect(),
+        ),
+        ("u", 8) => Batch::U64(words::<8>(raw, swap).map(u64::from_ne_bytes).collect()),
+        ("f", 4) => Batch::F64(
+            words::<4>(raw, swap)
+                .map(|a| f32::from_ne_bytes(a) as f64)
+                .collect(),
+        ),
+        ("f", 8) => Batch::F64(words::<8>(raw, swap).map(f64::from_ne_bytes).collect()),
+        ("b", 1) => Batch::Bool(raw.iter().map(|&b| b != 0).collect()),
+        ("S", w) => Batch::Fixed {
+            data: raw.to_vec(),
+            width: w,
+        },
+        ("U", w) if w % 4 == 0 => Batch::Ucs4 {
+            data: words::<4>(raw, swap).map(u32::from_ne_bytes).collect(),
+            width: w / 4,
+        },
+        _ => return Err(unsupported()),
+    })
+}
+
+/// A column of integers beside a batch (counts, ticks): one int for every item, or a
+/// sequence of `n`.
+pub fn int_column(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<i128>> {
+    if let Ok(x) = obj.extract::<i128>() {
+        if !obj.is_instance_of::<PyFloat>() {
+            return Ok(vec![x; n]);
+        }
+    }
+    let v = integers(obj, name)?;
+    if v.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "{name}: expected {n} values (one per item), got {}",
+            v.len()
+        )));
+    }
+    Ok(v)
+}
+
+/// A sequence of integers: a list, a NumPy integer array, a buffer or an iterable.
+pub fn integers(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<i128>> {
+    let as_ints = |items: Vec<Bound<'_, PyAny>>| -> PyResult<Vec<i128>> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                if x.is_instance_of::<PyFloat>() {
+                    return Err(PyTypeError::new_err(format!(
+                        "{name}[{i}]: expected an integer, got float"
+                    )));
+                }
+                x.extract::<i128>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "{name}[{i}]: expected an integer, got {}",
+                        x.get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                })
+            })
+            .collect()
+    };
+    if let Ok(list) = obj.downcast::<PyList>() {
+        return as_ints(list.iter().collect());
+    }
+    if let Ok(t) = obj.downcast::<PyTuple>() {
+        return as_ints(t.iter().collect());
+    }
+    let batch = match numpy_batch(obj, name)? {
+        Some(b) => Some(b),
+        None => buffer_batch(obj, name)?,
+    };
+    if let Some(b) = batch {
+        return b
+            .integers()
+            .ok_or_else(|| PyTypeError::new_err(format!("{name}: expected an array of integers")));
+    }
+    let items: Vec<Bound<'_, PyAny>> = obj
+        .try_iter()
+        .map_err(|_| PyTypeError::new_err(format!("{name}: expected a sequence of integers")))?
+        .collect::<PyResult<_>>()?;
+    as_ints(items)
+}
+
+/// `v` as `u64`s, each in range, or a `ValueError` naming `name` and the first bad index.
+pub fn to_u64(v: &[i128], name: &str) -> PyResult<Vec<u64>> {
+    v.iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            u64::try_from(x).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{name}[{i}]: expected an integer in [0, 2^64), got {x}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `v` as `i64`s, or a `ValueError` naming `name` and the first bad index.
+pub fn to_i64(v: &[i128], name: &str) -> PyResult<Vec<i64>> {
+    v.iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            i64::try_from(x).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{name}[{i}]: expected an integer in [-2^63, 2^63), got {x}"
+                ))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,128 @@
+"""Items hash as the bytes the command line reads for them: str as UTF-8, int as decimal
+text, float as repr; a NumPy array or buffer hashes exactly as its tolist()."""
+
+import array
+import random
+import struct
+
+import numpy as np
+import pytest
+
+import tidemark
+
+
+@pytest.mark.parametrize(
+    "item, expected",
+    [
+        ("alice", b"alice"),
+        ("é🦀", "é🦀".encode()),
+        ("", b""),
+        (b"\x00\xff", b"\x00\xff"),
+        (bytearray(b"ab"), b"ab"),
+        (42, b"42"),
+        (-7, b"-7"),
+        (2**64 + 1, str(2**64 + 1).encode()),
+        (-(2**70), str(-(2**70)).encode()),
+        (True, b"True"),
+        (0.1, b"0.1"),
+        (1e16, b"1e+16"),
+        (1e15, b"1000000000000000.0"),
+        (1e-5, b"1e-05"),
+        (0.0001, b"0.0001"),
+        (-0.0, b"-0.0"),
+        (float("inf"), b"inf"),
+        (float("nan"), b"nan"),
+        (5e-324, b"5e-324"),
+        (np.int64(5), b"5"),
+    ],
+)
+def test_item_bytes(item, expected):
+    assert tidemark.item_bytes(item) == expected
+
+
+def test_float_text_is_repr_over_random_doubles():
+    rng = random.Random(7)
+    for i in range(100_000):
+        if i % 2:
+            x = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+        else:
+            x = rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30)
+        assert tidemark.item_bytes(x) == repr(x).encode(), x
+
+
+def test_unsupported_item_is_type_error():
+    with pytest.raises(TypeError, match="item"):
+        tidemark.item_bytes(object())
+    h = tidemark.HyperLogLog(12)
+    with pytest.raises(TypeError, match=r"items\[1\]"):
+        h.update_many(["a", None])
+    with pytest.raises(TypeError):
+        h.update_many("abc")
+    with pytest.raises(TypeError):
+        h.update_many(5)
+
+
+def _same(batch, items):
+    a = tidemark.HyperLogLog(12)
+    a.update_many(batch() if callable(batch) else batch)
+    b = tidemark.HyperLogLog(12)
+    for x in items:
+        b.update(x)
+    assert a.to_bytes() == b.to_bytes()
+    c = tidemark.CountMin(0.01, 0.01)
+    c.update_many(batch() if callable(batch) else batch)
+    d = tidemark.CountMin(0.01, 0.01)
+    for x in items:
+        d.update(x)
+    assert c.to_bytes() == d.to_bytes()
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", ">i8", "<u4"]
+)
+def test_numpy_integers_hash_as_tolist(dtype):
+    info = np.iinfo(np.dtype(dtype))
+    rng = np.random.default_rng(1)
+    arr = rng.integers(info.min, info.max, size=3000, dtype=np.dtype(dtype).newbyteorder("="), endpoint=True).astype(dtype)
+    arr[:2] = [info.min, info.max]
+    _same(arr, arr.tolist())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", ">f8"])
+def test_numpy_floats_hash_as_tolist(dtype):
+    rng = np.random.default_rng(2)
+    arr = (rng.standard_normal(3000) * 10.0 ** rng.integers(-20, 20, 3000)).astype(dtype)
+    arr[:4] = [0.0, -0.0, np.inf, np.nan]
+    _same(arr, arr.tolist())
+
+
+def test_numpy_bytes_text_bool_object():
+    s = np.array([b"a", b"bb", b"", b"c\x00d"], dtype="S4")
+    _same(s, s.tolist())
+    u = np.array(["a", "é🦀", "", "xyz"], dtype="U3")
+    _same(u, u.tolist())
+    b = np.array([True, False, True])
+    _same(b, b.tolist())
+    o = np.array(["x", 1, 2.5], dtype=object)
+    _same(o, o.tolist())
+
+
+def test_buffers_and_iterables():
+    a = array.array("q", [1, 2, 3, -4])
+    _same(a, a.tolist())
+    a = array.array("d", [0.5, 1e300])
+    _same(a, a.tolist())
+    _same(memoryview(bytearray(b"xyz")), list(b"xyz"))
+    _same(range(100), list(range(100)))
+    _same(lambda: (str(i) for i in range(10)), [str(i) for i in range(10)])
+    _same(("a", "b"), ["a", "b"])
+
+
+def test_two_dimensional_arrays_refused():
+    with pytest.raises(ValueError, match="one-dimensional"):
+        tidemark.HyperLogLog(12).update_many(np.zeros((2, 2), dtype=np.int64))
+
+
+def test_unsupported_dtype_refused():
+    with pytest.raises(TypeError, match="not supported"):
+        tidemark.HyperLogLog(12).update_many(np.zeros(3, dtype=np.complex128))
