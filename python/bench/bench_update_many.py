@@ -54,7 +54,17 @@ def ds_best(repeat, make, items):
     for name, drive in (("map", drive_map), ("for", drive_loop)):
         t, sk = best(repeat, make, lambda s: drive(s.update, items))
         out.append((t, name, sk))
+    print("  datasketches: " + ", ".join(f"{name} {t:.3f} s" for t, name, _ in out))
     return min(out, key=lambda x: x[0])
+
+
+def _version(dist):
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # noqa: BLE001 - only for the report line
+        return "?"
 
 
 def cpu_model():
@@ -82,7 +92,7 @@ def main():
     int_list = ints.tolist()
     strs = [f"user-{x}" for x in rng.integers(0, n, n).tolist()]
     print(f"machine: {os.cpu_count()} cores, {cpu_model()}; Python {platform.python_version()}, "
-          f"numpy {np.__version__}, datasketches {ds.__version__ if hasattr(ds, '__version__') else '?'}")
+          f"numpy {np.__version__}, datasketches {_version('datasketches')}")
     print(f"items: {n:,}")
     rows = []
 

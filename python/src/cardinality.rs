@@ -102,7 +102,14 @@ impl PyHll {
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
         let batch = extract_batch(items, "items")?;
         let h = &mut self.inner;
-        py.allow_threads(|| batch.for_each(|b| h.insert(b)));
+        let hasher = h.hasher();
+        py.allow_threads(|| {
+            batch.try_for_each_hash::<()>(hasher, |x| {
+                h.insert_hash(x);
+                Ok(())
+            })
+        })
+        .ok();
         Ok(())
     }
 

@@ -137,8 +137,16 @@ impl PyCountMin {
         let batch = extract_batch(items, "items")?;
         let counts = counts_for(&batch, counts)?;
         let cm = &mut self.inner;
-        py.allow_threads(|| update_batch(&batch, &counts, |b, c| cm.update(b, c)))
-            .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
+        let hasher = cm.hasher();
+        let mut i = 0;
+        py.allow_threads(|| {
+            batch.try_for_each_hash(hasher, |h| {
+                cm.update_hash(h, counts[i]).map_err(|e| (i, e))?;
+                i += 1;
+                Ok(())
+            })
+        })
+        .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
     }
 
     /// `item`'s estimated frequency, with its bracket.

@@ -55,10 +55,11 @@ impl PyQuotient {
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
         let batch = extract_batch(items, "items")?;
         let f = &mut self.inner;
+        let hasher = f.hasher();
         let mut done = 0usize;
         py.allow_threads(|| {
-            batch.try_for_each(|b| -> Result<(), tidemark::membership::Exhausted> {
-                f.insert(b)?;
+            batch.try_for_each_hash(hasher, |h| -> Result<(), tidemark::membership::Exhausted> {
+                f.insert_hash(h)?;
                 done += 1;
                 Ok(())
             })
@@ -195,7 +196,14 @@ impl PyStacked {
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
         let batch = extract_batch(items, "items")?;
         let f = &mut self.inner;
-        py.allow_threads(|| batch.for_each(|b| f.insert(b)));
+        let hasher = f.hasher();
+        py.allow_threads(|| {
+            batch.try_for_each_hash::<()>(hasher, |h| {
+                f.insert_hash(h);
+                Ok(())
+            })
+        })
+        .ok();
         Ok(())
     }
 

@@ -126,3 +126,17 @@ def test_two_dimensional_arrays_refused():
 def test_unsupported_dtype_refused():
     with pytest.raises(TypeError, match="not supported"):
         tidemark.HyperLogLog(12).update_many(np.zeros(3, dtype=np.complex128))
+
+
+def test_lone_surrogates_raise_not_crash():
+    h = tidemark.HyperLogLog(12)
+    with pytest.raises((UnicodeEncodeError, TypeError)):
+        h.update("\ud800")
+    with pytest.raises((UnicodeEncodeError, TypeError)):
+        h.update_many(["ok", "\udfff"])
+    assert h.estimate().value == 0
+
+
+def test_non_ascii_strings_in_a_list_hash_as_utf8():
+    words = ["é", "日本語", "🦀", "a\x00b", "ascii"]
+    _same(words, [w.encode() for w in words])
