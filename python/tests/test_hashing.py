@@ -140,3 +140,23 @@ def test_lone_surrogates_raise_not_crash():
 def test_non_ascii_strings_in_a_list_hash_as_utf8():
     words = ["é", "日本語", "🦀", "a\x00b", "ascii"]
     _same(words, [w.encode() for w in words])
+
+
+def test_strided_sliced_and_readonly_arrays():
+    arr = np.arange(10_000, dtype=np.int64) * 7919
+    _same(arr[::3], arr[::3].tolist())          # strided: copied, not borrowed
+    _same(arr[5:900], arr[5:900].tolist())      # an offset view: borrowed
+    ro = arr.copy()
+    ro.flags.writeable = False
+    _same(ro, ro.tolist())
+    f = np.linspace(-1e20, 1e20, 5001)
+    _same(f[1::2], f[1::2].tolist())
+    _same(np.array([], dtype=np.int64), [])
+    u = np.array([0, 2**64 - 1, 2**63], dtype=np.uint64)
+    _same(u, u.tolist())
+
+
+def test_array_kept_alive_while_read():
+    h = tidemark.HyperLogLog(12)
+    h.update_many(np.arange(1_000_000, dtype=np.int64)[::1])
+    assert abs(h.estimate().value - 1_000_000) < 0.1 * 1_000_000
