@@ -28,13 +28,19 @@ def _find_cli():
 
 
 @pytest.fixture(scope="session")
-def cli():
+def cli_path():
     exe = _find_cli()
     if exe is None:
         msg = "no tidemark binary: build it (cargo build -p tidemark-cli) or set TIDEMARK_CLI"
         if os.environ.get("TIDEMARK_REQUIRE_CLI") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
+    return exe
+
+
+@pytest.fixture(scope="session")
+def cli(cli_path):
+    exe = cli_path
 
     def run(*args, input=None):
         p = subprocess.run(

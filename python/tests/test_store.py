@@ -99,3 +99,43 @@ def test_store_errors(store_path, tmp_path):
     (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
     with pytest.raises(OSError):
         tidemark.Store(tmp_path / "junk.db")
+
+
+def test_store_reads_while_tidemark_run_writes(tmp_path, cli_path):
+    """A notebook reads the store while `tidemark run` still holds it open."""
+    import subprocess
+    import time
+
+    cfg = CONFIG.replace('[input]', '[state]\ncheckpoint = "100ms"\ncheckpoint_records = 500\n\n[input]', 1)
+    (tmp_path / "m.toml").write_text(cfg)
+    db = tmp_path / "live.db"
+    p = subprocess.Popen(
+        [cli_path, "run", "--config", str(tmp_path / "m.toml"), "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        lines = ["ts,src,dst"] + [f"{1_700_000_000 + i},10.0.0.{i % 5},d{i % 97}" for i in range(3000)]
+        p.stdin.write(("\n".join(lines) + "\n").encode())
+        p.stdin.flush()
+        deadline = time.monotonic() + 30
+        seen = None
+        while time.monotonic() < deadline:
+            if db.exists():
+                try:
+                    seen = tidemark.Store(db).query("hits", window="5m")
+                except (OSError, ValueError):
+                    seen = None
+                if seen is not None and len(seen) > 0:
+                    break
+            time.sleep(0.1)
+        assert p.poll() is None, "tidemark run ended before the read"
+        assert seen is not None and len(seen) == 5, "no committed rows read while the run is open"
+        assert all(r.estimate.value > 0 for r in seen)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+    assert p.returncode == 0, p.stderr.read().decode()
+    final = tidemark.Store(db).query("hits", window="5m")
+    assert sorted(r.key for r in final) == [f"10.0.0.{i}" for i in range(5)]
