@@ -160,3 +160,45 @@ def test_array_kept_alive_while_read():
     h = tidemark.HyperLogLog(12)
     h.update_many(np.arange(1_000_000, dtype=np.int64)[::1])
     assert abs(h.estimate().value - 1_000_000) < 0.1 * 1_000_000
+
+
+@pytest.mark.parametrize("env", [{"TIDEMARK_STR_FALLBACK": "1"}, {"TIDEMARK_THREADS": "1"}])
+def test_fallback_paths_give_the_same_sketch(env):
+    """Python 3.9's str path and the one-thread path hash exactly as the defaults."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, tidemark\n"
+        "h = tidemark.HyperLogLog(12)\n"
+        "h.update_many(['w%d' % i for i in range(200_000)] + ['é', '🦀'])\n"
+        "h.update_many(np.arange(300_000, dtype=np.int64) * 31)\n"
+        "c = tidemark.CountMin(0.01, 0.01)\n"
+        "c.update_many(['w%d' % (i % 777) for i in range(200_000)])\n"
+        "sys.stdout.buffer.write(h.to_bytes() + c.to_bytes())\n"
+    )
+    run = lambda extra: subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **extra}, capture_output=True, check=True
+    ).stdout
+    assert run(env) == run({})
+
+
+def test_random_bytes_never_crash_load():
+    rng = random.Random(3)
+    for _ in range(3000):
+        n = rng.randrange(0, 200)
+        junk = bytes(rng.getrandbits(8) for _ in range(n))
+        for prefix in (b"", b"TDMK", b"TDMK\x01", b"HYLL"):
+            try:
+                tidemark.load(prefix + junk)
+            except ValueError:
+                pass
+
+
+def test_heavy_hitters_and_top_k_refuse_pickle():
+    import pickle
+
+    for x in (tidemark.HeavyHitters(0.1), tidemark.TopK(3)):
+        with pytest.raises(TypeError):
+            pickle.dumps(x)
