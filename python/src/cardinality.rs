@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use tidemark::cardinality::{Hll, RingWindow, SlidingHll};
+use tidemark::cardinality::{Hll, RingWindow, SlidingError, SlidingHll};
 
 use crate::items::{extract_batch, int_column, item_bytes, to_u64, Batch};
 use crate::{bytes_arg, decode_error, merge_error, param_error, reduce, value_error, PyEstimate};
@@ -470,10 +470,13 @@ impl PySliding {
     fn count(&self, now: Option<u64>, window: Option<u64>) -> PyResult<PyEstimate> {
         let now = now.or(self.inner.newest()).unwrap_or(0);
         let window = window.unwrap_or(self.inner.retention());
-        self.inner
-            .count(now, window)
-            .map(Into::into)
-            .map_err(|e| value_error("window", e))
+        self.inner.count(now, window).map(Into::into).map_err(|e| {
+            let name = match e {
+                SlidingError::QueryBeforeNewest { .. } => "now",
+                _ => "window",
+            };
+            value_error(name, e)
+        })
     }
 
     /// The longest window it answers, in ticks.

@@ -201,3 +201,10 @@ def test_update_many_from_another_thread_is_safe():
     for t in threads:
         t.join()
     assert abs(h.estimate().value - 200_000) < 0.1 * 200_000
+
+
+def test_sliding_query_before_newest_names_now():
+    s = tidemark.SlidingHyperLogLog(100)
+    s.update("a", 500)
+    with pytest.raises(ValueError, match="^now"):
+        s.count(now=10, window=10)
