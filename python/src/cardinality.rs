@@ -5,7 +5,7 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use tidemark::cardinality::{Hll, RingWindow, SlidingError, SlidingHll};
 
-use crate::items::{extract_batch, int_column, item_bytes, to_u64, Batch};
+use crate::items::{extract_batch, for_each_chunk, int_column, item_bytes, to_u64, Batch};
 use crate::{bytes_arg, decode_error, merge_error, param_error, reduce, value_error, PyEstimate};
 
 const P_NAMES: &[(&str, &str)] = &[("p", "precision")];
@@ -100,17 +100,18 @@ impl PyHll {
     /// Adds every item of a list, a NumPy array, a buffer or an iterable, hashing with the
     /// GIL released.
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
         let h = &mut self.inner;
         let hasher = h.hasher();
-        py.allow_threads(|| {
-            batch.try_for_each_hash::<()>(hasher, |x| {
-                h.insert_hash(x);
-                Ok(())
+        for_each_chunk(items, "items", |_, batch| {
+            py.allow_threads(|| {
+                batch.try_for_each_hash::<()>(hasher, |x| {
+                    h.insert_hash(x);
+                    Ok(())
+                })
             })
+            .ok();
+            Ok(())
         })
-        .ok();
-        Ok(())
     }
 
     /// The distinct count: Ertl's estimator (or the exact count while exact; PFCOUNT's in

@@ -7,7 +7,9 @@ use tidemark::frequency::{
     self, CountMin, DyadicCountMin, FrequencyError, HeavyHitters, Model, TopK,
 };
 
-use crate::items::{extract_batch, int_column, integers, item_bytes, to_i64, to_u64, Batch};
+use crate::items::{
+    extract_batch, for_each_chunk, int_column, integers, item_bytes, to_i64, to_u64, Batch,
+};
 use crate::{bytes_arg, decode_error, param_error, reduce, value_error, PyEstimate};
 
 const NAMES: &[(&str, &str)] = &[
@@ -93,6 +95,29 @@ pub struct PyCountMin {
 }
 
 impl PyCountMin {
+    /// Adds a batch whose first item is item `offset` of the call; `counts` (all of the
+    /// call's, or None for ones) is read from `offset`.
+    fn apply(
+        &mut self,
+        py: Python<'_>,
+        batch: &Batch<'_>,
+        offset: usize,
+        counts: Option<&[i64]>,
+    ) -> PyResult<()> {
+        let cm = &mut self.inner;
+        let hasher = cm.hasher();
+        let mut i = offset;
+        py.allow_threads(|| {
+            batch.try_for_each_hash(hasher, |h| {
+                let c = counts.map_or(1, |c| c.get(i).copied().unwrap_or(1));
+                cm.update_hash(h, c).map_err(|e| (i, e))?;
+                i += 1;
+                Ok(())
+            })
+        })
+        .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
+    }
+
     pub fn decode(bytes: &[u8]) -> PyResult<PyCountMin> {
         Ok(PyCountMin {
             inner: CountMin::from_bytes(bytes).map_err(decode_error)?,
@@ -134,19 +159,20 @@ impl PyCountMin {
         items: &Bound<'_, PyAny>,
         counts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
-        let counts = counts_for(&batch, counts)?;
-        let cm = &mut self.inner;
-        let hasher = cm.hasher();
-        let mut i = 0;
-        py.allow_threads(|| {
-            batch.try_for_each_hash(hasher, |h| {
-                cm.update_hash(h, counts[i]).map_err(|e| (i, e))?;
-                i += 1;
-                Ok(())
-            })
+        let n = items.len().ok();
+        let counts = match (counts, n) {
+            (None, _) => None,
+            (Some(c), Some(n)) => Some(to_i64(&int_column(c, n, "counts")?, "counts")?),
+            (Some(c), None) => {
+                // An iterable without a length: materialise it first.
+                let batch = extract_batch(items, "items")?;
+                let v = to_i64(&int_column(c, batch.len(), "counts")?, "counts")?;
+                return self.apply(py, &batch, 0, Some(&v));
+            }
+        };
+        for_each_chunk(items, "items", |offset, batch| {
+            self.apply(py, batch, offset, counts.as_deref())
         })
-        .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
     }
 
     /// `item`'s estimated frequency, with its bracket.

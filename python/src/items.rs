@@ -480,12 +480,74 @@ fn objects<'py>(
 ) -> PyResult<Batch<'static>> {
     let mut data = Vec::new();
     let mut ends = Vec::with_capacity(n);
+    objects_into(&mut data, &mut ends, iter, name, 0)?;
+    Ok(Batch::Bytes { data, ends })
+}
+
+/// Appends the items' bytes to `data` and their ends to `ends`; an error names the item's
+/// index, counted from `offset`.
+fn objects_into<'py>(
+    data: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+    iter: impl Iterator<Item = Bound<'py, PyAny>>,
+    name: &str,
+    offset: usize,
+) -> PyResult<()> {
     for (i, item) in iter.enumerate() {
-        push_item(&item, &mut data)
-            .map_err(|e| PyTypeError::new_err(format!("{name}[{i}]: {}", e)))?;
+        push_item(&item, data)
+            .map_err(|e| PyTypeError::new_err(format!("{name}[{}]: {}", offset + i, e)))?;
         ends.push(data.len());
     }
-    Ok(Batch::Bytes { data, ends })
+    Ok(())
+}
+
+/// Items of a list or tuple copied out per round: bounded memory, a buffer that stays in
+/// cache, and no growth of one buffer the size of the whole list.
+const LIST_CHUNK: usize = 1 << 18;
+
+/// Calls `f(offset, batch)` on the items of `obj` in order: a list or tuple copied out
+/// [`LIST_CHUNK`] items at a time (the items of the chunks before a bad item stay added),
+/// anything else as one batch. A list is read up to the length it had at the call.
+pub fn for_each_chunk(
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+    mut f: impl FnMut(usize, &Batch<'_>) -> PyResult<()>,
+) -> PyResult<()> {
+    if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        let batch = extract_batch(obj, name)?;
+        return f(0, &batch);
+    }
+    let n = obj.len()?;
+    let mut data = Vec::new();
+    let mut ends = Vec::with_capacity(LIST_CHUNK.min(n));
+    let mut lo = 0;
+    while lo < n {
+        let hi = (lo + LIST_CHUNK).min(n);
+        data.clear();
+        ends.clear();
+        if let Ok(list) = obj.downcast::<PyList>() {
+            // Another thread may shrink the list between chunks: read what is there.
+            let hi = hi.min(list.len());
+            let items = (lo..hi).filter_map(|i| list.get_item(i).ok());
+            objects_into(&mut data, &mut ends, items, name, lo)?;
+        } else {
+            let t = obj.downcast::<PyTuple>()?;
+            let items = (lo..hi).filter_map(|i| t.get_item(i).ok());
+            objects_into(&mut data, &mut ends, items, name, lo)?;
+        }
+        if ends.is_empty() {
+            break;
+        }
+        let batch = Batch::Bytes { data, ends };
+        f(lo, &batch)?;
+        let Batch::Bytes { data: d, ends: e } = batch else {
+            unreachable!("built as Bytes above")
+        };
+        data = d;
+        ends = e;
+        lo = hi;
+    }
+    Ok(())
 }
 
 /// A NumPy array (anything with `dtype` and `tobytes`), one-dimensional; `None` for other

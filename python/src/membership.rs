@@ -3,9 +3,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use tidemark::membership::{QuotientFilter, StackedFilter};
+use tidemark::membership::{Exhausted, QuotientFilter, StackedFilter};
 
-use crate::items::{extract_batch, item_bytes};
+use crate::items::{for_each_chunk, item_bytes};
 use crate::{bytes_arg, decode_error, param_error, reduce, CapacityError, PyEstimate};
 
 const NAMES: &[(&str, &str)] = &[];
@@ -53,18 +53,19 @@ impl PyQuotient {
     /// Adds every item, with the GIL released; raises `tidemark.CapacityError` naming how
     /// many went in when the filter fills for good.
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
         let f = &mut self.inner;
         let hasher = f.hasher();
-        let mut done = 0usize;
-        py.allow_threads(|| {
-            batch.try_for_each_hash(hasher, |h| -> Result<(), tidemark::membership::Exhausted> {
-                f.insert_hash(h)?;
-                done += 1;
-                Ok(())
+        for_each_chunk(items, "items", |offset, batch| {
+            let mut done = offset;
+            py.allow_threads(|| {
+                batch.try_for_each_hash(hasher, |h| -> Result<(), Exhausted> {
+                    f.insert_hash(h)?;
+                    done += 1;
+                    Ok(())
+                })
             })
+            .map_err(|e| CapacityError::new_err(format!("items[{done}]: {e}")))
         })
-        .map_err(|e| CapacityError::new_err(format!("items[{done}]: {e}")))
     }
 
     /// Whether the filter may hold `item` (never False for an item added).
@@ -194,17 +195,18 @@ impl PyStacked {
 
     /// Adds every item, with the GIL released.
     fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
         let f = &mut self.inner;
         let hasher = f.hasher();
-        py.allow_threads(|| {
-            batch.try_for_each_hash::<()>(hasher, |h| {
-                f.insert_hash(h);
-                Ok(())
+        for_each_chunk(items, "items", |_, batch| {
+            py.allow_threads(|| {
+                batch.try_for_each_hash::<()>(hasher, |h| {
+                    f.insert_hash(h);
+                    Ok(())
+                })
             })
+            .ok();
+            Ok(())
         })
-        .ok();
-        Ok(())
     }
 
     /// Whether the stack may hold `item`.

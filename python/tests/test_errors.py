@@ -208,3 +208,22 @@ def test_sliding_query_before_newest_names_now():
     s.update("a", 500)
     with pytest.raises(ValueError, match="^now"):
         s.count(now=10, window=10)
+
+
+def test_long_lists_go_in_chunks_with_global_indices():
+    h = tidemark.HyperLogLog(12)
+    items = [str(i) for i in range(600_000)]
+    items[500_000] = None
+    with pytest.raises(TypeError, match=r"items\[500000\]"):
+        h.update_many(items)
+    cm = tidemark.CountMin(0.01, 0.01)
+    counts = [1] * 600_000
+    counts[550_000] = -1
+    with pytest.raises(ValueError, match=r"counts\[550000\]"):
+        cm.update_many([str(i) for i in range(600_000)], counts=counts)
+    assert cm.total == 550_000
+    t = tuple(str(i) for i in range(300_000))
+    a, b = tidemark.HyperLogLog(12), tidemark.HyperLogLog(12)
+    a.update_many(t)
+    b.update_many(list(t))
+    assert a.to_bytes() == b.to_bytes()
