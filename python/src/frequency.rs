@@ -8,7 +8,8 @@ use tidemark::frequency::{
 };
 
 use crate::items::{
-    extract_batch, for_each_chunk, int_column, integers, item_bytes, to_i64, to_u64, Batch,
+    extract_batch, for_each_chunk, int_column, integers, item_bytes, parallel, to_i64, to_u64,
+    Batch, PARALLEL_MIN,
 };
 use crate::{bytes_arg, decode_error, param_error, reduce, value_error, PyEstimate};
 
@@ -95,6 +96,17 @@ pub struct PyCountMin {
 }
 
 impl PyCountMin {
+    /// An empty sketch that merges into this one (same hasher, shape, model), or None.
+    fn twin(&mut self) -> Option<CountMin> {
+        let cm = &self.inner;
+        let t = CountMin::with_dimensions(cm.width(), cm.depth(), cm.model())
+            .ok()?
+            .with_hasher(cm.hasher());
+        // Merging an empty sketch changes nothing and checks that the merge will succeed.
+        self.inner.merge(&t).ok()?;
+        Some(t)
+    }
+
     /// Adds a batch whose first item is item `offset` of the call; `counts` (all of the
     /// call's, or None for ones) is read from `offset`.
     fn apply(
@@ -170,9 +182,30 @@ impl PyCountMin {
                 return self.apply(py, &batch, 0, Some(&v));
             }
         };
-        for_each_chunk(items, "items", |offset, batch| {
-            self.apply(py, batch, offset, counts.as_deref())
-        })
+        // Ones into a plain sketch: counters add, so two threads each fill a sketch of the
+        // same shape with half the items and the halves merge into exactly the sequential
+        // sketch (checked by the tests against TIDEMARK_THREADS=1).
+        let split = counts.is_none()
+            && !self.inner.is_conservative()
+            && n.is_some_and(|n| n >= PARALLEL_MIN)
+            && self.inner.counters().len() <= 1 << 22
+            && parallel();
+        let mut twin = if split { self.twin() } else { None };
+        let r = for_each_chunk(items, "items", |offset, batch| match &mut twin {
+            Some(t) if batch.len() >= PARALLEL_MIN => {
+                let hasher = self.inner.hasher();
+                let cm = &mut self.inner;
+                py.allow_threads(|| {
+                    batch.split_for_each_hash(hasher, cm, t, |s, h| s.update_hash(h, 1))
+                })
+                .map_err(|e| freq_error(e, "items"))
+            }
+            _ => self.apply(py, batch, offset, counts.as_deref()),
+        });
+        if let Some(t) = twin {
+            self.inner.merge(&t).map_err(|e| freq_error(e, "items"))?;
+        }
+        r
     }
 
     /// `item`'s estimated frequency, with its bracket.

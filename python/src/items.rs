@@ -21,13 +21,13 @@ use tidemark::ItemHasher;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 /// Batches of at least this many items are hashed on two threads.
-const PARALLEL_MIN: usize = 1 << 16;
+pub const PARALLEL_MIN: usize = 1 << 16;
 /// Items hashed per round on two threads (2 MiB of hashes).
 const CHUNK: usize = 1 << 18;
 
 /// Whether large batches hash on two threads: yes when the machine has two cores or more,
 /// unless the environment variable `TIDEMARK_THREADS` is `1` (read once).
-fn parallel() -> bool {
+pub fn parallel() -> bool {
     static PARALLEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *PARALLEL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -209,6 +209,31 @@ impl Batch<'_> {
             lo = hi;
         }
         Ok(())
+    }
+
+    /// Applies the items' hashes on two threads: the first half of the batch to `a`, the
+    /// second to `b` (for summaries whose updates commute and merge exactly, as Count-Min's
+    /// counters add). Stops each half at its first error.
+    pub fn split_for_each_hash<A: Send, E: Send>(
+        &self,
+        hasher: ItemHasher,
+        a: &mut A,
+        b: &mut A,
+        f: impl Fn(&mut A, u64) -> Result<(), E> + Sync,
+    ) -> Result<(), E> {
+        let n = self.len();
+        let mid = n / 2;
+        let f = &f;
+        let (ra, rb) = std::thread::scope(|s| {
+            let second = s.spawn(move || self.try_for_each_in(mid, n, |x| f(b, hasher.hash(x))));
+            let first = self.try_for_each_in(0, mid, |x| f(a, hasher.hash(x)));
+            (first, second.join())
+        });
+        ra?;
+        match rb {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 
     fn fill_hashes(&self, hasher: ItemHasher, lo: usize, hi: usize, out: &mut [u64]) {
