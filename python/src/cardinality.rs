@@ -126,9 +126,16 @@ impl PyHll {
         self.inner.estimate_hip().map(Into::into)
     }
 
-    /// Redis's PFCOUNT of this sketch's registers.
-    fn pfcount(&self) -> u64 {
-        self.inner.pfcount()
+    /// What Redis's PFCOUNT answers for this sketch (Redis mode only: PFCOUNT's formula is
+    /// for Redis's 16,384 registers and hash).
+    fn pfcount(&self) -> PyResult<u64> {
+        if !self.inner.is_redis() {
+            return Err(value_error(
+                "redis",
+                "pfcount() is PFCOUNT's count, for a sketch in Redis mode (HyperLogLog(redis=True) or from_redis)",
+            ));
+        }
+        Ok(self.inner.pfcount())
     }
 
     /// Merges `other` in (register-wise maximum; at the smaller precision if they differ).

@@ -302,7 +302,7 @@ impl PyCountMin {
 }
 
 /// Dyadic Count-Min over integer items in [0, 2^bits): point, range sums, quantiles, heavy
-/// hitters and top-k under any update model, as `tidemark freq --range/--quantile`.
+/// hitters and top-k (cash register or non-negative turnstile), as `tidemark freq --range`.
 ///
 /// >>> import tidemark
 /// >>> d = tidemark.DyadicCountMin(epsilon=0.001, delta=0.01, bits=16)

@@ -220,3 +220,53 @@ def test_estimate_is_a_float_with_a_readable_repr():
     assert pickle.loads(pickle.dumps(e)).__repr__() == repr(e)
     g = tidemark.ExpHistogram(10).estimate()
     assert g.guaranteed and g.bracket == "guaranteed" and g.confidence == 1.0
+
+
+def test_remaining_methods_against_exact_answers():
+    h = tidemark.HyperLogLog(12)
+    h.update_many(range(50_000))
+    hip = h.estimate_hip()
+    assert hip is not None and hip.contains(50_000) or abs(hip.value - 50_000) < 0.1 * 50_000
+    c = h.copy()
+    assert c == h and c.to_bytes() == h.to_bytes() and h.representation == "dense"
+    with pytest.raises(ValueError, match="^redis"):
+        h.pfcount()
+    r = tidemark.HyperLogLog(redis=True)
+    r.update_many(range(50_000))
+    assert abs(r.pfcount() - 50_000) < 0.05 * 50_000 and r.estimate().value == r.pfcount()
+
+    a = tidemark.CountMin(0.01, 0.01, model="turnstile")
+    a.update_many(["x"] * 10 + ["y"] * 5)
+    b = tidemark.CountMin(0.01, 0.01, model="turnstile")
+    b.update_many(["x"] * 4)
+    join = a.inner_product(b)
+    assert join.low <= 40 <= join.high
+    a.subtract(b)
+    assert a.total == 11 and a.query("x").contains(6)
+
+    d = tidemark.DyadicCountMin(0.001, 0.01, bits=10, model="turnstile")
+    d.update_many([7] * 100 + [9] * 50 + list(range(100)))
+    assert [x for x, _ in d.top(2)] == [7, 9]
+    assert {x for x, _ in d.heavy_hitters(0.2)} == {7, 9}
+    e = tidemark.DyadicCountMin(0.001, 0.01, bits=10, model="turnstile")
+    e.update(7, 5)
+    d.merge(e)
+    assert d.query(7).contains(106)
+    with pytest.raises(ValueError, match="^model"):
+        tidemark.DyadicCountMin(bits=10, model="general")
+
+    r1 = tidemark.RingWindow(100, bucket=10, precision=12)
+    r2 = tidemark.RingWindow(100, bucket=10, precision=12)
+    r1.update_many(["a", "b"], ticks=5)
+    r2.update_many(["b", "c"], ticks=5)
+    r1.merge(r2)
+    assert r1.count().value == 3
+
+    q = tidemark.QuotientFilter(100, 0.01)
+    q.update("k")
+    assert "k" in q and q.remove("k") and len(q) == 0
+
+    x = tidemark.ExpHistogram(100, 0.1, time=True, interpolate=True)
+    x.update_many([1, 2, 3, 50])
+    x.advance_to(120)
+    assert x.estimate().contains(1) and x.interpolated() is not None and x.now == 120
