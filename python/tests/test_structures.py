@@ -137,7 +137,7 @@ def test_quotient_filter_no_false_negatives_and_rate():
     fp = sum(x in f for x in probes)
     assert fp <= binomial_upper(50_000, f.fpr)
     assert f.query(5).value == 1 and f.query(5).contains(1)
-    assert f.remove(5) and 5 not in f or f.query(5).value == 1
+    assert f.remove(5) and len(f) == 19_999
 
 
 def test_quotient_filter_full_raises_capacity_error():
@@ -226,7 +226,7 @@ def test_remaining_methods_against_exact_answers():
     h = tidemark.HyperLogLog(12)
     h.update_many(range(50_000))
     hip = h.estimate_hip()
-    assert hip is not None and hip.contains(50_000) or abs(hip.value - 50_000) < 0.1 * 50_000
+    assert hip is not None and hip.method == "hll-hip" and abs(hip.value - 50_000) < 0.1 * 50_000
     c = h.copy()
     assert c == h and c.to_bytes() == h.to_bytes() and h.representation == "dense"
     with pytest.raises(ValueError, match="^redis"):
