@@ -1,0 +1,141 @@
+"""tidemark.Store reads what `tidemark run` wrote, with the answers of `tidemark query`."""
+
+import datetime as dt
+import json
+import random
+
+import pytest
+
+import tidemark
+
+CONFIG = """
+[input]
+format = "csv"
+time_field = "ts"
+time_format = "epoch_s"
+
+[[metric]]
+name = "fanout"
+kind = "distinct"
+key = ["src"]
+item = ["dst"]
+bucket = "1m"
+window = "5m"
+precision = 10
+retention = "1d"
+
+[[metric]]
+name = "hits"
+kind = "count"
+key = ["src"]
+bucket = "1m"
+window = "5m"
+epsilon = 0.05
+retention = "1d"
+"""
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory, cli):
+    d = tmp_path_factory.mktemp("store")
+    rng = random.Random(2)
+    rows = ["ts,src,dst"]
+    for i in range(20_000):
+        src = f"10.0.0.{rng.randrange(20)}"
+        dst = f"d{rng.randrange(2000 if src.endswith('.7') else 50)}"
+        rows.append(f"{1_700_000_000 + i // 20},{src},{dst}")
+    (d / "flows.csv").write_text("\n".join(rows) + "\n")
+    (d / "m.toml").write_text(CONFIG)
+    cli("run", "--config", d / "m.toml", "--db", d / "s.db", d / "flows.csv")
+    return d / "s.db"
+
+
+def _cli_rows(cli, db, *args):
+    out = cli("query", "--db", db, "--json", *args)
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("metric", ["fanout", "hits"])
+def test_store_answers_equal_cli_query(cli, store_path, metric):
+    store = tidemark.Store(store_path)
+    ans = store.query(metric, window="5m")
+    want = _cli_rows(cli, store_path, "--metric", metric, "--window", "5m")
+    assert [(r.key, r.estimate.value, r.estimate.low, r.estimate.high) for r in ans] == [
+        (w["key"], w["estimate"], w["low"], w["high"]) for w in want
+    ]
+    assert ans.start == want[0]["from"] and ans.end == want[0]["to"]
+    top = store.query(metric, window=dt.timedelta(minutes=5), top=3)
+    assert [r.key for r in top] == [r.key for r in ans][:3]
+    one = store.query(metric, window=300_000, key=ans[0].key)
+    assert len(one) == 1 and one[0].estimate.value == ans[0].estimate.value
+    at = store.query(metric, window="5m", at=ans.end_ms / 1000)
+    assert [r.estimate.value for r in at] == [r.estimate.value for r in ans]
+
+
+def test_store_fanout_leader_and_pandas(store_path):
+    ans = tidemark.Store(store_path).query("fanout", window="5m", top=1)
+    assert ans[0].key == "10.0.0.7"
+    pd = pytest.importorskip("pandas")
+    df = tidemark.Store(store_path).query("fanout", window="5m").to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.columns[:4]) == ["metric", "key", "start", "end"]
+    assert df["estimate"].iloc[0] == ans[0].estimate.value
+
+
+def test_store_errors(store_path, tmp_path):
+    store = tidemark.Store(store_path)
+    with pytest.raises(ValueError, match="metric"):
+        store.query("nope", window="5m")
+    with pytest.raises(ValueError, match="window"):
+        store.query("fanout", window="90s")
+    with pytest.raises(ValueError, match="window"):
+        store.query("fanout", window="soon")
+    with pytest.raises(ValueError, match="top"):
+        store.query("fanout", window="5m", top=0)
+    with pytest.raises(ValueError, match="at"):
+        store.query("fanout", window="5m", at="yesterday")
+    with pytest.raises(FileNotFoundError):
+        tidemark.Store(tmp_path / "missing.db")
+    (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(OSError):
+        tidemark.Store(tmp_path / "junk.db")
+
+
+def test_store_reads_while_tidemark_run_writes(tmp_path, cli_path):
+    """A notebook reads the store while `tidemark run` still holds it open."""
+    import subprocess
+    import time
+
+    cfg = CONFIG.replace('[input]', '[state]\ncheckpoint = "100ms"\ncheckpoint_records = 500\n\n[input]', 1)
+    (tmp_path / "m.toml").write_text(cfg)
+    db = tmp_path / "live.db"
+    p = subprocess.Popen(
+        [cli_path, "run", "--config", str(tmp_path / "m.toml"), "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        lines = ["ts,src,dst"] + [f"{1_700_000_000 + i},10.0.0.{i % 5},d{i % 97}" for i in range(3000)]
+        p.stdin.write(("\n".join(lines) + "\n").encode())
+        p.stdin.flush()
+        deadline = time.monotonic() + 30
+        seen = None
+        while time.monotonic() < deadline:
+            if db.exists():
+                try:
+                    seen = tidemark.Store(db).query("hits", window="5m")
+                except (OSError, ValueError):
+                    seen = None
+                if seen is not None and len(seen) > 0:
+                    break
+            time.sleep(0.1)
+        assert p.poll() is None, "tidemark run ended before the read"
+        assert seen is not None and len(seen) == 5, "no committed rows read while the run is open"
+        assert all(r.estimate.value > 0 for r in seen)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+    assert p.returncode == 0, p.stderr.read().decode()
+    final = tidemark.Store(db).query("hits", window="5m")
+    assert sorted(r.key for r in final) == [f"10.0.0.{i}" for i in range(5)]

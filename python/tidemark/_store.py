@@ -1,0 +1,162 @@
+"""The pipeline's store, read-only: ``tidemark.Store(path).query(...)``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple, Union
+
+from ._tidemark import Estimate, _format_time, _parse_duration, _parse_time, _Store
+
+Duration = Union[str, int, _dt.timedelta]
+When = Union[str, int, float, _dt.datetime]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One key's window answer."""
+
+    key: str
+    estimate: Estimate
+    buckets: int
+    #: A frequency metric's heavy items in the window, largest first (empty otherwise).
+    items: List[Tuple[str, Estimate]] = field(default_factory=list)
+    #: A frequency metric's events of the key in the window (exact); None otherwise.
+    events: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to a window query: rows by estimate descending, then key."""
+
+    metric: str
+    kind: str
+    #: Window start, epoch ms (inclusive).
+    start_ms: int
+    #: Window end, epoch ms (exclusive).
+    end_ms: int
+    rows: List[Row]
+
+    @property
+    def start(self) -> str:
+        """Window start as RFC 3339."""
+        return _format_time(self.start_ms)
+
+    @property
+    def end(self) -> str:
+        """Window end as RFC 3339."""
+        return _format_time(self.end_ms)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def to_pandas(self):
+        """A DataFrame with the columns of ``tidemark query --json``: one row per key (per
+        heavy item for a frequency metric). Needs pandas."""
+        import pandas as pd
+
+        records = []
+        for r in self.rows:
+            common = dict(metric=self.metric, key=r.key, start=self.start, end=self.end)
+            if r.events is not None:
+                named = r.items or [(None, r.estimate)]
+                for item, e in named:
+                    records.append(
+                        dict(common, item=item, **_fields(e), events=r.events, buckets=r.buckets)
+                    )
+            else:
+                records.append(dict(common, **_fields(r.estimate), buckets=r.buckets))
+        return pd.DataFrame.from_records(records)
+
+
+def _fields(e: Estimate) -> dict:
+    return dict(
+        estimate=e.value, low=e.low, high=e.high, confidence=e.confidence, method=e.method
+    )
+
+
+def _window_ms(window: Duration) -> int:
+    if isinstance(window, _dt.timedelta):
+        ms = round(window.total_seconds() * 1000)
+    elif isinstance(window, bool):
+        raise TypeError("window: expected a duration like '5m', a timedelta or ms")
+    elif isinstance(window, int):
+        ms = window
+    elif isinstance(window, str):
+        return _parse_duration(window)
+    else:
+        raise TypeError(f"window: expected a duration like '5m', a timedelta or ms, got {type(window).__name__}")
+    if ms <= 0:
+        raise ValueError(f"window: expected a positive duration, got {window!r}")
+    return ms
+
+
+def _at_ms(at: When) -> int:
+    if isinstance(at, _dt.datetime):
+        if at.tzinfo is None:
+            raise ValueError("at: expected an aware datetime (with a tzinfo), got a naive one")
+        ms = round(at.timestamp() * 1000)
+    elif isinstance(at, str):
+        return _parse_time(at)
+    elif isinstance(at, (int, float)) and not isinstance(at, bool):
+        ms = round(at * 1000)
+    else:
+        raise TypeError(f"at: expected RFC 3339, epoch seconds or a datetime, got {type(at).__name__}")
+    if ms < 0:
+        raise ValueError(f"at: expected a time after 1970, got {at!r}")
+    return ms
+
+
+class Store:
+    """A store written by ``tidemark run``, read-only; a running ``tidemark run`` may hold it.
+
+    >>> import tidemark                                          # doctest: +SKIP
+    >>> store = tidemark.Store("fanout.db")                      # doctest: +SKIP
+    >>> store.query("fanout", window="5m", top=10).to_pandas()   # doctest: +SKIP
+    """
+
+    def __init__(self, path) -> None:
+        self._inner = _Store(str(path))
+
+    @property
+    def path(self) -> str:
+        return str(self._inner.path)
+
+    def query(
+        self,
+        metric: str,
+        window: Duration,
+        key: Optional[Union[str, bytes]] = None,
+        top: Optional[int] = None,
+        at: Optional[When] = None,
+    ) -> Answer:
+        """The window of length ``window`` (``"5m"``, a timedelta, or ms; a multiple of the
+        metric's bucket width) ending at ``at`` (RFC 3339, epoch seconds or an aware datetime;
+        default: the metric's watermark), for one ``key`` (fields joined by ``,``) or every
+        key, or the ``top`` keys by estimate — as ``tidemark query``."""
+        if key is not None and top is not None:
+            raise ValueError("key: not with top (one key, or the top keys)")
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int)):
+            raise TypeError("top: expected an int")
+        if top is not None and top < 1:
+            raise ValueError(f"top: expected at least 1, got {top}")
+        k = key.encode() if isinstance(key, str) else key
+        kind, start, end, rows = self._inner.query(
+            metric, _window_ms(window), k, top, None if at is None else _at_ms(at)
+        )
+        return Answer(
+            metric=metric,
+            kind=kind,
+            start_ms=start,
+            end_ms=end,
+            rows=[Row(key=r[0], estimate=r[1], buckets=r[2], items=r[3], events=r[4]) for r in rows],
+        )
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
