@@ -41,7 +41,6 @@ pub fn store_error(db: &Path, e: StoreError) -> anyhow::Error {
         e @ (StoreError::Locked { .. } | StoreError::Open { .. }) => {
             UsageError::file(db.display(), e)
         }
-        e @ StoreError::TooWide { .. } => UsageError::flag("--window", e),
         e => anyhow::anyhow!(e),
     }
 }

@@ -298,9 +298,6 @@ pub(super) fn scan_verified(
     }
 }
 
-/// The most bucket starts a by-key scan of a store without digests reads side by side.
-const MAX_UNINDEXED_STARTS: u64 = 100_000;
-
 /// How many entries of one start a [`scan_by_key_verified`] cursor holds at a time.
 const PAGE: usize = 256;
 
@@ -377,25 +374,43 @@ pub(super) fn scan_by_key_verified(
             return Err(e);
         }
     }
-    // One cursor per start that holds entries: the digests name them. A store without
-    // digests cannot say, so its window is bounded instead.
-    let starts: Vec<u64> = if digested {
-        expected
+    // One cursor per start that holds entries, found by seeking from start to start: memory
+    // and time grow with the starts stored, never with the window's length.
+    let mut starts = Vec::new();
+    let mut at = from;
+    while let Some(s) = r.next_start(table, at, to)? {
+        if s < at || s >= to {
+            return Err(StoreError::damaged(format!(
+                "{table}: bucket starts out of order ({s} after {at})"
+            )));
+        }
+        starts.push(s);
+        match s.checked_add(1) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    if digested {
+        // Every start with entries has its digest, and every digest counting entries has
+        // its start: one lost alone would hide a start from the scan.
+        let counted: Vec<u64> = expected
             .iter()
             .filter(|(_, d)| d.0 > 0)
             .map(|(&s, _)| s)
-            .collect()
-    } else {
-        let first = from.div_ceil(width) * width;
-        let n = (to - first).div_ceil(width);
-        if n > MAX_UNINDEXED_STARTS {
-            return Err(StoreError::TooWide {
-                starts: n,
-                max: MAX_UNINDEXED_STARTS,
-            });
+            .collect();
+        if counted != starts {
+            let odd = starts
+                .iter()
+                .chain(&counted)
+                .find(|s| starts.contains(s) != counted.contains(s))
+                .copied()
+                .unwrap_or(from);
+            return Err(StoreError::damaged(format!(
+                "{table} bucket {odd}: its entries and its digest do not match (a digest or \
+                 its entries were lost)"
+            )));
         }
-        (0..n).map(|i| first + i * width).collect()
-    };
+    }
     let mut cursors: Vec<Cursor> = starts
         .into_iter()
         .map(|start| Cursor {
@@ -466,6 +481,9 @@ mod tests {
         fn scan(&self, _: &str, _: u64, _: u64, _: &mut Visit<'_>) -> Result<(), StoreError> {
             Ok(())
         }
+        fn next_start(&self, _: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+            Ok((from < to).then_some(from))
+        }
         fn page(
             &self,
             _: &str,
@@ -479,6 +497,59 @@ mod tests {
             }
             Ok(limit)
         }
+    }
+
+    /// A digested store whose start 60,000 lost its digest row (entries at 0 and 60,000,
+    /// a digest for 0 only).
+    struct LostDigest;
+
+    impl ReadTxn for LostDigest {
+        fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            Ok((name == FORMAT).then(|| DIGESTED.to_le_bytes().to_vec()))
+        }
+        fn get(&self, _: &str, _: u64, _: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+            Ok(None)
+        }
+        fn scan(
+            &self,
+            table: &str,
+            from: u64,
+            to: u64,
+            f: &mut Visit<'_>,
+        ) -> Result<(), StoreError> {
+            if table == "#m" && from == 0 && to > 0 {
+                let mut v = 1u64.to_le_bytes().to_vec();
+                v.extend(entry_hash(0, b"k", b"v").to_le_bytes());
+                f(&[], 0, &v);
+            }
+            Ok(())
+        }
+        fn page(
+            &self,
+            _: &str,
+            start: u64,
+            after: Option<&[u8]>,
+            _: usize,
+            f: &mut Visit<'_>,
+        ) -> Result<usize, StoreError> {
+            if after.is_some() {
+                return Ok(0);
+            }
+            f(b"k", start, b"v");
+            Ok(1)
+        }
+        fn next_start(&self, _: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+            Ok([0u64, 60_000].into_iter().find(|&s| s >= from && s < to))
+        }
+    }
+
+    #[test]
+    fn a_start_whose_digest_was_lost_is_damage_not_a_smaller_answer() {
+        let r = scan_by_key_verified(&LostDigest, "m", 0, 120_000, 60_000, &mut |_, _| {});
+        assert!(matches!(r, Err(StoreError::Damaged { .. })), "{r:?}");
+        // The start with its digest alone reads clean.
+        let r = scan_by_key_verified(&LostDigest, "m", 0, 60_000, 60_000, &mut |_, _| {});
+        assert!(r.is_ok(), "{r:?}");
     }
 
     #[test]

@@ -75,6 +75,20 @@ impl ReadTxn for MemView<'_> {
     ) -> Result<usize, StoreError> {
         Ok(page_of(self.0.table(table), table, start, after, limit, f))
     }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        if from >= to {
+            return Ok(None);
+        }
+        let lo = (table.to_string(), from, Vec::new());
+        let hi = (table.to_string(), to, Vec::new());
+        Ok(self
+            .0
+            .table(table)
+            .range(lo..hi)
+            .next()
+            .map(|((_, s, _), _)| *s))
+    }
 }
 
 fn page_of(
@@ -133,6 +147,10 @@ impl ReadTxn for MemTxn<'_> {
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
         MemView(self.store).page(table, start, after, limit, f)
+    }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        MemView(self.store).next_start(table, from, to)
     }
 }
 

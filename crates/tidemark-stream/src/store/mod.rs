@@ -63,14 +63,6 @@ pub enum StoreError {
         /// redb's error.
         source: redb::Error,
     },
-    /// A window spans more bucket starts than a store written before digests can be read by
-    /// key over (its starts are not indexed).
-    TooWide {
-        /// Bucket starts in the window.
-        starts: u64,
-        /// The most allowed.
-        max: u64,
-    },
     /// A late merge or a rollup could not combine stored buckets.
     Merge {
         /// The metric.
@@ -108,12 +100,6 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
             StoreError::Backend { op, source } => write!(f, "store: {op}: {source}"),
-            StoreError::TooWide { starts, max } => write!(
-                f,
-                "the window spans {starts} buckets; a store written before version 2 of the \
-                 store format is read by key over at most {max}: ask for a shorter window, or \
-                 a rollup"
-            ),
             StoreError::Merge {
                 metric,
                 start,
@@ -227,6 +213,8 @@ pub trait ReadTxn {
         limit: usize,
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError>;
+    /// The smallest start `s` with `from ≤ s < to` that holds a value of `table`.
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError>;
 }
 
 /// Writes inside one transaction: all land or none.

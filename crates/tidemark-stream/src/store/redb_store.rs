@@ -267,6 +267,24 @@ where
     Ok(n)
 }
 
+fn next_start_in<T>(t: &T, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError>
+where
+    T: ReadableTable<BucketKey, &'static [u8]>,
+{
+    if from >= to {
+        return Ok(None);
+    }
+    let lo: (&str, u64, &[u8]) = (table, from, &[]);
+    let hi: (&str, u64, &[u8]) = (table, to, &[]);
+    match t.range(lo..hi).map_err(err("scan"))?.next() {
+        None => Ok(None),
+        Some(entry) => {
+            let (k, _) = entry.map_err(err("scan"))?;
+            Ok(Some(k.value().1))
+        }
+    }
+}
+
 impl ReadTxn for RedbRead {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(t) = &self.meta else { return Ok(None) };
@@ -302,6 +320,13 @@ impl ReadTxn for RedbRead {
         match &self.buckets {
             Some(t) => page_table(t, table, start, after, limit, f),
             None => Ok(0),
+        }
+    }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        match &self.buckets {
+            Some(t) => next_start_in(t, table, from, to),
+            None => Ok(None),
         }
     }
 }
@@ -341,6 +366,10 @@ impl ReadTxn for RedbWrite<'_> {
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
         page_table(&self.buckets, table, start, after, limit, f)
+    }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        next_start_in(&self.buckets, table, from, to)
     }
 }
 
