@@ -72,6 +72,9 @@ fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result
     }
 }
 
+/// How long a writer's open waits for a lock another process holds.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// redb's page cache, bytes. Its default (1 GiB) is memory a run holds on top of its open
 /// state; writes are sequential and reads are scans, which a small cache serves as well.
 const CACHE_BYTES: usize = 64 << 20;
@@ -126,17 +129,31 @@ fn regular_or_absent(path: &Path) -> Result<(), StoreError> {
 impl RedbStore {
     /// Opens the file for writing, creating it if absent; an existing file's pages are all
     /// verified first.
+    ///
+    /// A lock still held is waited for, up to [`LOCK_WAIT`]: a process killed a moment ago can
+    /// hold the file's locks until the kernel has finished closing its files, and a run
+    /// restarted right after a kill would otherwise be refused.
     pub fn open(path: &Path) -> Result<RedbStore, StoreError> {
         regular_or_absent(path)?;
-        let db = contained("opening it", || {
-            let mut b = builder();
-            b.set_check_integrity_on_open(true);
-            b.create(path).map_err(|e| open_error(path, e))
-        })?;
-        Ok(RedbStore {
-            db: Db::Writer(db),
-            path: path.to_path_buf(),
-        })
+        let started = std::time::Instant::now();
+        loop {
+            let opened = contained("opening it", || {
+                let mut b = builder();
+                b.set_check_integrity_on_open(true);
+                b.create(path).map_err(|e| open_error(path, e))
+            });
+            match opened {
+                Err(StoreError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                opened => {
+                    return Ok(RedbStore {
+                        db: Db::Writer(opened?),
+                        path: path.to_path_buf(),
+                    })
+                }
+            }
+        }
     }
 
     /// Opens an existing file for reading (queries): an absent file is an error, not a new
