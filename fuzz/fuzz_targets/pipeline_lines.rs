@@ -8,48 +8,7 @@ use tidemark_stream::pipeline::{self, RunOptions};
 use tidemark_stream::query;
 use tidemark_stream::store::MemStore;
 
-const CONFIG: &str = r#"
-[input]
-time_field = "ts"
-time_format = "epoch_ms"
-max_ahead = "10m"
-max_key_bytes = 16
-max_item_bytes = 16
-max_line_bytes = 200
-[state]
-checkpoint_records = 7
-[[metric]]
-name = "c"
-kind = "count"
-key = ["k"]
-bucket = "1m"
-window = "3m"
-rollup = "10m"
-allowed_lateness = "30s"
-late = "merge"
-[[metric.alert]]
-above = 2
-[[metric]]
-name = "d"
-kind = "distinct"
-key = ["k"]
-item = ["i"]
-bucket = "1m"
-window = "3m"
-precision = 6
-late = "merge"
-[[metric]]
-name = "f"
-kind = "frequency"
-key = ["k"]
-item = ["i"]
-bucket = "1m"
-window = "2m"
-late = "merge"
-[[metric.alert]]
-above = 1
-on = "high"
-"#;
+const CONFIG: &str = include_str!("../../testdata/pipeline/arbitrary-records.toml");
 
 fn run(store: &mut MemStore, path: &std::path::Path) {
     pipeline::run(
