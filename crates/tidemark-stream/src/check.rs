@@ -10,7 +10,7 @@
 use crate::config::Config;
 use crate::engine::{Engine, MetricShape};
 use crate::pipeline::RunState;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreRows};
 
 /// What a check found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,16 +64,13 @@ pub fn check(store: &dyn Store) -> CheckReport {
         Err(e) => r.problems.push(format!("run state: {e}")),
         Ok(state) => {
             r.records = state.records;
-            let mut scan_err: Option<StoreError> = None;
-            let restored = Engine::restore(&config, &state.engine, &mut |m, from, to, f| {
-                if let Err(e) = store.scan(&config.metrics[m].name, from, to, f) {
-                    scan_err.get_or_insert(e);
-                }
+            let restored = store.view().map(|view| {
+                Engine::restore(&config, &state.engine, &mut StoreRows::new(&*view, &config))
             });
-            if let Some(e) = scan_err {
-                r.problems.push(format!("live windows: {e}"));
-            } else if let Err(e) = restored {
-                r.problems.push(format!("run state: {e}"));
+            match restored {
+                Err(e) => r.problems.push(format!("live windows: {e}")),
+                Ok(Err(e)) => r.problems.push(format!("run state: {e}")),
+                Ok(Ok(_)) => {}
             }
         }
     }

@@ -13,6 +13,8 @@
 //! [state]                     # optional
 //! checkpoint = "5s"           # commit at most this much wall time apart …
 //! checkpoint_records = 1000000  # … and at most this many records apart
+//! max_memory = "1GiB"         # the keys' state in memory; past ¾ of it the least recently
+//!                             # active quiet keys spill to the store (bytes, KiB, MiB, GiB)
 //!
 //! [[metric]]
 //! name = "fanout"             # unique; 1-64 of A-Z a-z 0-9 _ - . (`@` is the rollups')
@@ -116,6 +118,7 @@ struct RawInput {
 struct RawState {
     checkpoint: Option<String>,
     checkpoint_records: Option<i64>,
+    max_memory: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -209,6 +212,50 @@ pub struct CheckpointConfig {
     pub interval: u64,
     /// Records (default 1,000,000).
     pub records: u64,
+    /// The memory budget of the keys' state, bytes (default 1 GiB): at ¾ of it a checkpoint
+    /// spills the least recently active quiet keys to the store, down to ½ (see
+    /// [`crate::engine::spill`]); a run whose keys that cannot spill pass it stops.
+    pub max_memory: u64,
+}
+
+/// The default state budget: 1 GiB.
+pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
+
+/// The smallest state budget accepted (64 KiB: a test's, to force spilling).
+pub const MIN_MAX_MEMORY: u64 = 1 << 16;
+
+/// Parses a size: an integer of bytes, or a number with `KiB`, `MiB`, `GiB`, `TiB` (powers of
+/// 1024) or `KB`, `MB`, `GB`, `TB` (powers of 1000), e.g. `"512MiB"`, `"1.5GiB"`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        u => {
+            return Err(format!(
+                "unknown unit {u:?} in {text:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (a number of bytes, or e.g. \"512MiB\")"))?;
+    let bytes = n * unit_bytes as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= 2f64.powi(63) {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(bytes as u64)
 }
 
 impl Default for CheckpointConfig {
@@ -216,6 +263,7 @@ impl Default for CheckpointConfig {
         CheckpointConfig {
             interval: 5_000,
             records: 1_000_000,
+            max_memory: DEFAULT_MAX_MEMORY,
         }
     }
 }
@@ -430,6 +478,25 @@ impl Config {
                     ));
                 }
                 checkpoint.records = n as u64;
+            }
+            if let Some(v) = &st.max_memory {
+                let field = || "state.max_memory".to_string();
+                let n = match v {
+                    toml::Value::Integer(n) if *n >= 0 => *n as u64,
+                    toml::Value::String(t) => parse_size(t)
+                        .map_err(|e| ConfigError::invalid(field(), "a size such as \"1GiB\"", e))?,
+                    other => {
+                        return Err(ConfigError::invalid(
+                            field(),
+                            "a size such as \"1GiB\" or an integer of bytes",
+                            other.type_str(),
+                        ))
+                    }
+                };
+                if n < MIN_MAX_MEMORY {
+                    return Err(ConfigError::invalid(field(), "at least 64KiB", n));
+                }
+                checkpoint.max_memory = n;
             }
         }
         if raw.metric.is_empty() {

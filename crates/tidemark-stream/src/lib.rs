@@ -91,17 +91,57 @@ use tidemark::DecodeError;
 pub enum EngineError {
     /// A snapshot that does not decode.
     Snapshot(DecodeError),
+    /// A key's state rows, read back from the store, are damaged or inconsistent.
+    State {
+        /// The metric.
+        metric: String,
+        /// The key (lossy UTF-8).
+        key: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The store failed while a key was read back.
+    Store(store::StoreError),
+    /// The state held in memory passed its budget with nothing left to spill: keys whose
+    /// windows are near a rule's limit, or streaks running, must stay in memory.
+    Budget {
+        /// Bytes held.
+        held: u64,
+        /// The budget.
+        budget: u64,
+        /// Keys held.
+        keys: u64,
+    },
 }
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EngineError::Snapshot(e) => write!(f, "engine snapshot: {e}"),
+            EngineError::State { metric, key, what } => write!(
+                f,
+                "the store is damaged: state of key {key:?} of metric {metric}: {what}"
+            ),
+            EngineError::Store(e) => e.fmt(f),
+            EngineError::Budget { held, budget, keys } => write!(
+                f,
+                "the state's memory budget is exceeded: {keys} keys hold {held} bytes against \
+                 max_memory = {budget}, and none can spill (their windows are near an alert \
+                 limit or their streaks are running): raise [state] max_memory or --max-memory"
+            ),
         }
     }
 }
 
-impl std::error::Error for EngineError {}
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Snapshot(e) => Some(e),
+            EngineError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// A run that stopped.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use std::collections::BinaryHeap;
 use tidemark::Estimate;
 
 use crate::config::{Config, ConfigError};
-use crate::engine::{Engine, MetricShape, Summary};
+use crate::engine::{Engine, MetricShape, NoRows, Summary};
 use crate::pipeline::RunState;
 use crate::store::{Store, StoreError};
 
@@ -190,11 +190,10 @@ fn open_metric(
     let state = RunState::from_bytes(&meta.state).map_err(|e| QueryError::Corrupt {
         message: e.to_string(),
     })?;
-    let engine = Engine::restore(&config, &state.engine, &mut |_, _, _, _| {}).map_err(|e| {
-        QueryError::Corrupt {
+    let engine =
+        Engine::restore(&config, &state.engine, &mut NoRows).map_err(|e| QueryError::Corrupt {
             message: e.to_string(),
-        }
-    })?;
+        })?;
     // A rollup answers up to its last complete period.
     let closed = engine.closed_until(i).unwrap_or(0);
     let at = closed - closed % shape.width();

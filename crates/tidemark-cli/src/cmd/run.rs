@@ -38,6 +38,11 @@ pub struct Args {
     /// repeat lines).
     #[arg(long)]
     pub restart: bool,
+    /// The memory budget of the keys' state (e.g. 512MiB, 2GiB; overrides the config's
+    /// `[state] max_memory`, default 1GiB): past ¾ of it, the least recently active quiet
+    /// keys are written to the store and leave memory.
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -89,8 +94,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
     // Validate before touching the store, so a bad config never creates a file.
-    let config = tidemark_stream::config::Config::from_toml(&text)
+    let mut config = tidemark_stream::config::Config::from_toml(&text)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
+    if let Some(size) = &args.max_memory {
+        let n = tidemark_stream::config::parse_size(size)
+            .map_err(|e| UsageError::flag("--max-memory", e))?;
+        if n < tidemark_stream::config::MIN_MAX_MEMORY {
+            return Err(UsageError::flag("--max-memory", "at least 64KiB"));
+        }
+        config.checkpoint.max_memory = n;
+    }
     let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
     let report = execute(&config, &mut store, &args)?;

@@ -21,7 +21,7 @@
 //! `consecutive` successive closes; it fires once per episode, and again only after the key
 //! dropped below and crossed again.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tidemark::Estimate;
 
@@ -31,13 +31,17 @@ use crate::EngineError;
 
 mod alert;
 mod key;
+mod open;
 mod shape;
 mod snapshot;
+pub mod spill;
 
 use alert::step;
 pub(crate) use key::{FastMap, Key};
+use open::OpenBuckets;
 use shape::rings;
 pub use shape::{MetricShape, Summary};
+pub use spill::{NoRows, StateRow, StateSource, StateTable};
 
 /// A bucket whose watermark has passed: its bytes go to the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,12 +110,35 @@ pub struct Outputs {
     pub expire_rollups_before: Vec<Option<u64>>,
     /// Alerts raised.
     pub alerts: Vec<Alert>,
+    /// `(metric, start)`: buckets closed while some keys were spilled: the store moves the
+    /// start's open rows into the metric's buckets (before this batch's closed buckets,
+    /// which overwrite them).
+    pub promote: Vec<(usize, u64)>,
+    /// State rows of the keys changed since the last checkpoint (see [`spill`]), deletions
+    /// first.
+    pub state: Vec<StateRow>,
+    /// Per metric: key rows whose expiry is at or before this are swept.
+    pub sweep_before: Vec<Option<u64>>,
+    /// Bytes the closed buckets hold (for [`Engine::memory`]).
+    bytes: usize,
 }
 
 impl Outputs {
+    fn empty(metrics: usize) -> Outputs {
+        Outputs {
+            expire_before: vec![None; metrics],
+            expire_rollups_before: vec![None; metrics],
+            sweep_before: vec![None; metrics],
+            ..Outputs::default()
+        }
+    }
+
     /// Whether there is anything the store must commit.
     pub fn needs_commit(&self) -> bool {
-        !self.closed.is_empty() || !self.late_merges.is_empty() || !self.rollups.is_empty()
+        !self.closed.is_empty()
+            || !self.late_merges.is_empty()
+            || !self.rollups.is_empty()
+            || !self.state.is_empty()
     }
 }
 
@@ -133,28 +160,43 @@ pub struct Counters {
     pub alerts: u64,
 }
 
-struct OpenBucket {
-    start: u64,
-    /// Key → index into `summaries`: small table entries, summaries packed in one vector
-    /// (one allocation per bucket instead of one per key).
-    keys: FastMap<Key, u32>,
-    summaries: Vec<Summary>,
-}
-
 enum WindowState {
     /// Closed bucket summaries in the window, oldest first.
     Ring(VecDeque<(u64, Summary)>),
-    /// A count metric's histogram.
-    Hist(CountWindow),
+    /// A count metric's histogram (boxed: most keys of other kinds hold a ring).
+    Hist(Box<CountWindow>),
 }
 
-struct KeyWindow {
-    state: WindowState,
+/// Everything the engine holds for one key of one metric: its open buckets, its live window
+/// and its alert streaks, found with one probe per event.
+struct KeyState {
+    /// Open buckets, by increasing start (usually one).
+    open: OpenBuckets,
+    /// The live window: `None` until one of the key's buckets closed.
+    window: Option<WindowState>,
     /// Per rule: successive closes above the limit.
-    streak: Vec<u32>,
+    streak: Box<[u32]>,
     /// A frequency metric's streaks, per heavy item (alerts are per key and item); only items
     /// with a streak running are held.
     items: BTreeMap<Box<[u8]>, Vec<u32>>,
+    /// The engine's event clock at the key's last event: the least recently active keys
+    /// spill first.
+    touched: u64,
+    /// Bytes this key is accounted for in [`MetricState::mem`].
+    mem: usize,
+    /// Its open buckets changed since their rows were last written.
+    dirty: bool,
+    /// Its key row (open starts, streaks, histogram) changed since last written.
+    row_dirty: bool,
+    /// The start of the newest bucket the key had an event in: its state leaves every
+    /// window a bucket and a window after it.
+    last_start: u64,
+    /// The expiry last written to the index (0: none).
+    exp_written: u64,
+    /// Its state rows are in the store (written at a checkpoint).
+    stored: bool,
+    /// A key row of it is in the store.
+    has_row: bool,
 }
 
 struct MetricState {
@@ -164,53 +206,96 @@ struct MetricState {
     closed_until: Option<u64>,
     /// Rollup periods ending at or before this are rolled up.
     rolled_until: Option<u64>,
-    open: VecDeque<OpenBucket>,
-    windows: FastMap<Key, KeyWindow>,
+    /// Starts of the buckets some key (in memory or spilled) has open, increasing.
+    open_starts: BTreeSet<u64>,
+    /// The keys in memory.
+    keys: FastMap<Key, KeyState>,
     counters: Counters,
     /// The rollup's shape, if the metric rolls up.
     rollup_shape: Option<MetricShape>,
     /// Too-late events under `merge` since the outputs were last taken, gathered per
     /// `(rollup?, bucket start, key)`.
     late: FastMap<(bool, u64, Key), Summary>,
+    /// The smallest limit of the metric's rules (infinite without rules).
+    min_limit: f64,
+    /// Spill bookkeeping: what of this metric is in the store rather than in memory.
+    spill: spill::Spilled,
+    /// Bytes held by the keys in memory: recounted at each checkpoint, grown by each new key
+    /// and bucket in between (a bucket growing as items arrive, or a window sliding, is
+    /// counted at the next checkpoint).
+    mem: usize,
 }
 
 /// The keyed event-time engine for a config's metrics.
 pub struct Engine {
     metrics: Vec<MetricState>,
     max_time: Option<u64>,
+    /// Events added: the clock of least-recent activity.
+    clock: u64,
     out: Outputs,
 }
 
-/// Supplies stored buckets of metric `m` with `from ≤ start < to` to a visitor:
-/// `(m, from, to, visit)`.
-pub type ScanFn<'a> = dyn FnMut(usize, u64, u64, &mut crate::store::Visit<'_>) + 'a;
+impl MetricState {
+    fn new(m: &MetricConfig) -> MetricState {
+        let shape = MetricShape::of(m);
+        let min_limit = m
+            .alerts
+            .iter()
+            .map(|a| shape.limit(a))
+            .fold(f64::INFINITY, f64::min);
+        MetricState {
+            cfg: m.clone(),
+            shape,
+            closed_until: None,
+            rolled_until: None,
+            open_starts: BTreeSet::new(),
+            keys: FastMap::default(),
+            rollup_shape: MetricShape::rollup_of(m),
+            late: FastMap::default(),
+            counters: Counters::default(),
+            min_limit,
+            spill: spill::Spilled::default(),
+            mem: 0,
+        }
+    }
+
+    fn new_key(&self) -> KeyState {
+        KeyState {
+            open: OpenBuckets::default(),
+            window: None,
+            streak: vec![0; self.cfg.alerts.len()].into_boxed_slice(),
+            items: BTreeMap::new(),
+            touched: 0,
+            mem: spill::KEY_BYTES,
+            dirty: true,
+            row_dirty: true,
+            last_start: 0,
+            exp_written: 0,
+            stored: false,
+            has_row: false,
+        }
+    }
+
+    fn new_window(&self) -> WindowState {
+        match self.cfg.kind {
+            Kind::Count { epsilon } => {
+                WindowState::Hist(Box::new(CountWindow::new(self.cfg.window, epsilon)))
+            }
+            _ => WindowState::Ring(VecDeque::new()),
+        }
+    }
+}
 
 impl Engine {
     /// An engine for the config's metrics.
     pub fn new(config: &Config) -> Result<Engine, EngineError> {
-        let mut metrics = Vec::new();
-        for m in &config.metrics {
-            metrics.push(MetricState {
-                cfg: m.clone(),
-                shape: MetricShape::of(m),
-                closed_until: None,
-                rolled_until: None,
-                open: VecDeque::new(),
-                windows: FastMap::default(),
-                rollup_shape: MetricShape::rollup_of(m),
-                late: FastMap::default(),
-                counters: Counters::default(),
-            });
-        }
+        let metrics: Vec<MetricState> = config.metrics.iter().map(MetricState::new).collect();
         let n = metrics.len();
         Ok(Engine {
             metrics,
             max_time: None,
-            out: Outputs {
-                expire_before: vec![None; n],
-                expire_rollups_before: vec![None; n],
-                ..Outputs::default()
-            },
+            clock: 0,
+            out: Outputs::empty(n),
         })
     }
 
@@ -239,9 +324,9 @@ impl Engine {
         self.metrics.len()
     }
 
-    /// Keys with a live window in a metric.
+    /// Keys of a metric held in memory (with open buckets or a live window).
     pub fn live_keys(&self, metric: usize) -> usize {
-        self.metrics[metric].windows.len()
+        self.metrics[metric].keys.len()
     }
 
     /// A metric's watermark: buckets starting before it are closed.
@@ -265,7 +350,8 @@ impl Engine {
         std::mem::take(&mut self.out.alerts)
     }
 
-    /// Takes the outputs produced so far.
+    /// Takes the outputs produced so far, with the state rows of every key changed since the
+    /// last call: what a checkpoint commits.
     pub fn take_outputs(&mut self) -> Outputs {
         let n = self.metrics.len();
         for (metric, m) in self.metrics.iter_mut().enumerate() {
@@ -286,15 +372,9 @@ impl Engine {
                             rollup,
                         }),
                 );
+            spill::export(m, metric, &mut self.out);
         }
-        std::mem::replace(
-            &mut self.out,
-            Outputs {
-                expire_before: vec![None; n],
-                expire_rollups_before: vec![None; n],
-                ..Outputs::default()
-            },
-        )
+        std::mem::replace(&mut self.out, Outputs::empty(n))
     }
 
     /// Advances event time to `time` (the record's time), closing the buckets the new
@@ -331,101 +411,162 @@ impl Engine {
 
     /// Adds one item of `key` at event `time` to metric `metric`: `item` is the hash of
     /// `bytes` by the default [`tidemark::ItemHasher`] (the bytes are kept only by frequency
-    /// metrics, to name heavy items). [`Engine::observe`] must have seen `time` first.
+    /// metrics, to name heavy items). [`Engine::observe`] must have seen `time` first. For an
+    /// engine that has spilled (see [`Engine::spill`]), use [`Engine::add_item_from`].
     #[inline]
     pub fn add_item(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
+        self.add_resident(metric, time, key, item, bytes);
+    }
+
+    /// [`Engine::add_item`] for an engine whose keys may be spilled to the store: a key not in
+    /// memory is read back from `source` first.
+    #[inline]
+    pub fn add_item_from(
+        &mut self,
+        metric: usize,
+        time: u64,
+        key: &[u8],
+        item: u64,
+        bytes: &[u8],
+        source: &mut dyn StateSource,
+    ) -> Result<(), EngineError> {
+        let m = &self.metrics[metric];
+        if m.spill.any() && !m.keys.contains_key(key) {
+            spill::load(&mut self.metrics[metric], metric, key, source)?;
+        }
+        self.add_resident(metric, time, key, item, bytes);
+        Ok(())
+    }
+
+    #[inline]
+    fn add_resident(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
+        self.clock += 1;
+        let clock = self.clock;
         let m = &mut self.metrics[metric];
         let width = m.cfg.bucket;
         let start = time - time % width;
         let closed_until = m.closed_until.unwrap_or(0);
         if start < closed_until {
-            // A bucket past retention has been deleted: merging into it would bring it back
-            // holding the late events alone, a partial bucket that reads as exact.
-            let expired = start < closed_until.saturating_sub(m.cfg.retention);
-            match m.cfg.late {
-                LatePolicy::Drop => m.counters.dropped += 1,
-                LatePolicy::Merge if expired => m.counters.dropped += 1,
-                LatePolicy::Merge => {
-                    m.counters.merged += 1;
-                    // A bucket inside the key's live window gets the item too, so the next
-                    // closes see it — also a bucket the key had no event in before, and a key
-                    // with no live window yet (a restored engine rebuilds its rings from the
-                    // store, which holds them: both must agree).
-                    if rings(m.cfg.kind) && start >= closed_until.saturating_sub(m.cfg.window) {
-                        let rules = m.cfg.alerts.len();
-                        let w = m.windows.entry(Key::new(key)).or_insert_with(|| KeyWindow {
-                            state: WindowState::Ring(VecDeque::new()),
-                            streak: vec![0; rules],
-                            items: BTreeMap::new(),
-                        });
-                        if let WindowState::Ring(ring) = &mut w.state {
-                            let at = ring.partition_point(|(s0, _)| *s0 < start);
-                            match ring.get_mut(at) {
-                                Some((s0, b)) if *s0 == start => b.add(item, bytes),
-                                _ => {
-                                    let mut b = m.shape.empty(start);
-                                    b.add(item, bytes);
-                                    ring.insert(at, (start, b));
-                                }
-                            }
-                        }
-                    }
-                    // The store gets it by read-merge-write at the next checkpoint: late
-                    // events of one bucket and key are gathered into one summary first, so a
-                    // stream of late events costs an insert each, not a store write each.
-                    let k = (false, start, Key::new(key));
-                    let shape = &m.shape;
-                    m.late
-                        .entry(k)
-                        .or_insert_with(|| shape.empty(start))
-                        .add(item, bytes);
-                    // A period already rolled up gets the event too.
-                    if let (Some(r), Some(rolled), Some(rshape)) =
-                        (m.cfg.rollup, m.rolled_until, &m.rollup_shape)
-                    {
-                        let period = start - start % r;
-                        let kept = rolled.saturating_sub(m.cfg.rollup_retention);
-                        if period < rolled && period >= kept {
-                            m.late
-                                .entry((true, period, Key::new(key)))
-                                .or_insert_with(|| rshape.empty(period))
-                                .add(item, bytes);
-                        }
-                    }
-                }
-            }
+            Self::add_too_late(m, start, key, item, bytes);
             return;
         }
         m.counters.events += 1;
-        // Most events belong to the newest bucket: search from the back.
-        let mut idx = m.open.len();
-        while idx > 0 && m.open[idx - 1].start > start {
-            idx -= 1;
-        }
-        if idx < m.open.len() {
+        if m.open_starts.last().is_some_and(|&s| s > start) {
             m.counters.late += 1;
         }
-        if idx == 0 || m.open[idx - 1].start != start {
-            m.open.insert(
-                idx,
-                OpenBucket {
-                    start,
-                    keys: FastMap::default(),
-                    summaries: Vec::new(),
-                },
-            );
-            idx += 1;
-        }
-        let bucket = &mut m.open[idx - 1];
-        match bucket.keys.get(key) {
-            Some(&i) => bucket.summaries[i as usize].add(item, bytes),
+        // One probe per event: the key's state holds its open buckets.
+        let grew = match m.keys.get_mut(key) {
+            Some(ks) => Self::add_to_key(ks, &m.shape, clock, start, item, bytes),
             None => {
-                let mut s = m.shape.empty(start);
-                s.add(item, bytes);
-                let i =
-                    u32::try_from(bucket.summaries.len()).expect("fewer than 2^32 keys a bucket");
-                bucket.summaries.push(s);
-                bucket.keys.insert(Key::new(key), i);
+                let mut ks = m.new_key();
+                let grew = Self::add_to_key(&mut ks, &m.shape, clock, start, item, bytes);
+                m.mem += ks.mem;
+                m.keys.insert(Key::new(key), ks);
+                grew
+            }
+        };
+        if let Some(added) = grew {
+            m.mem += added;
+            m.open_starts.insert(start);
+        }
+    }
+
+    /// Adds an item to a key's bucket at `start`, opening it if need be: returns the bytes a
+    /// new bucket added (a bucket's growth as items arrive is counted at the next
+    /// checkpoint, not per event).
+    #[inline]
+    fn add_to_key(
+        ks: &mut KeyState,
+        shape: &MetricShape,
+        clock: u64,
+        start: u64,
+        item: u64,
+        bytes: &[u8],
+    ) -> Option<usize> {
+        ks.touched = clock;
+        ks.dirty = true;
+        if let Some(s) = ks.open.get_mut(start) {
+            s.add(item, bytes);
+            return None;
+        }
+        let mut s = shape.empty(start);
+        s.add(item, bytes);
+        let added = spill::ENTRY_BYTES + s.heap_bytes();
+        ks.mem += added;
+        ks.open.insert(start, s);
+        ks.row_dirty = true;
+        ks.last_start = ks.last_start.max(start);
+        Some(added)
+    }
+
+    /// An event for a closed bucket: dropped, or (`merge`) gathered for the store and, inside
+    /// the key's live window, added to it.
+    fn add_too_late(m: &mut MetricState, start: u64, key: &[u8], item: u64, bytes: &[u8]) {
+        let closed_until = m.closed_until.unwrap_or(0);
+        // A bucket past retention has been deleted: merging into it would bring it back
+        // holding the late events alone, a partial bucket that reads as exact.
+        let expired = start < closed_until.saturating_sub(m.cfg.retention);
+        match m.cfg.late {
+            LatePolicy::Drop => m.counters.dropped += 1,
+            LatePolicy::Merge if expired => m.counters.dropped += 1,
+            LatePolicy::Merge => {
+                m.counters.merged += 1;
+                // A bucket inside the key's live window gets the item too, so the next
+                // closes see it — also a bucket the key had no event in before, and a key
+                // with no live window yet (a key read back rebuilds its ring from the
+                // store, which holds them: both must agree).
+                if rings(m.cfg.kind) && start >= closed_until.saturating_sub(m.cfg.window) {
+                    if !m.keys.contains_key(key) {
+                        let ks = m.new_key();
+                        m.mem += ks.mem;
+                        m.keys.insert(Key::new(key), ks);
+                    }
+                    let ks = m.keys.get_mut(key).expect("inserted above");
+                    if start > ks.last_start {
+                        // The row carries the expiry: it changes with it.
+                        ks.last_start = start;
+                        ks.row_dirty = true;
+                    }
+                    if ks.window.is_none() {
+                        ks.window = Some(WindowState::Ring(VecDeque::new()));
+                    }
+                    if let Some(WindowState::Ring(ring)) = &mut ks.window {
+                        let at = ring.partition_point(|(s0, _)| *s0 < start);
+                        match ring.get_mut(at) {
+                            Some((s0, b)) if *s0 == start => b.add(item, bytes),
+                            _ => {
+                                let mut b = m.shape.empty(start);
+                                b.add(item, bytes);
+                                ring.insert(at, (start, b));
+                            }
+                        }
+                    }
+                    let before = ks.mem;
+                    ks.mem = spill::key_bytes(ks);
+                    m.mem = m.mem + ks.mem - before;
+                }
+                // The store gets it by read-merge-write at the next checkpoint: late
+                // events of one bucket and key are gathered into one summary first, so a
+                // stream of late events costs an insert each, not a store write each.
+                let k = (false, start, Key::new(key));
+                let shape = &m.shape;
+                m.late
+                    .entry(k)
+                    .or_insert_with(|| shape.empty(start))
+                    .add(item, bytes);
+                // A period already rolled up gets the event too.
+                if let (Some(r), Some(rolled), Some(rshape)) =
+                    (m.cfg.rollup, m.rolled_until, &m.rollup_shape)
+                {
+                    let period = start - start % r;
+                    let kept = rolled.saturating_sub(m.cfg.rollup_retention);
+                    if period < rolled && period >= kept {
+                        m.late
+                            .entry((true, period, Key::new(key)))
+                            .or_insert_with(|| rshape.empty(period))
+                            .add(item, bytes);
+                    }
+                }
             }
         }
     }
@@ -433,8 +574,8 @@ impl Engine {
     /// Closes every open bucket of every metric: the input has ended for good.
     pub fn flush(&mut self) {
         for i in 0..self.metrics.len() {
-            if let Some(last) = self.metrics[i].open.back() {
-                let until = last.start + self.metrics[i].cfg.bucket;
+            if let Some(&last) = self.metrics[i].open_starts.last() {
+                let until = last + self.metrics[i].cfg.bucket;
                 self.close_until(i, until);
             }
         }
@@ -443,9 +584,9 @@ impl Engine {
     fn close_until(&mut self, i: usize, until: u64) {
         let m = &mut self.metrics[i];
         m.closed_until = Some(until.max(m.closed_until.unwrap_or(0)));
-        while m.open.front().is_some_and(|b| b.start < until) {
-            let b = m.open.pop_front().expect("checked non-empty");
-            Self::close_bucket(m, i, b, &mut self.out);
+        while let Some(&start) = m.open_starts.first().filter(|&&s| s < until) {
+            m.open_starts.pop_first();
+            Self::close_bucket(m, i, start, &mut self.out);
         }
         if let (Some(r), Some(rolled), Some(closed)) =
             (m.cfg.rollup, m.rolled_until, m.closed_until)
@@ -463,97 +604,114 @@ impl Engine {
         }
     }
 
-    fn close_bucket(m: &mut MetricState, i: usize, b: OpenBucket, out: &mut Outputs) {
+    fn close_bucket(m: &mut MetricState, i: usize, start: u64, out: &mut Outputs) {
         let width = m.cfg.bucket;
-        let end = b.start + width;
-        m.counters.buckets += b.keys.len() as u64;
+        let end = start + width;
+        // Keys spilled with this bucket open: the store moves their rows into the metric.
+        m.counters.buckets += spill::close(&mut m.spill, i, start, out);
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(Key, u32)> = b.keys.into_iter().collect();
+        let mut keys: Vec<(&Key, &mut KeyState)> = m.keys.iter_mut().collect();
         keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        let mut summaries: Vec<Option<Summary>> = b.summaries.into_iter().map(Some).collect();
-        for (key, si) in keys {
-            let s = summaries[si as usize]
-                .take()
-                .expect("each summary belongs to one key");
-            out.closed.push(ClosedBucket {
-                metric: i,
-                key: key.as_bytes().into(),
-                start: b.start,
-                bytes: s.to_bytes(),
-                rollup: false,
-            });
-            let rules = m.cfg.alerts.len();
-            let w = m.windows.entry(key).or_insert_with(|| KeyWindow {
-                state: match m.cfg.kind {
-                    Kind::Count { epsilon } => {
-                        WindowState::Hist(CountWindow::new(m.cfg.window, epsilon))
-                    }
-                    _ => WindowState::Ring(VecDeque::new()),
-                },
-                streak: vec![0; rules],
-                items: BTreeMap::new(),
-            });
-            match (&mut w.state, s) {
-                (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
-                (WindowState::Ring(r), s) => r.push_back((b.start, s)),
-                _ => unreachable!("a metric's summaries all have its kind"),
-            }
-        }
-        // Slide every live window to this bucket's end, evaluate, and forget empty ones.
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);
-        let mut evaluated: Vec<(&Key, &mut KeyWindow)> = m.windows.iter_mut().collect();
-        evaluated.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let min_limit = m.min_limit;
         let mut empty = Vec::new();
-        let min_limit = m
-            .cfg
-            .alerts
-            .iter()
-            .map(|a| m.shape.limit(a))
-            .fold(f64::INFINITY, f64::min);
-        for (key, w) in evaluated {
-            let (est, window) = match &mut w.state {
+        for (key, ks) in keys {
+            if ks.open.first_start() == Some(start) {
+                let (_, s) = ks.open.pop_first().expect("a first bucket");
+                m.counters.buckets += 1;
+                ks.row_dirty = true;
+                let bytes = s.to_bytes();
+                out.bytes += bytes.len() + key.as_bytes().len() + 64;
+                out.closed.push(ClosedBucket {
+                    metric: i,
+                    key: key.as_bytes().into(),
+                    start,
+                    bytes,
+                    rollup: false,
+                });
+                let w = ks.window.get_or_insert_with(|| match m.cfg.kind {
+                    Kind::Count { epsilon } => {
+                        WindowState::Hist(Box::new(CountWindow::new(window, epsilon)))
+                    }
+                    _ => WindowState::Ring(VecDeque::new()),
+                });
+                match (w, s) {
+                    (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
+                    (WindowState::Ring(r), s) => r.push_back((start, s)),
+                    _ => unreachable!("a metric's summaries all have its kind"),
+                }
+            }
+            // Slide the live window to this bucket's end, evaluate, and forget empty ones.
+            let Some(w) = &mut ks.window else { continue };
+            let est = match w {
                 WindowState::Hist(h) => {
                     h.advance(end);
+                    ks.row_dirty = true;
                     if h.is_empty() {
-                        empty.push(key.clone());
+                        // An empty window ends the episode: a window that fills again
+                        // starts its streaks from zero.
+                        ks.window = None;
+                        ks.streak.iter_mut().for_each(|s| *s = 0);
+                        ks.items.clear();
+                        ks.row_dirty = true;
+                        if ks.open.is_empty() {
+                            empty.push(key.clone());
+                        }
                         continue;
                     }
-                    (h.estimate(), None)
+                    Some((h.estimate(), None))
                 }
                 WindowState::Ring(r) => {
                     while r.front().is_some_and(|(s, _)| *s < first_kept) {
                         r.pop_front();
                     }
                     if r.is_empty() {
-                        empty.push(key.clone());
+                        // An empty window ends the episode: a window that fills again
+                        // starts its streaks from zero.
+                        ks.window = None;
+                        ks.streak.iter_mut().for_each(|s| *s = 0);
+                        ks.items.clear();
+                        ks.row_dirty = true;
+                        if ks.open.is_empty() {
+                            empty.push(key.clone());
+                        }
                         continue;
                     }
                     if m.cfg.alerts.is_empty() {
-                        continue;
+                        None
+                    } else {
+                        // A window of exact buckets whose counts sum to no more than every
+                        // rule's limit cannot fire (the union is exact and at most the sum):
+                        // reset the streaks without merging. Most keys are small.
+                        let mut sum = 0.0;
+                        let mut all_exact = true;
+                        for (_, s) in r.iter() {
+                            let e = s.estimate();
+                            all_exact &= e.low == e.high;
+                            sum += e.high;
+                        }
+                        if all_exact && sum <= min_limit {
+                            if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
+                                ks.row_dirty = true;
+                            }
+                            ks.streak.iter_mut().for_each(|s| *s = 0);
+                            ks.items.clear();
+                            None
+                        } else {
+                            // From an empty summary: the window's estimator is a merged
+                            // sketch's, whether its buckets were built here or read back.
+                            let mut acc = m.shape.empty(r[0].0);
+                            for (_, s) in r.iter() {
+                                acc.merge(s).expect("one metric's buckets share a shape");
+                            }
+                            Some((acc.estimate(), Some(acc)))
+                        }
                     }
-                    // A window of exact buckets whose counts sum to no more than every
-                    // rule's limit cannot fire (the union is exact and at most the sum):
-                    // reset the streaks without merging. Most keys are small.
-                    let mut sum = 0.0;
-                    let mut all_exact = true;
-                    for (_, s) in r.iter() {
-                        let e = s.estimate();
-                        all_exact &= e.low == e.high;
-                        sum += e.high;
-                    }
-                    if all_exact && sum <= min_limit {
-                        w.streak.iter_mut().for_each(|s| *s = 0);
-                        w.items.clear();
-                        continue;
-                    }
-                    let mut acc = r[0].1.clone();
-                    for (_, s) in r.iter().skip(1) {
-                        acc.merge(s).expect("one metric's buckets share a shape");
-                    }
-                    (acc.estimate(), Some(acc))
                 }
             };
+            let Some((est, window)) = est else { continue };
+            ks.row_dirty = true;
             let rules = &m.cfg.alerts;
             let counters = &mut m.counters;
             let mut alert = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>| {
@@ -562,7 +720,7 @@ impl Engine {
                     metric: i,
                     rule,
                     key: key.as_bytes().into(),
-                    bucket: b.start,
+                    bucket: start,
                     window_end: end,
                     estimate,
                     item: item.map(Into::into),
@@ -581,7 +739,7 @@ impl Engine {
                         if e.high <= min_limit {
                             continue;
                         }
-                        let mut streak = w
+                        let mut streak = ks
                             .items
                             .remove(item.as_slice())
                             .unwrap_or_else(|| vec![0; rules.len()]);
@@ -592,24 +750,29 @@ impl Engine {
                             running.insert(item.into_boxed_slice(), streak);
                         }
                     }
-                    w.items = running;
+                    ks.items = running;
                     // Items a sketch does not name each count below φN: one more subject,
                     // the key's unnamed items, `[0, φN]`. Only a rule on `high` can fire on
                     // it (no item named): raise φ·N above the threshold, or lower φ.
                     let unnamed = counts.unnamed_bound().map_or(Estimate::exact(0.0), |b| {
                         Estimate::guaranteed(0.0, 0.0, b, tidemark::Method::CountMinMin)
                     });
-                    step(rules, &m.shape, &mut w.streak, &unnamed, |ri, limit| {
+                    step(rules, &m.shape, &mut ks.streak, &unnamed, |ri, limit| {
                         alert(ri, limit, unnamed, None)
                     });
                 }
-                _ => step(rules, &m.shape, &mut w.streak, &est, |ri, limit| {
+                _ => step(rules, &m.shape, &mut ks.streak, &est, |ri, limit| {
                     alert(ri, limit, est, None)
                 }),
             }
         }
         for k in empty {
-            m.windows.remove(&k);
+            if let Some(ks) = m.keys.remove(&k) {
+                m.mem -= ks.mem;
+                if ks.has_row {
+                    m.spill.forget(k);
+                }
+            }
         }
         out.expire_before[i] = Some(end.saturating_sub(m.cfg.retention));
     }

@@ -14,8 +14,8 @@ pub enum Summary {
     Count(CountBucket),
     /// A distinct metric's bucket.
     Distinct(DistinctBucket),
-    /// A frequency metric's bucket.
-    Frequency(FrequencyBucket),
+    /// A frequency metric's bucket (boxed: it is large, and a summary is held per key).
+    Frequency(Box<FrequencyBucket>),
 }
 
 impl Summary {
@@ -33,6 +33,36 @@ impl Summary {
             Summary::Count(c) => c.add(item, bytes),
             Summary::Distinct(d) => d.add(item, bytes),
             Summary::Frequency(f) => f.add(item, bytes),
+        }
+    }
+
+    /// Heap bytes the summary holds (its size in memory beyond the enum itself).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Summary::Count(_) => 0,
+            Summary::Distinct(d) => {
+                d.hll().bytes() - std::mem::size_of::<tidemark::cardinality::Hll>()
+            }
+            Summary::Frequency(f) => f.counts().bytes(),
+        }
+    }
+
+    /// A bound no window holding this bucket can pass through it: a window made of buckets
+    /// whose bounds sum to at most a rule's limit cannot fire that rule. Exact counts bound
+    /// themselves; a distinct bucket only while exact (an estimate has no hard bound); a
+    /// frequency bucket by its number of events (no item, nor φ of them, can count more).
+    pub(crate) fn upper(&self) -> f64 {
+        match self {
+            Summary::Count(c) => c.count() as f64,
+            Summary::Distinct(d) => {
+                let e = d.estimate();
+                if e.low == e.high {
+                    e.high
+                } else {
+                    f64::INFINITY
+                }
+            }
+            Summary::Frequency(f) => f.counts().total() as f64,
         }
     }
 
@@ -165,7 +195,7 @@ impl MetricShape {
                 epsilon,
                 delta,
                 phi,
-            } => Summary::Frequency(FrequencyBucket::new(epsilon, delta, phi)),
+            } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
         }
     }
 
@@ -182,9 +212,9 @@ impl MetricShape {
                 epsilon,
                 delta,
                 phi,
-            } => Ok(Summary::Frequency(FrequencyBucket::from_bytes(
+            } => Ok(Summary::Frequency(Box::new(FrequencyBucket::from_bytes(
                 bytes, epsilon, delta, phi,
-            )?)),
+            )?))),
         }
     }
 

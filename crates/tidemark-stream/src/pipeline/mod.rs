@@ -36,11 +36,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::engine::{Alert, Engine, MetricShape, Outputs};
+use crate::engine::{Alert, Engine, MetricShape, Outputs, StateTable};
 use crate::record::{Extractor, Record};
-use crate::store::{Batch, BucketRef, Meta, RollupRef, Store};
+use crate::store::{
+    Batch, BucketRef, Meta, PromoteRef, RollupRef, StateRef, Store, StoreRows, SweepRef, TableNames,
+};
 use crate::time::MAX_TIME;
-use crate::RunError;
+use crate::{EngineError, RunError};
 
 mod input;
 pub mod state;
@@ -105,6 +107,8 @@ pub struct RunReport {
     pub live_keys: u64,
     /// Commits made by this run.
     pub commits: u64,
+    /// Times the state passed its memory trigger and quiet keys were spilled to the store.
+    pub spills: u64,
     /// Whether this run resumed from a committed state.
     pub resumed: bool,
 }
@@ -253,16 +257,9 @@ pub fn run(
             }
             state = RunState::from_bytes(&meta.state).map_err(RunError::State)?;
             report.resumed = true;
-            let mut scan_err = None;
-            let engine = Engine::restore(config, &state.engine, &mut |m, from, to, f| {
-                if let Err(e) = store.scan(&config.metrics[m].name, from, to, f) {
-                    scan_err.get_or_insert(e);
-                }
-            });
-            if let Some(e) = scan_err {
-                return Err(RunError::Store(e));
-            }
-            engine.map_err(RunError::Engine)?
+            let view = store.view().map_err(RunError::Store)?;
+            Engine::restore(config, &state.engine, &mut StoreRows::new(&*view, config))
+                .map_err(engine_error)?
         }
         None => Engine::new(config).map_err(RunError::Engine)?,
     };
@@ -281,6 +278,22 @@ pub fn run(
         .map(|m| m.rollup_name().unwrap_or_default())
         .collect();
     let limits = config.input.limits;
+    let tables = TableNames::of(config);
+    let state_names: Vec<[String; 3]> = config
+        .metrics
+        .iter()
+        .map(|m| {
+            [
+                StateTable::Key.name(&m.name),
+                StateTable::Open.name(&m.name),
+                StateTable::Expiry.name(&m.name),
+            ]
+        })
+        .collect();
+    let budget = config.checkpoint.max_memory;
+    // Keys spilled are read back through one read view of the last checkpoint.
+    let mut view = store.view().map_err(RunError::Store)?;
+    let mut spill_at = budget / 4 * 3;
     let checkpoint = config.checkpoint;
     let checkpoint_every = Duration::from_millis(checkpoint.interval);
     let mut since_checkpoint = 0u64;
@@ -304,6 +317,7 @@ pub fn run(
         fingerprint,
         names: &names,
         rollup_names: &rollup_names,
+        state_names: &state_names,
     };
     for input in &inputs {
         let name = input
@@ -424,6 +438,7 @@ pub fn run(
             }
         }
         let mut unfinished = None;
+        let mut fatal = None;
         loop {
             let line_start = (lines.offset, lines.line);
             let (number, end, parsed) = match lines.next_line().map_err(io_err)? {
@@ -459,7 +474,13 @@ pub fn run(
                         Ok("") => continue,
                         Ok(line) => ex.parse(line).map_err(|e| e.message).and_then(|rec| {
                             check_record(&rec, &engine, &names, limits, max_ahead)?;
-                            feed(&mut engine, &rec);
+                            // A key read back from a damaged or failing store stops the run:
+                            // not a bad line.
+                            if let Err(e) =
+                                feed(&mut engine, &rec, &mut StoreRows::with(&*view, &tables))
+                            {
+                                fatal = Some(e);
+                            }
                             Ok(())
                         }),
                         Err(m) => Err(m),
@@ -467,6 +488,9 @@ pub fn run(
                     (number, end, parsed)
                 }
             };
+            if let Some(e) = fatal.take() {
+                return Err(engine_error(e));
+            }
             if let Err(message) = parsed {
                 if opts.skip_bad {
                     state.bad_lines += 1;
@@ -502,13 +526,22 @@ pub fn run(
                 commit_ctx.emit(engine.take_alerts(), on_alert);
             }
             since_checkpoint += 1;
+            // Past the budget's trigger, a checkpoint makes every key clean, and the least
+            // recently active quiet ones leave memory.
+            let over = since_checkpoint % 1024 == 0 && engine.memory() as u64 > spill_at;
             if !undecided
-                && (since_checkpoint >= checkpoint.records
+                && (over
+                    || since_checkpoint >= checkpoint.records
                     || (since_checkpoint % 64 == 0
                         && last_checkpoint.elapsed() >= checkpoint_every))
             {
                 set_position(&mut state, &mut source, end, number)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                view = store.view().map_err(RunError::Store)?;
+                if over {
+                    spill_at = spill(&mut engine, budget)?;
+                    report.spills += 1;
+                }
                 report.commits += 1;
                 since_checkpoint = 0;
                 last_checkpoint = Instant::now();
@@ -645,11 +678,47 @@ fn set_position(
 
 /// One record into the engine: its time, then its key and item for every metric.
 #[inline]
-fn feed(engine: &mut Engine, rec: &Record<'_>) {
+fn feed(
+    engine: &mut Engine,
+    rec: &Record<'_>,
+    rows: &mut StoreRows<'_>,
+) -> Result<(), EngineError> {
     let t = rec.time();
     engine.observe(t);
     for m in 0..rec.metrics() {
-        engine.add_item(m, t, rec.key(m), rec.item(m), rec.item_bytes(m));
+        engine.add_item_from(m, t, rec.key(m), rec.item(m), rec.item_bytes(m), rows)?;
+    }
+    Ok(())
+}
+
+/// Spills the engine's quiet keys down to half the budget (right after a checkpoint); returns
+/// the memory past which the next spill starts, or fails when the keys that cannot spill
+/// alone pass the budget.
+fn spill(engine: &mut Engine, budget: u64) -> Result<u64, RunError> {
+    engine.spill((budget / 2) as usize).map_err(engine_error)?;
+    let held = engine.memory() as u64;
+    if held > budget {
+        let keys = (0..engine.metric_count())
+            .map(|m| engine.live_keys(m) as u64)
+            .sum();
+        return Err(RunError::Engine(EngineError::Budget { held, budget, keys }));
+    }
+    // Keys that could not spill stay: wait for an eighth of the budget more before the next
+    // spill, rather than spilling at every check.
+    Ok((budget / 4 * 3).max(held + budget / 8))
+}
+
+/// An engine error as the run reports it: a store that failed stays a store error (its
+/// damage is the user's to check).
+fn engine_error(e: EngineError) -> RunError {
+    match e {
+        EngineError::Store(e) => RunError::Store(e),
+        EngineError::State { metric, key, what } => {
+            RunError::Store(crate::store::StoreError::damaged(format!(
+                "state of key {key:?} of metric {metric}: {what}"
+            )))
+        }
+        e => RunError::Engine(e),
     }
 }
 
@@ -748,6 +817,8 @@ struct CommitCtx<'a> {
     fingerprint: u64,
     names: &'a [String],
     rollup_names: &'a [String],
+    /// Per metric: its key rows', open rows' and expiry index's tables.
+    state_names: &'a [[String; 3]],
 }
 
 impl CommitCtx<'_> {
@@ -838,17 +909,60 @@ impl CommitCtx<'_> {
             let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
             Ok(MetricShape::of(m).roll(&into, period, parts)?.to_bytes())
         };
-        let merge = |metric: &str, start: u64, old: &[u8], add: &[u8]| {
+        let merge = |metric: &str, start: u64, old: Option<&[u8]>, add: &[u8]| {
             let (_, shape) = MetricShape::for_name(config, metric)
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
             let shape = &shape;
-            let mut a = shape.decode(old, start).map_err(|e| e.to_string())?;
+            let mut a = match old {
+                Some(old) => shape.decode(old, start).map_err(|e| e.to_string())?,
+                None => shape.empty(start),
+            };
             let b = shape.decode(add, start).map_err(|e| e.to_string())?;
             a.merge(&b).map_err(|e| e.to_string())?;
             Ok(a.to_bytes())
         };
+        let sn = self.state_names;
+        let promote: Vec<PromoteRef<'_>> = out
+            .promote
+            .iter()
+            .map(|&(m, start)| PromoteRef {
+                from: &sn[m][1],
+                into: &names[m],
+                start,
+            })
+            .collect();
+        let sweep: Vec<SweepRef<'_>> = out
+            .sweep_before
+            .iter()
+            .enumerate()
+            .filter_map(|(m, b)| {
+                b.map(|before| SweepRef {
+                    index: &sn[m][2],
+                    rows: &sn[m][0],
+                    before,
+                })
+            })
+            .collect();
+        let rows: Vec<StateRef<'_>> = out
+            .state
+            .iter()
+            .map(|r| StateRef {
+                table: match r.table {
+                    StateTable::Key => &sn[r.metric][0],
+                    StateTable::Open => &sn[r.metric][1],
+                    StateTable::Expiry => &sn[r.metric][2],
+                    StateTable::Closed => &names[r.metric],
+                },
+                start: r.start,
+                key: &r.key,
+                bytes: r.bytes.as_deref(),
+            })
+            .collect();
         store
             .commit(&Batch {
+                promote,
+                sweep,
+                state: rows,
                 puts,
                 merges,
                 merge: &merge,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use super::{Batch, KeyVisit, Meta, ReadTxn, StoreError, Txn, Visit};
+use super::{Batch, KeyVisit, Meta, PromoteRef, ReadTxn, StoreError, SweepRef, Txn, Visit};
 
 /// Metadata names.
 const CONFIG: &str = "config";
@@ -168,22 +168,24 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
         on,
         pending: BTreeMap::new(),
     };
+    for p in &b.promote {
+        promote(t, &mut d, p)?;
+    }
     for p in &b.puts {
         let old = t.put(p.metric, p.start, p.key, p.bytes)?;
         d.replace(&*t, p.metric, p.start, p.key, old.as_deref(), p.bytes)?;
     }
     for m in &b.merges {
         let old = t.get(m.metric, m.start, m.key)?;
-        let bytes = match &old {
-            Some(old) => {
-                (b.merge)(m.metric, m.start, old, m.bytes).map_err(|message| StoreError::Merge {
-                    metric: m.metric.to_string(),
-                    start: m.start,
-                    message,
-                })?
+        // Into nothing stored, the merge still runs (into an empty bucket): a bucket's bytes
+        // do not depend on how late events were grouped between checkpoints.
+        let bytes = (b.merge)(m.metric, m.start, old.as_deref(), m.bytes).map_err(|message| {
+            StoreError::Merge {
+                metric: m.metric.to_string(),
+                start: m.start,
+                message,
             }
-            None => m.bytes.to_vec(),
-        };
+        })?;
         t.put(m.metric, m.start, m.key, &bytes)?;
         d.replace(&*t, m.metric, m.start, m.key, old.as_deref(), &bytes)?;
     }
@@ -214,6 +216,19 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
         t.remove_before(metric, before)?;
         t.remove_before(&digest_table(metric), before)?;
     }
+    for s in &b.sweep {
+        sweep(t, s)?;
+    }
+    for r in &b.state {
+        match r.bytes {
+            Some(v) => {
+                t.put(r.table, r.start, r.key, v)?;
+            }
+            None => {
+                t.remove(r.table, r.start, r.key)?;
+            }
+        }
+    }
     let m = b.meta;
     let fp = m.fingerprint.to_le_bytes();
     t.set_meta(CONFIG, m.config.as_bytes())?;
@@ -227,6 +242,51 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
         )?;
     }
     Ok(())
+}
+
+/// Moves every open row of a start into the metric's buckets, a page at a time.
+fn promote(t: &mut dyn Txn, d: &mut Digests, p: &PromoteRef<'_>) -> Result<(), StoreError> {
+    loop {
+        let mut rows: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        t.page(p.from, p.start, None, PAGE, &mut |k, _, v| {
+            rows.push((k.to_vec(), v.to_vec()))
+        })?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for (k, v) in rows {
+            t.remove(p.from, p.start, &k)?;
+            let old = t.put(p.into, p.start, &k, &v)?;
+            d.replace(&*t, p.into, p.start, &k, old.as_deref(), &v)?;
+        }
+    }
+}
+
+/// Deletes the key rows whose expiry passed (a row rewritten since carries a later expiry
+/// and stays), and the index entries before `before`.
+fn sweep(t: &mut dyn Txn, s: &SweepRef<'_>) -> Result<(), StoreError> {
+    let mut from = 0;
+    while let Some(start) = t.next_start(s.index, from, s.before)? {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            t.page(s.index, start, after.as_deref(), PAGE, &mut |k, _, _| {
+                keys.push(k.to_vec())
+            })?;
+            let Some(last) = keys.last().cloned() else {
+                break;
+            };
+            for k in keys {
+                let row = t.get(s.rows, 0, &k)?;
+                if row.is_some_and(|r| r.get(..8) == Some(&start.to_le_bytes()[..])) {
+                    t.remove(s.rows, 0, &k)?;
+                }
+            }
+            after = Some(last);
+        }
+        from = start + 1;
+    }
+    t.remove_before(s.index, s.before)
 }
 
 /// Scans `table`'s entries in `[from, to)`, checking each start's entries against its digest.

@@ -171,6 +171,20 @@ impl Txn for MemTxn<'_> {
         Ok(old)
     }
 
+    fn remove(
+        &mut self,
+        table: &str,
+        start: u64,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let k = (table.to_string(), start, key.to_vec());
+        let old = self.store.table_mut(table).remove(&k);
+        if old.is_some() {
+            self.undo.push(Undo::Entry(k, old.clone()));
+        }
+        Ok(old)
+    }
+
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError> {
         let lo = (table.to_string(), 0, Vec::new());
         let hi = (table.to_string(), before, Vec::new());
@@ -190,7 +204,43 @@ impl Txn for MemTxn<'_> {
     }
 }
 
+/// An owned view: a copy of the store as it was.
+struct MemCopy(MemStore);
+
+impl ReadTxn for MemCopy {
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        MemView(&self.0).meta(name)
+    }
+
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        MemView(&self.0).get(table, start, key)
+    }
+
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        MemView(&self.0).scan(table, from, to, f)
+    }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        MemView(&self.0).page(table, start, after, limit, f)
+    }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        MemView(&self.0).next_start(table, from, to)
+    }
+}
+
 impl Store for MemStore {
+    fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
+        Ok(Box::new(MemCopy(self.clone())))
+    }
+
     fn read(
         &self,
         f: &mut dyn FnMut(&dyn ReadTxn) -> Result<(), StoreError>,

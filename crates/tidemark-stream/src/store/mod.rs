@@ -30,9 +30,11 @@ use std::path::PathBuf;
 mod apply;
 mod mem;
 mod redb_store;
+mod rows;
 
 pub use mem::MemStore;
 pub use redb_store::RedbStore;
+pub use rows::{StoreRows, TableNames};
 
 /// A store that failed.
 #[derive(Debug)]
@@ -152,8 +154,9 @@ pub type Visit<'a> = dyn FnMut(&[u8], u64, &[u8]) + 'a;
 /// Receives one key and all its buckets `(start, bytes)` in a range.
 pub type KeyVisit<'a> = dyn FnMut(&[u8], &[(u64, Vec<u8>)]) + 'a;
 
-/// Combines a stored bucket's bytes with a late event's: `(metric, start, stored, late)`.
-pub type MergeFn<'a> = &'a dyn Fn(&str, u64, &[u8], &[u8]) -> Result<Vec<u8>, String>;
+/// Combines a stored bucket's bytes (`None`: nothing stored) with a late event's:
+/// `(metric, start, stored, late)`.
+pub type MergeFn<'a> = &'a dyn Fn(&str, u64, Option<&[u8]>, &[u8]) -> Result<Vec<u8>, String>;
 
 /// Combines a period's buckets `(start, bytes)` into its rollup bucket:
 /// `(metric, period start, parts)`.
@@ -175,8 +178,48 @@ pub struct RollupRef<'a> {
     pub width: u64,
 }
 
+/// Open rows of keys spilled when their bucket closed: every row of `from` at `start` moves
+/// to the metric `into` (before the batch's closed buckets, which overwrite them).
+#[derive(Clone, Copy, Debug)]
+pub struct PromoteRef<'a> {
+    /// The open rows' table.
+    pub from: &'a str,
+    /// The metric's stored name.
+    pub into: &'a str,
+    /// The bucket start.
+    pub start: u64,
+}
+
+/// A state row to write (`Some`) or delete (`None`); state tables carry no digests (each
+/// row is checksummed itself).
+#[derive(Clone, Copy, Debug)]
+pub struct StateRef<'a> {
+    /// The state table.
+    pub table: &'a str,
+    /// The row's start.
+    pub start: u64,
+    /// The key.
+    pub key: &'a [u8],
+    /// The value, or a deletion.
+    pub bytes: Option<&'a [u8]>,
+}
+
+/// Key rows to sweep: every `(expiry, key)` of `index` with `expiry < before` deletes `key`'s
+/// row in `rows` if that row still carries this expiry in its first 8 bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct SweepRef<'a> {
+    /// The expiry index.
+    pub index: &'a str,
+    /// The key rows.
+    pub rows: &'a str,
+    /// Sweep expiries before this.
+    pub before: u64,
+}
+
 /// Everything one commit writes, atomically.
 pub struct Batch<'a> {
+    /// Open rows promoted into closed buckets, first.
+    pub promote: Vec<PromoteRef<'a>>,
     /// Closed buckets (overwrite).
     pub puts: Vec<BucketRef<'a>>,
     /// Late events to read-merge-write into their stored bucket.
@@ -189,6 +232,10 @@ pub struct Batch<'a> {
     pub roll: RollFn<'a>,
     /// Per metric: delete buckets starting before this.
     pub expire: Vec<(&'a str, u64)>,
+    /// Key rows to sweep, after the expiry.
+    pub sweep: Vec<SweepRef<'a>>,
+    /// State rows, last, in order.
+    pub state: Vec<StateRef<'a>>,
     /// The new metadata.
     pub meta: &'a Meta,
 }
@@ -227,6 +274,13 @@ pub trait Txn: ReadTxn {
         key: &[u8],
         bytes: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Deletes one value, returning it.
+    fn remove(
+        &mut self,
+        table: &str,
+        start: u64,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError>;
     /// Deletes every value of `table` with `start < before`.
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError>;
     /// Writes a metadata value.
@@ -241,6 +295,11 @@ pub trait Store {
         &self,
         f: &mut dyn FnMut(&dyn ReadTxn) -> Result<(), StoreError>,
     ) -> Result<(), StoreError>;
+
+    /// A read view of the last commit that the caller keeps (one transaction for many reads:
+    /// the engine reads spilled keys back through it between two checkpoints). Later commits
+    /// do not change it; take a new one after each.
+    fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError>;
 
     /// Runs `f` in one write transaction, committed if `f` succeeds, rolled back otherwise.
     fn write(

@@ -405,6 +405,19 @@ impl Txn for RedbWrite<'_> {
             .map(|v| v.value().to_vec()))
     }
 
+    fn remove(
+        &mut self,
+        table: &str,
+        start: u64,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .buckets
+            .remove((table, start, key))
+            .map_err(err("delete"))?
+            .map(|v| v.value().to_vec()))
+    }
+
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError> {
         let lo: (&str, u64, &[u8]) = (table, 0, &[]);
         let hi: (&str, u64, &[u8]) = (table, before, &[]);
@@ -418,6 +431,38 @@ impl Txn for RedbWrite<'_> {
             .insert(name, bytes)
             .map_err(err("write metadata"))?;
         Ok(())
+    }
+}
+
+/// A kept read transaction, every call contained like [`RedbStore::read`]'s.
+struct RedbView(RedbRead);
+
+impl ReadTxn for RedbView {
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        contained("reading it", || self.0.meta(name))
+    }
+
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        contained("reading it", || self.0.get(table, start, key))
+    }
+
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        contained("reading it", || self.0.scan(table, from, to, f))
+    }
+
+    fn page(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        contained("reading it", || self.0.page(table, start, after, limit, f))
+    }
+
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        contained("reading it", || self.0.next_start(table, from, to))
     }
 }
 
@@ -459,6 +504,16 @@ impl Store for RedbStore {
                 Db::Reader(db) => open_read(db)?,
             };
             f(&r)
+        })
+    }
+
+    fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
+        contained("reading it", || {
+            let r = match &self.db {
+                Db::Writer(db) => open_read(db)?,
+                Db::Reader(db) => open_read(db)?,
+            };
+            Ok(Box::new(RedbView(r)) as Box<dyn ReadTxn>)
         })
     }
 

@@ -1,0 +1,664 @@
+//! State rows: each key's open state in the store, written incrementally, and the memory
+//! budget that spills quiet keys to them.
+//!
+//! # Rows
+//!
+//! At each checkpoint the engine writes, for every key whose state changed since the last
+//! one (and only those), its *key row* and its *open rows*:
+//!
+//! - `~key/<metric>` at `(0, key)`: the key's expiry (first 8 bytes, little-endian, so the
+//!   store can sweep rows without decoding them), the starts of its open buckets, its alert
+//!   streaks and, for a count metric, its window's exponential histogram; a checksum last.
+//! - `~open/<metric>` at `(start, key)`: one open bucket's summary (a checksummed envelope),
+//!   laid out like the metric's own buckets, so that closing a bucket of spilled keys is a
+//!   move of one start's rows into the metric (the store's *promotion*).
+//! - `~exp/<metric>` at `(expiry, key)`: an index the store sweeps at each checkpoint,
+//!   deleting key rows whose state has left every window.
+//!
+//! A distinct or frequency key's ring of closed buckets is not written: it is the metric's
+//! own stored buckets, read back.
+//!
+//! # Spilling
+//!
+//! Memory held by the keys in memory is accounted per key ([`key_bytes`]). Right after a
+//! checkpoint every key is clean — its rows equal its memory — so dropping it loses nothing.
+//! [`Engine::spill`] drops the least recently active *quiet* keys: those whose streaks are
+//! all zero and whose window, with their open buckets, is bounded by no more than the
+//! smallest rule limit (exact counts add up; see [`Summary::upper`]). Such a key cannot
+//! raise an alert or change a streak before its next event, so leaving it out of the closes
+//! in between changes nothing; its open buckets close by promotion; on its next event it is
+//! read back ([`Engine::add_item_from`]) with its ring rebuilt from the store and its
+//! histogram given the buckets that closed meanwhile. Answers equal an unbounded run's.
+//!
+//! ```
+//! use tidemark_stream::config::Config;
+//! use tidemark_stream::engine::Engine;
+//!
+//! let config = Config::from_toml(
+//!     "[input]\nformat = \"csv\"\ntime_field = \"t\"\ntime_format = \"epoch_ms\"\n\
+//!      [[metric]]\nname = \"n\"\nkind = \"count\"\nkey = [\"k\"]\nbucket = \"1s\"\n\
+//!      window = \"1s\"\nretention = \"1h\"\n",
+//! )
+//! .unwrap();
+//! let mut e = Engine::new(&config).unwrap();
+//! e.observe(5);
+//! e.add(0, 5, b"a", 0);
+//! assert!(e.memory() > 0);
+//! // Its rows are written at a checkpoint; then it may leave memory.
+//! let out = e.take_outputs();
+//! assert!(!out.state.is_empty());
+//! assert_eq!(e.spill(0).unwrap(), 1);
+//! assert_eq!(e.live_keys(0), 0);
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use tidemark::codec::{Reader, Writer};
+use tidemark::DecodeError;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::key::Key;
+use super::shape::rings;
+use super::{Engine, KeyState, MetricState, Outputs, Summary, WindowState};
+use crate::config::Kind;
+use crate::store::StoreError;
+use crate::summary::CountWindow;
+use crate::EngineError;
+
+/// Bytes a key costs in memory before its summaries: its table entry (key, state, the
+/// table's control bytes and spare capacity) and the state's small allocations.
+pub(super) const KEY_BYTES: usize = (std::mem::size_of::<(Key, KeyState)>() + 1) * 8 / 7 + 2 * 16;
+/// Bytes an open bucket or ring entry costs before its summary's heap.
+pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
+
+/// Which of a metric's tables a state row lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateTable {
+    /// A key's row: expiry, open starts, streaks, histogram.
+    Key,
+    /// One open bucket of one key.
+    Open,
+    /// The expiry index: `(expiry, key)`, empty values.
+    Expiry,
+    /// The metric's own closed buckets (read only, to rebuild rings).
+    Closed,
+}
+
+impl StateTable {
+    /// The stored table name for metric `name` (`~` starts no metric name).
+    pub fn name(self, metric: &str) -> String {
+        match self {
+            StateTable::Key => format!("~key/{metric}"),
+            StateTable::Open => format!("~open/{metric}"),
+            StateTable::Expiry => format!("~exp/{metric}"),
+            StateTable::Closed => metric.to_string(),
+        }
+    }
+}
+
+/// One state row to write (`Some`) or delete (`None`) at a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateRow {
+    /// Index of the metric.
+    pub metric: usize,
+    /// Its table.
+    pub table: StateTable,
+    /// The row's start (0 for key rows).
+    pub start: u64,
+    /// The key's bytes.
+    pub key: Box<[u8]>,
+    /// The value; `None` deletes the row.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Where spilled state is read back from: the store's committed rows.
+pub trait StateSource {
+    /// One row of metric `metric`'s `table`.
+    fn row(
+        &mut self,
+        table: StateTable,
+        metric: usize,
+        start: u64,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Every key with a key row in metric `metric`.
+    fn keys(&mut self, metric: usize, visit: &mut dyn FnMut(&[u8])) -> Result<(), StoreError>;
+    /// Every stored closed bucket of metric `metric` with `from ≤ start < to` (to rebuild
+    /// rings from a snapshot written before key rows).
+    fn scan(
+        &mut self,
+        metric: usize,
+        from: u64,
+        to: u64,
+        visit: &mut crate::store::Visit<'_>,
+    ) -> Result<(), StoreError>;
+}
+
+/// A source with no rows: an engine that never spilled, or a reader that needs only the
+/// snapshot's watermarks.
+pub struct NoRows;
+
+impl StateSource for NoRows {
+    fn row(
+        &mut self,
+        _: StateTable,
+        _: usize,
+        _: u64,
+        _: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+    fn keys(&mut self, _: usize, _: &mut dyn FnMut(&[u8])) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn scan(
+        &mut self,
+        _: usize,
+        _: u64,
+        _: u64,
+        _: &mut crate::store::Visit<'_>,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// What of a metric is in the store rather than in memory.
+#[derive(Clone, Default)]
+pub(super) struct Spilled {
+    /// Keys not in memory may have state rows (some key was spilled, or the engine was
+    /// restored from rows).
+    pub(super) maybe: bool,
+    /// Per open start: spilled keys with a bucket open there (the store closes them).
+    pub(super) open: BTreeMap<u64, u64>,
+    /// Starts with open rows in the store (promoted when they close).
+    pub(super) stored_open: BTreeSet<u64>,
+    /// Key rows to delete at the next checkpoint (keys whose state emptied).
+    pub(super) deleted: Vec<Key>,
+    /// Keys that must be in memory after a restore (not quiet at the last checkpoint).
+    pub(super) hot: Vec<Key>,
+    /// Starts closed since the last checkpoint whose open rows the store has yet to promote.
+    pub(super) promoting: BTreeSet<u64>,
+}
+
+impl Spilled {
+    #[inline]
+    pub(super) fn any(&self) -> bool {
+        self.maybe
+    }
+
+    pub(super) fn forget(&mut self, key: Key) {
+        self.deleted.push(key);
+    }
+}
+
+/// Closes start `start` for the spilled keys: returns how many buckets that closes, and asks
+/// the store to promote the start's open rows.
+pub(super) fn close(sp: &mut Spilled, metric: usize, start: u64, out: &mut Outputs) -> u64 {
+    if sp.stored_open.remove(&start) {
+        out.promote.push((metric, start));
+        sp.promoting.insert(start);
+    }
+    sp.open.remove(&start).unwrap_or(0)
+}
+
+/// Bytes a key holds in memory.
+pub(super) fn key_bytes(ks: &KeyState) -> usize {
+    let mut n = KEY_BYTES + ks.open.len() * ENTRY_BYTES;
+    n += ks.open.iter().map(|(_, s)| s.heap_bytes()).sum::<usize>();
+    n += ks
+        .items
+        .iter()
+        .map(|(k, v)| 48 + k.len() + 4 * v.len())
+        .sum::<usize>();
+    match &ks.window {
+        None => {}
+        Some(WindowState::Ring(r)) => {
+            n += r.len() * ENTRY_BYTES + r.iter().map(|(_, s)| s.heap_bytes()).sum::<usize>()
+        }
+        // The histogram's classes: about its encoding's size.
+        Some(WindowState::Hist(h)) => n += 64 + h.to_bytes().len(),
+    }
+    n
+}
+
+/// Whether a key can raise no alert and change no streak before its next event.
+fn quiet(m: &MetricState, ks: &KeyState) -> bool {
+    if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
+        return false;
+    }
+    if m.cfg.alerts.is_empty() {
+        return true;
+    }
+    let mut bound: f64 = ks.open.iter().map(|(_, s)| s.upper()).sum();
+    match &ks.window {
+        None => {}
+        Some(WindowState::Hist(h)) => bound += h.estimate().high,
+        Some(WindowState::Ring(r)) => bound += r.iter().map(|(_, s)| s.upper()).sum::<f64>(),
+    }
+    bound <= m.min_limit
+}
+
+/// The time after which a key's state has left every window (its row may be swept): a
+/// bucket after the close that empties it.
+fn expiry(m: &MetricState, ks: &KeyState) -> u64 {
+    ks.last_start
+        .saturating_add(m.cfg.window)
+        .saturating_add(2 * m.cfg.bucket)
+}
+
+/// The inverse of [`expiry`]: the newest start of a key row's expiry.
+fn last_start(m: &MetricState, expiry: u64) -> u64 {
+    expiry.saturating_sub(m.cfg.window + 2 * m.cfg.bucket)
+}
+
+const KEY_ROW_VERSION: u8 = 1;
+
+fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u64(expiry(m, ks)).u8(KEY_ROW_VERSION);
+    w.u64(ks.open.len() as u64);
+    for (s, _) in ks.open.iter() {
+        w.u64(*s);
+    }
+    w.u64(ks.streak.len() as u64);
+    for &s in ks.streak.iter() {
+        w.u32(s);
+    }
+    w.u64(ks.items.len() as u64);
+    for (item, streak) in &ks.items {
+        w.u64(item.len() as u64).raw(item);
+        for &s in streak {
+            w.u32(s);
+        }
+    }
+    match &ks.window {
+        Some(WindowState::Hist(h)) => {
+            let b = h.to_bytes();
+            w.u8(1).u64(b.len() as u64).raw(&b);
+        }
+        _ => {
+            w.u8(0);
+        }
+    }
+    let mut bytes = w.bytes().to_vec();
+    let sum = xxh3_64(&bytes);
+    bytes.extend_from_slice(&sum.to_le_bytes());
+    bytes
+}
+
+struct KeyRow {
+    expiry: u64,
+    open: Vec<u64>,
+    streak: Vec<u32>,
+    items: BTreeMap<Box<[u8]>, Vec<u32>>,
+    hist: Option<CountWindow>,
+}
+
+fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> {
+    if bytes.len() < 8 {
+        return Err(Reader::invalid(
+            "key row",
+            0,
+            "at least 8 bytes",
+            bytes.len() as u64,
+        ));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+    if xxh3_64(body) != sum {
+        return Err(Reader::invalid(
+            "key row checksum",
+            body.len(),
+            "the checksum of the row",
+            sum,
+        ));
+    }
+    let mut r = Reader::new(body);
+    let expiry = r.u64("expiry")?;
+    let off = r.offset();
+    let v = r.u8("key row version")?;
+    if v != KEY_ROW_VERSION {
+        return Err(Reader::invalid("key row version", off, "1", v as u64));
+    }
+    let w = m.cfg.bucket;
+    let n = r.count("open starts", 8, u64::MAX)?;
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        let off = r.offset();
+        let s = r.u64("open start")?;
+        if s % w != 0 || open.last().is_some_and(|&p| s <= p) || s > u64::MAX / 2 {
+            return Err(Reader::invalid(
+                "open start",
+                off,
+                "aligned to the bucket width and increasing",
+                s,
+            ));
+        }
+        open.push(s);
+    }
+    let rules = m.cfg.alerts.len();
+    let off = r.offset();
+    let n = r.count("streaks", 4, u64::MAX)?;
+    if n != rules {
+        return Err(Reader::invalid("streaks", off, "one per rule", n as u64));
+    }
+    let mut streak = Vec::with_capacity(n);
+    for _ in 0..n {
+        streak.push(r.u32("streak")?);
+    }
+    let n = r.count("item streaks", 8 + 4 * rules as u64, u64::MAX)?;
+    let mut items = BTreeMap::new();
+    for _ in 0..n {
+        let len = r.count("item", 1, u64::MAX)?;
+        let item: Box<[u8]> = r.bytes(len as u64, "item")?.into();
+        let mut s = Vec::with_capacity(rules);
+        for _ in 0..rules {
+            s.push(r.u32("item streak")?);
+        }
+        items.insert(item, s);
+    }
+    let off = r.offset();
+    let hist = match r.u8("histogram flag")? {
+        0 => None,
+        1 => {
+            let len = r.count("histogram", 1, u64::MAX)?;
+            let h = CountWindow::from_bytes(r.bytes(len as u64, "histogram")?)?;
+            match m.cfg.kind {
+                Kind::Count { epsilon } if h.matches(m.cfg.window, epsilon) => Some(h),
+                _ => {
+                    return Err(Reader::invalid(
+                        "histogram",
+                        off,
+                        "a count metric's window and ε",
+                        len as u64,
+                    ))
+                }
+            }
+        }
+        f => return Err(Reader::invalid("histogram flag", off, "0 or 1", f as u64)),
+    };
+    r.finish()?;
+    Ok(KeyRow {
+        expiry,
+        open,
+        streak,
+        items,
+        hist,
+    })
+}
+
+/// Writes the rows of every key changed since the last call (and deletes those of keys whose
+/// state emptied); recounts memory; notes the keys a restore must read back.
+pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
+    for key in m.spill.deleted.drain(..) {
+        out.state.push(StateRow {
+            metric,
+            table: StateTable::Key,
+            start: 0,
+            key: key.as_bytes().into(),
+            bytes: None,
+        });
+    }
+    let mut keys: Vec<(&Key, &KeyState)> = m
+        .keys
+        .iter()
+        .filter(|(_, ks)| ks.dirty || ks.row_dirty)
+        .collect();
+    keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    for (key, ks) in keys {
+        if needs_row(m, ks) {
+            let exp = expiry(m, ks);
+            if exp != ks.exp_written || !ks.has_row {
+                out.state.push(StateRow {
+                    metric,
+                    table: StateTable::Expiry,
+                    start: exp,
+                    key: key.as_bytes().into(),
+                    bytes: Some(Vec::new()),
+                });
+            }
+            if ks.row_dirty || !ks.has_row {
+                out.state.push(StateRow {
+                    metric,
+                    table: StateTable::Key,
+                    start: 0,
+                    key: key.as_bytes().into(),
+                    bytes: Some(key_row(m, ks)),
+                });
+            }
+        } else if ks.has_row {
+            out.state.push(StateRow {
+                metric,
+                table: StateTable::Key,
+                start: 0,
+                key: key.as_bytes().into(),
+                bytes: None,
+            });
+        }
+        if !ks.dirty {
+            continue;
+        }
+        for (s, summary) in ks.open.iter() {
+            m.spill.stored_open.insert(*s);
+            out.state.push(StateRow {
+                metric,
+                table: StateTable::Open,
+                start: *s,
+                key: key.as_bytes().into(),
+                bytes: Some(summary.to_bytes()),
+            });
+        }
+    }
+    let mut hot = Vec::new();
+    let mut mem = 0;
+    let rows: Vec<(u64, bool)> = m
+        .keys
+        .values()
+        .map(|ks| (expiry(m, ks), needs_row(m, ks)))
+        .collect();
+    for (ks, (exp, row)) in m.keys.values_mut().zip(rows) {
+        if ks.dirty || ks.row_dirty {
+            ks.has_row = row;
+            if row {
+                ks.exp_written = exp;
+            }
+        }
+        ks.dirty = false;
+        ks.row_dirty = false;
+        ks.stored = true;
+        ks.mem = key_bytes(ks);
+        mem += ks.mem;
+    }
+    for (key, ks) in m.keys.iter() {
+        if !quiet(m, ks) {
+            hot.push(key.clone());
+        }
+    }
+    hot.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    m.spill.hot = hot;
+    m.mem = mem;
+    out.sweep_before[metric] = m.closed_until;
+    m.spill.promoting.clear();
+}
+
+/// Whether a key needs a key row: a count metric's key always (its histogram and the starts
+/// of its open buckets); a distinct or frequency key only while a streak runs (its ring is the
+/// metric's stored buckets, its open buckets are found by the starts spilled keys hold).
+fn needs_row(m: &MetricState, ks: &KeyState) -> bool {
+    !rings(m.cfg.kind) || ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty()
+}
+
+/// Reads a key back from the store, if it has state there: its key row, its open buckets, its
+/// window (the ring from the metric's stored buckets; the histogram given the buckets closed
+/// meanwhile) and its streaks. A key with none is new: nothing is inserted.
+pub(super) fn load(
+    m: &mut MetricState,
+    metric: usize,
+    key: &[u8],
+    src: &mut dyn StateSource,
+) -> Result<(), EngineError> {
+    let store = |e| EngineError::Store(e);
+    let bad = |m: &MetricState, what: String| EngineError::State {
+        metric: m.cfg.name.clone(),
+        key: String::from_utf8_lossy(key).into_owned(),
+        what,
+    };
+    let row = match src.row(StateTable::Key, metric, 0, key).map_err(store)? {
+        Some(b) => Some(decode_key_row(m, &b).map_err(|e| bad(m, format!("key row: {e}")))?),
+        None => None,
+    };
+    let width = m.cfg.bucket;
+    let until = m.closed_until.unwrap_or(0);
+    let first_kept = until.saturating_sub(m.cfg.window);
+    let mut ks = m.new_key();
+    ks.dirty = false;
+    ks.row_dirty = false;
+    ks.stored = true;
+    // The starts where this key may have an open row: those its row lists, or (no row) every
+    // start some spilled key holds open, and those closed but not yet promoted.
+    let starts: Vec<u64> = match &row {
+        Some(r) => r.open.clone(),
+        None => m
+            .spill
+            .open
+            .keys()
+            .chain(m.spill.promoting.iter())
+            .copied()
+            .collect(),
+    };
+    if let Some(r) = &row {
+        ks.has_row = true;
+        ks.exp_written = r.expiry;
+        ks.last_start = last_start(m, r.expiry);
+        ks.streak = r.streak.clone().into_boxed_slice();
+        ks.items = r.items.clone();
+    }
+    // Open buckets that closed while the key was out: in the window, they go to it.
+    let mut closed: BTreeMap<u64, Summary> = BTreeMap::new();
+    for s in starts {
+        if s < first_kept || closed.contains_key(&s) || ks.open.contains(s) {
+            continue;
+        }
+        let still_open = s >= until;
+        let bytes = match src.row(StateTable::Open, metric, s, key).map_err(store)? {
+            Some(b) => Some(b),
+            None if !still_open && row.is_some() => {
+                src.row(StateTable::Closed, metric, s, key).map_err(store)?
+            }
+            None => None,
+        };
+        let Some(bytes) = bytes else {
+            if row.is_some() {
+                return Err(bad(m, format!("its open bucket {s} has no row")));
+            }
+            continue;
+        };
+        let summary = m
+            .shape
+            .decode(&bytes, s)
+            .map_err(|e| bad(m, format!("open bucket {s}: {e}")))?;
+        ks.last_start = ks.last_start.max(s);
+        if still_open {
+            if let Some(n) = m.spill.open.get_mut(&s) {
+                *n -= 1;
+                if *n == 0 {
+                    m.spill.open.remove(&s);
+                }
+            }
+            ks.open.insert(s, summary);
+        } else {
+            closed.insert(s, summary);
+        }
+    }
+    ks.window = match m.cfg.kind {
+        Kind::Count { .. } => {
+            let mut h = row.as_ref().and_then(|r| r.hist.clone());
+            for (s, summary) in closed {
+                if let Summary::Count(c) = summary {
+                    h.get_or_insert_with(|| match m.new_window() {
+                        WindowState::Hist(h) => *h,
+                        WindowState::Ring(_) => unreachable!("a count metric's window"),
+                    })
+                    .add_bucket(s + width, c.count());
+                }
+            }
+            h.map(|h| WindowState::Hist(Box::new(h)))
+        }
+        _ => {
+            let mut ring = VecDeque::new();
+            let mut s = first_kept - first_kept % width;
+            while s < until {
+                let summary = match closed.remove(&s) {
+                    Some(x) => Some(x),
+                    None => match src.row(StateTable::Closed, metric, s, key).map_err(store)? {
+                        Some(b) => Some(
+                            m.shape
+                                .decode(&b, s)
+                                .map_err(|e| bad(m, format!("stored bucket {s}: {e}")))?,
+                        ),
+                        None => None,
+                    },
+                };
+                if let Some(x) = summary {
+                    ks.last_start = ks.last_start.max(s);
+                    ring.push_back((s, x));
+                }
+                s += width;
+            }
+            (!ring.is_empty()).then_some(WindowState::Ring(ring))
+        }
+    };
+    if row.is_none() && ks.open.is_empty() && ks.window.is_none() {
+        return Ok(());
+    }
+    ks.mem = key_bytes(&ks);
+    m.mem += ks.mem;
+    m.keys.insert(Key::new(key), ks);
+    Ok(())
+}
+
+impl Engine {
+    /// Bytes the engine holds: its keys' state and the outputs waiting for a checkpoint.
+    pub fn memory(&self) -> usize {
+        self.metrics.iter().map(|m| m.mem).sum::<usize>() + self.out.bytes
+    }
+
+    /// Drops the least recently active quiet keys from memory until [`Engine::memory`] is at
+    /// most `target`; returns how many left. Call right after a checkpoint committed
+    /// [`Engine::take_outputs`]' state rows (a key changed since then stays), and read keys
+    /// back with [`Engine::add_item_from`] from then on.
+    pub fn spill(&mut self, target: usize) -> Result<usize, EngineError> {
+        let mut total = self.memory();
+        if total <= target {
+            return Ok(0);
+        }
+        let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
+        for (i, m) in self.metrics.iter().enumerate() {
+            for (k, ks) in &m.keys {
+                if !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
+                    candidates.push((ks.touched, i, k.clone()));
+                }
+            }
+        }
+        candidates
+            .sort_unstable_by(|a, b| (a.0, a.1, a.2.as_bytes()).cmp(&(b.0, b.1, b.2.as_bytes())));
+        let mut n = 0;
+        for (_, i, k) in candidates {
+            if total <= target {
+                break;
+            }
+            let m = &mut self.metrics[i];
+            let Some(ks) = m.keys.remove(&k) else {
+                continue;
+            };
+            m.spill.maybe = true;
+            for (s, _) in ks.open.iter() {
+                *m.spill.open.entry(*s).or_default() += 1;
+            }
+            m.mem -= ks.mem;
+            total -= ks.mem;
+            n += 1;
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,205 @@
+//! A run under a tiny state budget — keys spilled to the store at checkpoints and read back on
+//! their next event — leaves the same buckets and raises the same alerts as a run that held
+//! every key in memory; and a budget that keys which cannot spill pass stops the run with a
+//! clear error instead of growing.
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+use tidemark_stream::config::Config;
+use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
+use tidemark_stream::store::MemStore;
+use tidemark_stream::RunError;
+
+/// Count, distinct and frequency metrics with alerts and late merges (a rollup too).
+fn config(state: &str) -> Config {
+    Config::from_toml(&format!(
+        r#"
+[input]
+time_field = "ts"
+time_format = "epoch_ms"
+{state}
+[[metric]]
+name = "n"
+kind = "count"
+key = ["k"]
+bucket = "10s"
+window = "30s"
+retention = "1h"
+allowed_lateness = "5s"
+late = "merge"
+rollup = "1m"
+[[metric.alert]]
+above = 12
+
+[[metric]]
+name = "d"
+kind = "distinct"
+key = ["k"]
+item = ["i"]
+precision = 8
+bucket = "10s"
+window = "30s"
+retention = "1h"
+allowed_lateness = "5s"
+late = "merge"
+[[metric.alert]]
+above = 20
+margin = 0
+
+[[metric]]
+name = "f"
+kind = "frequency"
+key = ["k"]
+item = ["i"]
+bucket = "10s"
+window = "20s"
+retention = "1h"
+late = "merge"
+[[metric.alert]]
+above = 6
+"#
+    ))
+    .unwrap()
+}
+
+/// Events of 2,000 keys over ten minutes: most keys small and quiet (they spill), a few
+/// busy enough to alert (they stay); one event in ten up to 20 s late.
+fn log(seed: u64) -> String {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let mut out = String::from("ts,k,i\n");
+    let mut t = 0u64;
+    for _ in 0..40_000 {
+        t += rng.random_range(0..30);
+        let late = if rng.random_bool(0.1) {
+            rng.random_range(0..20_000)
+        } else {
+            0
+        };
+        let (k, i) = if rng.random_bool(0.05) {
+            (rng.random_range(0..4u32), rng.random_range(0..100u32))
+        } else {
+            (rng.random_range(4..2_000u32), rng.random_range(0..3u32))
+        };
+        out.push_str(&format!("{},k{k},i{i}\n", t.saturating_sub(late)));
+    }
+    out
+}
+
+fn run(
+    config: &Config,
+    store: &mut MemStore,
+    text: &str,
+) -> Result<(RunReport, Vec<String>), RunError> {
+    let dir = std::env::temp_dir().join(format!(
+        "tidemark-budget-{}-{}",
+        std::process::id(),
+        xxhash_rust::xxh3::xxh3_64(config.text().as_bytes())
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("in.csv");
+    std::fs::write(&file, text).unwrap();
+    let mut alerts = Vec::new();
+    let r = pipeline::run(
+        config,
+        store,
+        RunOptions {
+            inputs: vec![file],
+            ..RunOptions::default()
+        },
+        &mut |a: &AlertOut| {
+            alerts.push(format!(
+                "{} {} {} {:?} {}",
+                a.metric, a.key, a.alert.bucket, a.alert.item, a.alert.estimate
+            ))
+        },
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    r.map(|r| (r, alerts))
+}
+
+/// One stored entry: `((table, start, key), bytes)`.
+type Entry = ((String, u64, Vec<u8>), Vec<u8>);
+
+/// The store's buckets and digests: everything but the keys' state rows (`~` tables), which
+/// differ with where the runs checkpointed.
+fn buckets(store: &MemStore) -> Vec<Entry> {
+    store
+        .buckets
+        .iter()
+        .filter(|((t, _, _), _)| !t.starts_with('~'))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+type Rows = [Entry];
+
+/// Equal stores, or the first entries that differ (stores are too large to print whole).
+fn assert_same(got: &Rows, want: &Rows, seed: u64) {
+    let g: std::collections::BTreeMap<_, _> = got.iter().cloned().collect();
+    let w: std::collections::BTreeMap<_, _> = want.iter().cloned().collect();
+    let mut diff = Vec::new();
+    for (k, v) in &w {
+        match g.get(k) {
+            None => diff.push(format!("missing {k:?}")),
+            Some(x) if x != v => {
+                let show = |b: &[u8]| {
+                    tidemark_stream::summary::DistinctBucket::from_bytes(b, 8)
+                        .map(|d| format!("{:?} {}", d.hll().representation(), d.hll().estimate()))
+                        .unwrap_or_default()
+                };
+                diff.push(format!("differs {k:?}: {} vs {}", show(x), show(v)))
+            }
+            _ => {}
+        }
+    }
+    for k in g.keys().filter(|k| !w.contains_key(*k)) {
+        diff.push(format!("extra {k:?}"));
+    }
+    assert!(
+        diff.is_empty(),
+        "seed {seed}: {} entries differ, first: {:?}",
+        diff.len(),
+        &diff[..diff.len().min(8)]
+    );
+}
+
+#[test]
+fn a_tiny_budget_spills_and_answers_as_an_unbounded_run() {
+    for seed in 0..3 {
+        let text = log(seed);
+        let mut held = MemStore::default();
+        let (r1, a1) = run(&config(""), &mut held, &text).unwrap();
+        assert_eq!(r1.spills, 0);
+        assert!(!a1.is_empty(), "seed {seed}: the log raises alerts");
+        let mut spilled = MemStore::default();
+        let tiny = "[state]\nmax_memory = \"64KiB\"\ncheckpoint_records = 5000";
+        let (r2, a2) = run(&config(tiny), &mut spilled, &text).unwrap();
+        assert!(r2.spills > 10, "seed {seed}: {} spills", r2.spills);
+        assert_same(&buckets(&spilled), &buckets(&held), seed);
+        assert_eq!(a2, a1, "seed {seed}: alerts differ");
+        assert_eq!(
+            (r2.records, r2.buckets, r2.late, r2.dropped, r2.merged, r2.alerts),
+            (r1.records, r1.buckets, r1.late, r1.dropped, r1.merged, r1.alerts),
+            "seed {seed}: counters differ"
+        );
+    }
+}
+
+#[test]
+fn keys_that_cannot_spill_past_the_budget_stop_the_run() {
+    // Every key busy enough to be near its limit: none is quiet, none can spill.
+    let mut text = String::from("ts,k,i\n");
+    for t in 0..20_000u64 {
+        text.push_str(&format!("{t},k{},i{}\n", t % 1_000, t));
+    }
+    let c = config("[state]\nmax_memory = \"64KiB\"")
+        .text()
+        .replace("above = 12", "above = 0");
+    let c = Config::from_toml(&c).unwrap();
+    let err = run(&c, &mut MemStore::default(), &text).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("memory budget is exceeded") && msg.contains("max_memory"),
+        "{msg}"
+    );
+}
