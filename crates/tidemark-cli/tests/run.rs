@@ -53,6 +53,141 @@ fn dump(db: &Path) -> Dump {
     (rows, state)
 }
 
+/// Runs `args` on `file` killing it (SIGKILL) after growing delays until one run finishes;
+/// returns how many kills landed.
+fn run_killed_until_done(args: &[&str], file: &Path) -> usize {
+    let mut kills = 0;
+    for attempt in 0..60 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(40 + 15 * attempt));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            kills += 1;
+        } else {
+            break;
+        }
+    }
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(file.to_str().unwrap());
+    let out = tidemark(&all, "");
+    assert!(
+        out.status.success(),
+        "the resume after {kills} kills failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    kills
+}
+
+#[test]
+fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
+    // A 2 MiB state budget (the keys of `ports`, whose limit is 2 events, cannot spill and
+    // hold up to about 1 MiB): checkpoints spill fan-out keys, later events read them back;
+    // kills land between checkpoints, during checkpoints and during spills.
+    let d = dir("spill-kill");
+    let config = d.join("fanout.toml");
+    std::fs::write(
+        &config,
+        format!("{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint_records = 4000\n"),
+    )
+    .unwrap();
+    let file = d.join("flows.csv");
+    std::fs::write(&file, big_log()).unwrap();
+    let whole = d.join("whole.db");
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&whole),
+            "--quiet",
+            s(&file),
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = dump(&whole);
+    let spilled = d.join("spilled.db");
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&spilled),
+        "--quiet",
+        "--max-memory",
+        "2MiB",
+    ];
+    // Too small for the keys that cannot spill: a clear refusal, exit 2, not "damaged".
+    let tiny = d.join("tiny.db");
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&tiny),
+            "--quiet",
+            "--max-memory",
+            "64KiB",
+            s(&file),
+        ],
+        "",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("memory budget is exceeded") && !err.contains("damaged"),
+        "{err}"
+    );
+    // Uninterrupted, the budget makes it spill.
+    let once = d.join("once.db");
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&once),
+            "--max-memory",
+            "2MiB",
+            s(&file),
+        ],
+        "",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.contains("spills of quiet keys"),
+        "{err}"
+    );
+    assert!(
+        dump(&once).0 == expected.0,
+        "stored buckets differ when spilling"
+    );
+    let kills = run_killed_until_done(&args, &file);
+    eprintln!("spilling run: {kills} kills before it finished");
+    assert!(kills >= 1, "at least one kill landed mid-run");
+    let got = dump(&spilled);
+    assert!(
+        got.0 == expected.0,
+        "stored buckets differ after {kills} kills"
+    );
+    assert_eq!(got.1.records, expected.1.records);
+    assert_eq!(got.1.engine, expected.1.engine, "counters differ");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 fn big_log() -> String {
     FlowLog::generate(&FlowSpec {
         minutes: 20,

@@ -83,6 +83,10 @@ pub fn run_error(db: &std::path::Path, e: RunError) -> anyhow::Error {
         } => crate::input::Loc { file, line }.error(message),
         RunError::Store(e) => store_error(db, e),
         RunError::State(e) => damaged(db, format!("its run state: {e}")),
+        // A budget too small for the keys that cannot spill is the user's setting, not damage.
+        RunError::Engine(e @ tidemark_stream::EngineError::Budget { .. }) => {
+            UsageError::file("tidemark run", e)
+        }
         RunError::Engine(e) => damaged(db, e),
         e if e.is_usage() => UsageError::file("tidemark run", e),
         e => anyhow::anyhow!(e),
@@ -182,8 +186,8 @@ pub fn print_summary(r: &RunReport, secs: f64) {
     };
     eprintln!(
         "tidemark: {} records this run{} in {:.2} s ({:.0} records/s); \
-         {} live keys, {} buckets stored, {} late (own bucket), {} dropped, {} merged late, \
-         {} bad lines, {} alerts",
+         {} keys in memory, {} buckets stored, {} late (own bucket), {} dropped, {} merged late, \
+         {} bad lines, {} alerts{}",
         r.records_this_run,
         if r.resumed {
             format!(" (resumed; {} in all)", r.records)
@@ -198,6 +202,11 @@ pub fn print_summary(r: &RunReport, secs: f64) {
         r.dropped,
         r.merged,
         r.bad_lines,
-        r.alerts
+        r.alerts,
+        if r.spills > 0 {
+            format!(", {} spills of quiet keys to the store", r.spills)
+        } else {
+            String::new()
+        }
     );
 }

@@ -209,7 +209,9 @@ struct MetricState {
     /// Starts of the buckets some key (in memory or spilled) has open, increasing.
     open_starts: BTreeSet<u64>,
     /// The keys in memory.
-    keys: FastMap<Key, KeyState>,
+    /// (Boxed: the table's slots stay small, so growing it never copies the states, and
+    /// spilled keys give their memory back.)
+    keys: FastMap<Key, Box<KeyState>>,
     counters: Counters,
     /// The rollup's shape, if the metric rolls up.
     rollup_shape: Option<MetricShape>,
@@ -259,8 +261,8 @@ impl MetricState {
         }
     }
 
-    fn new_key(&self) -> KeyState {
-        KeyState {
+    fn new_key(&self) -> Box<KeyState> {
+        Box::new(KeyState {
             open: OpenBuckets::default(),
             window: None,
             streak: vec![0; self.cfg.alerts.len()].into_boxed_slice(),
@@ -273,7 +275,7 @@ impl MetricState {
             exp_written: 0,
             stored: false,
             has_row: false,
-        }
+        })
     }
 
     fn new_window(&self) -> WindowState {
@@ -610,7 +612,8 @@ impl Engine {
         // Keys spilled with this bucket open: the store moves their rows into the metric.
         m.counters.buckets += spill::close(&mut m.spill, i, start, out);
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(&Key, &mut KeyState)> = m.keys.iter_mut().collect();
+        let mut keys: Vec<(&Key, &mut KeyState)> =
+            m.keys.iter_mut().map(|(k, ks)| (k, &mut **ks)).collect();
         keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);

@@ -24,7 +24,8 @@
 //! checkpoint every key is clean — its rows equal its memory — so dropping it loses nothing.
 //! [`Engine::spill`] drops the least recently active *quiet* keys: those whose streaks are
 //! all zero and whose window, with their open buckets, is bounded by no more than the
-//! smallest rule limit (exact counts add up; see [`Summary::upper`]). Such a key cannot
+//! smallest rule limit (exact counts add up; see [`Summary::upper`]; a distinct key past its
+//! exact range is quiet when its merged buckets estimate under half the limit). Such a key cannot
 //! raise an alert or change a streak before its next event, so leaving it out of the closes
 //! in between changes nothing; its open buckets close by promotion; on its next event it is
 //! read back ([`Engine::add_item_from`]) with its ring rebuilt from the store and its
@@ -235,7 +236,29 @@ fn quiet(m: &MetricState, ks: &KeyState) -> bool {
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
         Some(WindowState::Ring(r)) => bound += r.iter().map(|(_, s)| s.upper()).sum::<f64>(),
     }
-    bound <= m.min_limit
+    if bound <= m.min_limit {
+        return true;
+    }
+    // A distinct key past its exact range has no hard bound, but its estimate grows with its
+    // registers (a window of fewer buckets has none larger): a key whose every bucket, merged,
+    // estimates under half the smallest limit at its `high` end stays under the limit — the
+    // factor two covers the estimator's bias switching between its ranges.
+    if let Kind::Distinct { .. } = m.cfg.kind {
+        let ring = match &ks.window {
+            Some(WindowState::Ring(r)) => Some(r.iter()),
+            _ => None,
+        };
+        let all = ks.open.iter().chain(ring.into_iter().flatten());
+        let mut acc: Option<Summary> = None;
+        for (s, b) in all {
+            let a = acc.get_or_insert_with(|| m.shape.empty(*s));
+            if a.merge(b).is_err() {
+                return false;
+            }
+        }
+        return acc.is_some_and(|a| 2.0 * a.estimate().high <= m.min_limit);
+    }
+    false
 }
 
 /// The time after which a key's state has left every window (its row may be swept): a
@@ -403,6 +426,7 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         .keys
         .iter()
         .filter(|(_, ks)| ks.dirty || ks.row_dirty)
+        .map(|(k, ks)| (k, &**ks))
         .collect();
     keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     for (key, ks) in keys {
@@ -620,7 +644,13 @@ pub(super) fn load(
 impl Engine {
     /// Bytes the engine holds: its keys' state and the outputs waiting for a checkpoint.
     pub fn memory(&self) -> usize {
-        self.metrics.iter().map(|m| m.mem).sum::<usize>() + self.out.bytes
+        // The key tables' spare slots too: a table keeps its capacity as keys leave.
+        let slot = std::mem::size_of::<(Key, Box<KeyState>)>() + 1;
+        self.metrics
+            .iter()
+            .map(|m| m.mem + (m.keys.capacity() - m.keys.len()) * slot)
+            .sum::<usize>()
+            + self.out.bytes
     }
 
     /// Drops the least recently active quiet keys from memory until [`Engine::memory`] is at
@@ -658,6 +688,9 @@ impl Engine {
             m.mem -= ks.mem;
             total -= ks.mem;
             n += 1;
+        }
+        for m in &mut self.metrics {
+            m.keys.shrink_to_fit();
         }
         Ok(n)
     }
