@@ -13,8 +13,9 @@
 //! [state]                     # optional
 //! checkpoint = "5s"           # commit at most this much wall time apart …
 //! checkpoint_records = 1000000  # … and at most this many records apart
-//! max_memory = "1GiB"         # the keys' state in memory; past ¾ of it the least recently
-//!                             # active quiet keys spill to the store (bytes, KiB, MiB, GiB)
+//! max_memory = "1GiB"         # the keys' state in memory and its checkpoints; past ½ of it the
+//!                             # least recently active quiet keys spill to the store (bytes,
+//!                             # KiB, MiB, GiB, or KB, MB, GB)
 //!
 //! [[metric]]
 //! name = "fanout"             # unique; 1-64 of A-Z a-z 0-9 _ - . (`@` is the rollups')
@@ -212,9 +213,10 @@ pub struct CheckpointConfig {
     pub interval: u64,
     /// Records (default 1,000,000).
     pub records: u64,
-    /// The memory budget of the keys' state, bytes (default 1 GiB): at ¾ of it a checkpoint
-    /// spills the least recently active quiet keys to the store, down to ½ (see
-    /// [`crate::engine::spill`]); a run whose keys that cannot spill pass it stops.
+    /// The memory budget of the keys' state and of a checkpoint's encoding of it, bytes
+    /// (default 1 GiB): past ½ of it a checkpoint spills the least recently active quiet keys
+    /// to the store, down to ¼ (see [`crate::engine::spill`]); a run whose keys that cannot
+    /// spill pass ¾ of it stops.
     pub max_memory: u64,
 }
 

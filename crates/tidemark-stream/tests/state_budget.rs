@@ -203,3 +203,78 @@ fn keys_that_cannot_spill_past_the_budget_stop_the_run() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_lower_threshold_on_resume_alerts_on_keys_that_were_quiet() {
+    // Key `a` sees 80 items in one bucket: quiet under `above = 100`, so it leaves memory with
+    // no key row. The run resumes under `above = 50` (rules are not part of the store's
+    // fingerprint): the close of its bucket must alert, as it would have held in memory.
+    let config = |above: u32| {
+        Config::from_toml(&format!(
+            r#"
+[input]
+time_field = "ts"
+time_format = "epoch_ms"
+[state]
+max_memory = "64KiB"
+[[metric]]
+name = "d"
+kind = "distinct"
+key = ["k"]
+item = ["i"]
+precision = 12
+bucket = "10s"
+window = "20s"
+retention = "1h"
+[[metric.alert]]
+above = {above}
+margin = 0
+"#
+        ))
+        .unwrap()
+    };
+    let mut part1 = String::from("ts,k,i\n");
+    for i in 0..80 {
+        part1.push_str(&format!("{},a,i{i}\n", 1_000 + i));
+    }
+    // Many other keys, so that `a` is spilled at a checkpoint; then time moves on and `a`'s
+    // bucket closes: its 80 items are a stored bucket in its window, no open row.
+    for j in 0..3_000 {
+        part1.push_str(&format!("{},b{j},x\n", 2_000 + j));
+    }
+    part1.push_str("12000,c,x\n");
+    let part2 = "ts,k,i\n15000,c,x\n25000,c,y\n";
+    // Both files exist side by side (a file deleted and written again could reuse its inode,
+    // and the second part would read as the first one truncated).
+    let dir = std::env::temp_dir().join(format!("tidemark-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [dir.join("part1.csv"), dir.join("part2.csv")];
+    std::fs::write(&files[0], &part1).unwrap();
+    std::fs::write(&files[1], part2).unwrap();
+    let run_part = |store: &mut MemStore, above: u32, file: &std::path::Path, keep_open: bool| {
+        let mut alerts = Vec::new();
+        let r = pipeline::run(
+            &config(above),
+            store,
+            RunOptions {
+                inputs: vec![file.to_path_buf()],
+                keep_open,
+                ..RunOptions::default()
+            },
+            &mut |a: &AlertOut| alerts.push(a.key.clone()),
+        )
+        .unwrap();
+        (r, alerts)
+    };
+    let mut store = MemStore::default();
+    let (r1, a1) = run_part(&mut store, 100, &files[0], true);
+    assert!(a1.is_empty());
+    assert!(r1.spills > 0, "the first part spills");
+    let (_, a2) = run_part(&mut store, 50, &files[1], false);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        a2,
+        ["a"],
+        "the resumed run alerts on `a` under its new threshold"
+    );
+}

@@ -138,6 +138,7 @@ impl Outputs {
         !self.closed.is_empty()
             || !self.late_merges.is_empty()
             || !self.rollups.is_empty()
+            || !self.promote.is_empty()
             || !self.state.is_empty()
     }
 }
@@ -168,8 +169,21 @@ enum WindowState {
 }
 
 /// Everything the engine holds for one key of one metric: its open buckets, its live window
-/// and its alert streaks, found with one probe per event.
+/// and its alert streaks, found with one probe per event. (`repr(C)`: what an event touches —
+/// the flags, then the newest open bucket — comes first, in the fewest cache lines.)
+#[repr(C)]
 struct KeyState {
+    /// Its open buckets changed since their rows were last written.
+    dirty: bool,
+    /// Its key row (open starts, streaks, histogram) changed since last written.
+    row_dirty: bool,
+    /// Its state rows are in the store (written at a checkpoint).
+    stored: bool,
+    /// A key row of it is in the store.
+    has_row: bool,
+    /// The engine's event clock at the key's first event since its rows were last written:
+    /// the least recently active keys spill first.
+    touched: u64,
     /// Open buckets, by increasing start (usually one).
     open: OpenBuckets,
     /// The live window: `None` until one of the key's buckets closed.
@@ -179,24 +193,13 @@ struct KeyState {
     /// A frequency metric's streaks, per heavy item (alerts are per key and item); only items
     /// with a streak running are held.
     items: BTreeMap<Box<[u8]>, Vec<u32>>,
-    /// The engine's event clock at the key's last event: the least recently active keys
-    /// spill first.
-    touched: u64,
     /// Bytes this key is accounted for in [`MetricState::mem`].
     mem: usize,
-    /// Its open buckets changed since their rows were last written.
-    dirty: bool,
-    /// Its key row (open starts, streaks, histogram) changed since last written.
-    row_dirty: bool,
     /// The start of the newest bucket the key had an event in: its state leaves every
     /// window a bucket and a window after it.
     last_start: u64,
     /// The expiry last written to the index (0: none).
     exp_written: u64,
-    /// Its state rows are in the store (written at a checkpoint).
-    stored: bool,
-    /// A key row of it is in the store.
-    has_row: bool,
 }
 
 struct MetricState {
@@ -462,7 +465,8 @@ impl Engine {
             None => {
                 let mut ks = m.new_key();
                 let grew = Self::add_to_key(&mut ks, &m.shape, clock, start, item, bytes);
-                m.mem += ks.mem;
+                // The new key's bytes include its first bucket's.
+                m.mem += ks.mem - grew.unwrap_or(0);
                 m.keys.insert(Key::new(key), ks);
                 grew
             }
@@ -485,8 +489,10 @@ impl Engine {
         item: u64,
         bytes: &[u8],
     ) -> Option<usize> {
-        ks.touched = clock;
-        ks.dirty = true;
+        if !ks.dirty {
+            ks.touched = clock;
+            ks.dirty = true;
+        }
         if let Some(s) = ks.open.get_mut(start) {
             s.add(item, bytes);
             return None;
@@ -495,7 +501,7 @@ impl Engine {
         s.add(item, bytes);
         let added = spill::ENTRY_BYTES + s.heap_bytes();
         ks.mem += added;
-        ks.open.insert(start, s);
+        ks.open.insert(start, s, false);
         ks.row_dirty = true;
         ks.last_start = ks.last_start.max(start);
         Some(added)
@@ -621,7 +627,11 @@ impl Engine {
         let mut empty = Vec::new();
         for (key, ks) in keys {
             if ks.open.first_start() == Some(start) {
-                let (_, s) = ks.open.pop_first().expect("a first bucket");
+                let open = ks.open.pop_first().expect("a first bucket");
+                if open.row {
+                    m.spill.closed_rows.push((start, key.clone()));
+                }
+                let s = open.summary;
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
                 let bytes = s.to_bytes();

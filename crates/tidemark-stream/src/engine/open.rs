@@ -1,16 +1,29 @@
-//! A key's open buckets: the newest held inline (most events land there, so finding it costs
-//! no pointer chase beyond the key's own table entry), older ones — still open within the
-//! allowed lateness — in a vector.
+//! A key's open buckets: the newest held inline (most events land there), older ones — still
+//! open within the allowed lateness — in a vector.
 
 use super::Summary;
 
-/// Open buckets `(start, summary)` of one key, by increasing start.
+/// One open bucket of one key.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub(super) struct Open {
+    /// The bucket's start.
+    pub(super) start: u64,
+    /// Its summary so far.
+    pub(super) summary: Summary,
+    /// An open row of it is in the store (written at a checkpoint, perhaps stale since): when
+    /// the bucket closes in memory, the row is deleted.
+    pub(super) row: bool,
+}
+
+/// Open buckets of one key, by increasing start.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub(super) struct OpenBuckets {
     /// The newest bucket.
-    newest: Option<(u64, Summary)>,
+    newest: Option<Open>,
     /// Older open buckets, increasing, all before the newest.
-    older: Vec<(u64, Summary)>,
+    older: Vec<Open>,
 }
 
 impl OpenBuckets {
@@ -23,20 +36,25 @@ impl OpenBuckets {
     }
 
     /// Oldest first.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &(u64, Summary)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Open> {
         self.older.iter().chain(self.newest.iter())
     }
 
+    /// Oldest first.
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Open> {
+        self.older.iter_mut().chain(self.newest.iter_mut())
+    }
+
     pub(super) fn first_start(&self) -> Option<u64> {
-        self.older.first().or(self.newest.as_ref()).map(|(s, _)| *s)
+        self.older.first().or(self.newest.as_ref()).map(|o| o.start)
     }
 
     pub(super) fn last_start(&self) -> Option<u64> {
-        self.newest.as_ref().map(|(s, _)| *s)
+        self.newest.as_ref().map(|o| o.start)
     }
 
     /// Removes the oldest bucket.
-    pub(super) fn pop_first(&mut self) -> Option<(u64, Summary)> {
+    pub(super) fn pop_first(&mut self) -> Option<Open> {
         if self.older.is_empty() {
             self.newest.take()
         } else {
@@ -44,34 +62,39 @@ impl OpenBuckets {
         }
     }
 
-    /// The bucket at `start`, if open.
+    /// The summary of the bucket at `start`, if open.
     #[inline]
     pub(super) fn get_mut(&mut self, start: u64) -> Option<&mut Summary> {
         match &mut self.newest {
-            Some((s, x)) if *s == start => Some(x),
+            Some(o) if o.start == start => Some(&mut o.summary),
             _ => self
                 .older
                 .iter_mut()
-                .find(|(s, _)| *s == start)
-                .map(|(_, x)| x),
+                .find(|o| o.start == start)
+                .map(|o| &mut o.summary),
         }
     }
 
     pub(super) fn contains(&self, start: u64) -> bool {
-        self.iter().any(|(s, _)| *s == start)
+        self.iter().any(|o| o.start == start)
     }
 
-    /// Opens a bucket at `start` (not open yet).
-    pub(super) fn insert(&mut self, start: u64, summary: Summary) {
+    /// Opens a bucket at `start` (not open yet); `row` if the store holds an open row of it.
+    pub(super) fn insert(&mut self, start: u64, summary: Summary, row: bool) {
+        let open = Open {
+            start,
+            summary,
+            row,
+        };
         match &self.newest {
-            None => self.newest = Some((start, summary)),
-            Some((n, _)) if start > *n => {
-                let previous = self.newest.replace((start, summary));
+            None => self.newest = Some(open),
+            Some(n) if start > n.start => {
+                let previous = self.newest.replace(open);
                 self.older.extend(previous);
             }
             Some(_) => {
-                let at = self.older.partition_point(|(s, _)| *s < start);
-                self.older.insert(at, (start, summary));
+                let at = self.older.partition_point(|o| o.start < start);
+                self.older.insert(at, open);
             }
         }
     }

@@ -9,7 +9,7 @@ use tidemark::DecodeError;
 
 use super::key::Key;
 use super::shape::rings;
-use super::spill::{self, StateSource};
+use super::spill::{self, StateSource, StateTable};
 use super::{Engine, MetricState, Summary, WindowState};
 use crate::config::{Config, Kind};
 use crate::summary::CountWindow;
@@ -52,17 +52,13 @@ impl Engine {
             // A restore holds no key in memory: every key's open buckets are spilled then.
             let mut open = m.spill.open.clone();
             for ks in m.keys.values() {
-                for (s, _) in ks.open.iter() {
-                    *open.entry(*s).or_default() += 1;
+                for o in ks.open.iter() {
+                    *open.entry(o.start).or_default() += 1;
                 }
             }
             w.u64(m.open_starts.len() as u64);
             for &s in &m.open_starts {
                 w.u64(s).u64(open.get(&s).copied().unwrap_or(0));
-            }
-            w.u64(m.spill.stored_open.len() as u64);
-            for &s in &m.spill.stored_open {
-                w.u64(s);
             }
             w.u64(m.spill.hot.len() as u64);
             for k in &m.spill.hot {
@@ -231,20 +227,6 @@ fn restore_rows(
             m.spill.open.insert(s, spilled);
         }
     }
-    let n = r.count("stored open starts", 8, u64::MAX).map_err(bad)?;
-    for _ in 0..n {
-        let off = r.offset();
-        let s = r.u64("stored open start").map_err(bad)?;
-        if !aligned(s, m.cfg.bucket) {
-            return Err(bad(Reader::invalid(
-                "stored open start",
-                off,
-                "a multiple of the bucket width",
-                s,
-            )));
-        }
-        m.spill.stored_open.insert(s);
-    }
     let n = r.count("hot keys", 8, u64::MAX).map_err(bad)?;
     let mut hot = Vec::with_capacity(n.min(1 << 16));
     for _ in 0..n {
@@ -253,11 +235,21 @@ fn restore_rows(
     // Every key written is in the store; none in memory yet.
     m.spill.maybe |= m.counters.events > 0 || m.counters.merged > 0;
     // Rules changed since (the config's fingerprint leaves them out): which keys were
-    // quiet is unknown, so every key is read back.
+    // quiet is unknown, so every key with state is read back — key rows, open rows, and
+    // closed buckets in the window.
     if stored_limit.to_bits() != m.min_limit.to_bits() {
+        let until = m.closed_until.unwrap_or(0);
+        let from = until.saturating_sub(m.cfg.window);
+        let mut all = std::collections::BTreeSet::new();
+        let mut add = |k: &[u8]| {
+            all.insert(k.to_vec());
+        };
         source
-            .keys(i, &mut |k| hot.push(k.to_vec()))
+            .keys(StateTable::Key, i, 0, 1, &mut add)
+            .and_then(|_| source.keys(StateTable::Open, i, until, u64::MAX, &mut add))
+            .and_then(|_| source.keys(StateTable::Closed, i, from, until, &mut add))
             .map_err(EngineError::Store)?;
+        hot.extend(all);
     }
     for k in hot {
         if !m.keys.contains_key(k.as_slice()) {
@@ -300,7 +292,7 @@ fn restore_keys(
                     got: k.len() as u64,
                 }));
             }
-            ks.open.insert(start, s);
+            ks.open.insert(start, s, false);
         }
     }
     let keys = r.count("windows", 8, u64::MAX).map_err(bad)?;

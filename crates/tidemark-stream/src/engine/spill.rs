@@ -68,7 +68,9 @@ use crate::EngineError;
 
 /// Bytes a key costs in memory before its summaries: its table entry (key, state, the
 /// table's control bytes and spare capacity) and the state's small allocations.
-pub(super) const KEY_BYTES: usize = (std::mem::size_of::<(Key, KeyState)>() + 1) * 8 / 7 + 2 * 16;
+pub(super) const KEY_BYTES: usize = (std::mem::size_of::<(Key, Box<KeyState>)>() + 1) * 8 / 7
+    + std::mem::size_of::<KeyState>()
+    + 3 * 16;
 /// Bytes an open bucket or ring entry costs before its summary's heap.
 pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
 
@@ -122,8 +124,16 @@ pub trait StateSource {
         start: u64,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError>;
-    /// Every key with a key row in metric `metric`.
-    fn keys(&mut self, metric: usize, visit: &mut dyn FnMut(&[u8])) -> Result<(), StoreError>;
+    /// Every key with a row of metric `metric`'s `table` at a start in `[from, to)` (once
+    /// per row: a key with rows at two starts is visited twice).
+    fn keys(
+        &mut self,
+        table: StateTable,
+        metric: usize,
+        from: u64,
+        to: u64,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), StoreError>;
     /// Every stored closed bucket of metric `metric` with `from ≤ start < to` (to rebuild
     /// rings from a snapshot written before key rows).
     fn scan(
@@ -149,7 +159,14 @@ impl StateSource for NoRows {
     ) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(None)
     }
-    fn keys(&mut self, _: usize, _: &mut dyn FnMut(&[u8])) -> Result<(), StoreError> {
+    fn keys(
+        &mut self,
+        _: StateTable,
+        _: usize,
+        _: u64,
+        _: u64,
+        _: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), StoreError> {
         Ok(())
     }
     fn scan(
@@ -171,8 +188,8 @@ pub(super) struct Spilled {
     pub(super) maybe: bool,
     /// Per open start: spilled keys with a bucket open there (the store closes them).
     pub(super) open: BTreeMap<u64, u64>,
-    /// Starts with open rows in the store (promoted when they close).
-    pub(super) stored_open: BTreeSet<u64>,
+    /// `(start, key)`: open rows of buckets that closed in memory, to delete.
+    pub(super) closed_rows: Vec<(u64, Key)>,
     /// Key rows to delete at the next checkpoint (keys whose state emptied).
     pub(super) deleted: Vec<Key>,
     /// Keys that must be in memory after a restore (not quiet at the last checkpoint).
@@ -195,17 +212,22 @@ impl Spilled {
 /// Closes start `start` for the spilled keys: returns how many buckets that closes, and asks
 /// the store to promote the start's open rows.
 pub(super) fn close(sp: &mut Spilled, metric: usize, start: u64, out: &mut Outputs) -> u64 {
-    if sp.stored_open.remove(&start) {
+    let n = sp.open.remove(&start).unwrap_or(0);
+    if n > 0 {
         out.promote.push((metric, start));
         sp.promoting.insert(start);
     }
-    sp.open.remove(&start).unwrap_or(0)
+    n
 }
 
 /// Bytes a key holds in memory.
 pub(super) fn key_bytes(ks: &KeyState) -> usize {
     let mut n = KEY_BYTES + ks.open.len() * ENTRY_BYTES;
-    n += ks.open.iter().map(|(_, s)| s.heap_bytes()).sum::<usize>();
+    n += ks
+        .open
+        .iter()
+        .map(|o| o.summary.heap_bytes())
+        .sum::<usize>();
     n += ks
         .items
         .iter()
@@ -230,7 +252,7 @@ fn quiet(m: &MetricState, ks: &KeyState) -> bool {
     if m.cfg.alerts.is_empty() {
         return true;
     }
-    let mut bound: f64 = ks.open.iter().map(|(_, s)| s.upper()).sum();
+    let mut bound: f64 = ks.open.iter().map(|o| o.summary.upper()).sum();
     match &ks.window {
         None => {}
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
@@ -248,10 +270,14 @@ fn quiet(m: &MetricState, ks: &KeyState) -> bool {
             Some(WindowState::Ring(r)) => Some(r.iter()),
             _ => None,
         };
-        let all = ks.open.iter().chain(ring.into_iter().flatten());
+        let all = ks
+            .open
+            .iter()
+            .map(|o| (o.start, &o.summary))
+            .chain(ring.into_iter().flatten().map(|(s, x)| (*s, x)));
         let mut acc: Option<Summary> = None;
         for (s, b) in all {
-            let a = acc.get_or_insert_with(|| m.shape.empty(*s));
+            let a = acc.get_or_insert_with(|| m.shape.empty(s));
             if a.merge(b).is_err() {
                 return false;
             }
@@ -280,8 +306,8 @@ fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
     let mut w = Writer::new();
     w.u64(expiry(m, ks)).u8(KEY_ROW_VERSION);
     w.u64(ks.open.len() as u64);
-    for (s, _) in ks.open.iter() {
-        w.u64(*s);
+    for o in ks.open.iter() {
+        w.u64(o.start);
     }
     w.u64(ks.streak.len() as u64);
     for &s in ks.streak.iter() {
@@ -359,26 +385,28 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
         }
         open.push(s);
     }
+    // One streak per rule of the config that wrote the row; the rules may have changed
+    // since (they are not part of the store's fingerprint): streaks of rules gone are
+    // dropped, new rules start from zero.
     let rules = m.cfg.alerts.len();
-    let off = r.offset();
-    let n = r.count("streaks", 4, u64::MAX)?;
-    if n != rules {
-        return Err(Reader::invalid("streaks", off, "one per rule", n as u64));
-    }
-    let mut streak = Vec::with_capacity(n);
-    for _ in 0..n {
-        streak.push(r.u32("streak")?);
-    }
-    let n = r.count("item streaks", 8 + 4 * rules as u64, u64::MAX)?;
+    let written = r.count("streaks", 4, u64::MAX)?;
+    let streaks = |r: &mut Reader<'_>, field| -> Result<Vec<u32>, DecodeError> {
+        let mut out = vec![0; rules];
+        for i in 0..written {
+            let s = r.u32(field)?;
+            if let Some(slot) = out.get_mut(i) {
+                *slot = s;
+            }
+        }
+        Ok(out)
+    };
+    let streak = streaks(&mut r, "streak")?;
+    let n = r.count("item streaks", 8 + 4 * written as u64, u64::MAX)?;
     let mut items = BTreeMap::new();
     for _ in 0..n {
         let len = r.count("item", 1, u64::MAX)?;
         let item: Box<[u8]> = r.bytes(len as u64, "item")?.into();
-        let mut s = Vec::with_capacity(rules);
-        for _ in 0..rules {
-            s.push(r.u32("item streak")?);
-        }
-        items.insert(item, s);
+        items.insert(item, streaks(&mut r, "item streak")?);
     }
     let off = r.offset();
     let hist = match r.u8("histogram flag")? {
@@ -413,6 +441,16 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
 /// Writes the rows of every key changed since the last call (and deletes those of keys whose
 /// state emptied); recounts memory; notes the keys a restore must read back.
 pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
+    // Open rows of buckets that closed in memory: their closed buckets are in this batch.
+    for (start, key) in m.spill.closed_rows.drain(..) {
+        out.state.push(StateRow {
+            metric,
+            table: StateTable::Open,
+            start,
+            key: key.as_bytes().into(),
+            bytes: None,
+        });
+    }
     for key in m.spill.deleted.drain(..) {
         out.state.push(StateRow {
             metric,
@@ -462,14 +500,13 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         if !ks.dirty {
             continue;
         }
-        for (s, summary) in ks.open.iter() {
-            m.spill.stored_open.insert(*s);
+        for o in ks.open.iter() {
             out.state.push(StateRow {
                 metric,
                 table: StateTable::Open,
-                start: *s,
+                start: o.start,
                 key: key.as_bytes().into(),
-                bytes: Some(summary.to_bytes()),
+                bytes: Some(o.summary.to_bytes()),
             });
         }
     }
@@ -481,6 +518,9 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         .map(|ks| (expiry(m, ks), needs_row(m, ks)))
         .collect();
     for (ks, (exp, row)) in m.keys.values_mut().zip(rows) {
+        if ks.dirty {
+            ks.open.iter_mut().for_each(|o| o.row = true);
+        }
         if ks.dirty || ks.row_dirty {
             ks.has_row = row;
             if row {
@@ -589,7 +629,7 @@ pub(super) fn load(
                     m.spill.open.remove(&s);
                 }
             }
-            ks.open.insert(s, summary);
+            ks.open.insert(s, summary, true);
         } else {
             closed.insert(s, summary);
         }
@@ -682,8 +722,8 @@ impl Engine {
                 continue;
             };
             m.spill.maybe = true;
-            for (s, _) in ks.open.iter() {
-                *m.spill.open.entry(*s).or_default() += 1;
+            for o in ks.open.iter() {
+                *m.spill.open.entry(o.start).or_default() += 1;
             }
             m.mem -= ks.mem;
             total -= ks.mem;

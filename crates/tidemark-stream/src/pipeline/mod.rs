@@ -293,7 +293,7 @@ pub fn run(
     let budget = config.checkpoint.max_memory;
     // Keys spilled are read back through one read view of the last checkpoint.
     let mut view = store.view().map_err(RunError::Store)?;
-    let mut spill_at = budget / 4 * 3;
+    let mut spill_at = budget / 2;
     let checkpoint = config.checkpoint;
     let checkpoint_every = Duration::from_millis(checkpoint.interval);
     let mut since_checkpoint = 0u64;
@@ -528,7 +528,9 @@ pub fn run(
             since_checkpoint += 1;
             // Past the budget's trigger, a checkpoint makes every key clean, and the least
             // recently active quiet ones leave memory.
-            let over = since_checkpoint % 1024 == 0 && engine.memory() as u64 > spill_at;
+            // (Every 1,024 records of the run, not of the checkpoint interval: checkpoints
+            // closer together must not skip the check.)
+            let over = report.records_this_run % 1024 == 0 && engine.memory() as u64 > spill_at;
             if !undecided
                 && (over
                     || since_checkpoint >= checkpoint.records
@@ -691,13 +693,14 @@ fn feed(
     Ok(())
 }
 
-/// Spills the engine's quiet keys down to half the budget (right after a checkpoint); returns
-/// the memory past which the next spill starts, or fails when the keys that cannot spill
-/// alone pass the budget.
+/// Spills the engine's quiet keys down to a quarter of the budget (right after a checkpoint:
+/// the budget holds the keys and what a checkpoint encodes of them, about as much again);
+/// returns the memory past which the next spill starts, or fails when the keys that cannot
+/// spill pass three quarters of the budget.
 fn spill(engine: &mut Engine, budget: u64) -> Result<u64, RunError> {
-    engine.spill((budget / 2) as usize).map_err(engine_error)?;
+    engine.spill((budget / 4) as usize).map_err(engine_error)?;
     let held = engine.memory() as u64;
-    if held > budget {
+    if held > budget / 4 * 3 {
         let keys = (0..engine.metric_count())
             .map(|m| engine.live_keys(m) as u64)
             .sum();
@@ -705,7 +708,7 @@ fn spill(engine: &mut Engine, budget: u64) -> Result<u64, RunError> {
     }
     // Keys that could not spill stay: wait for an eighth of the budget more before the next
     // spill, rather than spilling at every check.
-    Ok((budget / 4 * 3).max(held + budget / 8))
+    Ok((budget / 2).max(held + budget / 8))
 }
 
 /// An engine error as the run reports it: a store that failed stays a store error (its

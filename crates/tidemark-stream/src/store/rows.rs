@@ -72,9 +72,22 @@ impl StateSource for StoreRows<'_> {
         self.store.get(name, start, key)
     }
 
-    fn keys(&mut self, metric: usize, visit: &mut dyn FnMut(&[u8])) -> Result<(), StoreError> {
-        let name = &self.names.0[metric][0];
-        self.store.scan(name, 0, 1, &mut |key, _, _| visit(key))
+    fn keys(
+        &mut self,
+        table: StateTable,
+        metric: usize,
+        from: u64,
+        to: u64,
+        visit: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), StoreError> {
+        let names = &self.names.0[metric];
+        let name = match table {
+            StateTable::Key => &names[0],
+            StateTable::Open => &names[1],
+            StateTable::Closed => &names[2],
+            StateTable::Expiry => return Ok(()),
+        };
+        self.store.scan(name, from, to, &mut |key, _, _| visit(key))
     }
 
     fn scan(
