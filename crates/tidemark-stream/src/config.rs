@@ -13,7 +13,7 @@
 //! [state]                     # optional
 //! checkpoint = "5s"           # commit at most this much wall time apart …
 //! checkpoint_records = 1000000  # … and at most this many records apart
-//! max_memory = "1GiB"         # the keys' state in memory and its checkpoints; past ½ of it the
+//! max_memory = "1GiB"         # the process's memory for the keys' state: past ⅓ of it the
 //!                             # least recently active quiet keys spill to the store (bytes,
 //!                             # KiB, MiB, GiB, or KB, MB, GB)
 //!
@@ -213,10 +213,10 @@ pub struct CheckpointConfig {
     pub interval: u64,
     /// Records (default 1,000,000).
     pub records: u64,
-    /// The memory budget of the keys' state and of a checkpoint's encoding of it, bytes
-    /// (default 1 GiB): past ½ of it a checkpoint spills the least recently active quiet keys
-    /// to the store, down to ¼ (see [`crate::engine::spill`]); a run whose keys that cannot
-    /// spill pass ¾ of it stops.
+    /// The memory budget of the keys' state, bytes (default 1 GiB), counting the copies bucket
+    /// closes and checkpoints make of it: past ⅓ of it a checkpoint spills the least recently
+    /// active quiet keys to the store, down to ⅙ (see [`crate::engine::spill`]); a run whose
+    /// keys that cannot spill pass ½ of it stops.
     pub max_memory: u64,
 }
 

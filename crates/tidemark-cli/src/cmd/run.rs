@@ -39,8 +39,8 @@ pub struct Args {
     #[arg(long)]
     pub restart: bool,
     /// The memory budget of the keys' state (e.g. 512MiB, 2GiB; overrides the config's
-    /// `[state] max_memory`, default 1GiB): past half of it, the least recently active quiet
-    /// keys are written to the store and leave memory.
+    /// `[state] max_memory`, default 1GiB): past a third of it, the least recently active
+    /// quiet keys are written to the store and leave memory.
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// Print no summary.
