@@ -53,6 +53,18 @@ fn dump(db: &Path) -> Dump {
     (rows, state)
 }
 
+/// The fan-out and ports metrics, checkpointing every 4,000 records (kills land between
+/// checkpoints and during them), written in `d`.
+fn kill_config(d: &Path) -> PathBuf {
+    let config = d.join("fanout.toml");
+    std::fs::write(
+        &config,
+        format!("{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint_records = 4000\n"),
+    )
+    .unwrap();
+    config
+}
+
 /// Runs `args` on `file` killing it (SIGKILL) after growing delays until one run finishes;
 /// returns how many kills landed.
 fn run_killed_until_done(args: &[&str], file: &Path) -> usize {
@@ -91,12 +103,7 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
     // hold up to about 1 MiB): checkpoints spill fan-out keys, later events read them back;
     // kills land between checkpoints, during checkpoints and during spills.
     let d = dir("spill-kill");
-    let config = d.join("fanout.toml");
-    std::fs::write(
-        &config,
-        format!("{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint_records = 4000\n"),
-    )
-    .unwrap();
+    let config = kill_config(&d);
     let file = d.join("flows.csv");
     std::fs::write(&file, big_log()).unwrap();
     let whole = d.join("whole.db");
@@ -224,13 +231,7 @@ consecutive = 2
 #[test]
 fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     let d = dir("kill");
-    let config = d.join("fanout.toml");
-    // Checkpoints every 4,000 records: kills land between them and during them.
-    std::fs::write(
-        &config,
-        format!("{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint_records = 4000\n"),
-    )
-    .unwrap();
+    let config = kill_config(&d);
     let csv = big_log();
 
     // The uninterrupted run, from stdin.
@@ -310,48 +311,15 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     let file = d.join("flows.csv");
     std::fs::write(&file, &csv).unwrap();
     let from_file = d.join("file.db");
-    let mut kills = 0;
-    for attempt in 0..50 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args([
-                "run",
-                "--config",
-                s(&config),
-                "--db",
-                s(&from_file),
-                "--quiet",
-                s(&file),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(40 + 10 * attempt));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            kills += 1;
-        } else {
-            break;
-        }
-    }
-    let out = tidemark(
-        &[
-            "run",
-            "--config",
-            s(&config),
-            "--db",
-            s(&from_file),
-            "--quiet",
-            s(&file),
-        ],
-        "",
-    );
-    assert!(
-        out.status.success(),
-        "the resume after {kills} kills failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&from_file),
+        "--quiet",
+    ];
+    let kills = run_killed_until_done(&args, &file);
     eprintln!("file input: {kills} kills before the run finished");
     assert!(kills >= 1, "at least one kill landed mid-run");
     let got = dump(&from_file);

@@ -304,6 +304,14 @@ fn drive_spilling(
                 store.buckets.insert((names[m].into(), s, k), v);
             }
         }
+        for (m, before) in out.open_before.iter().enumerate() {
+            if let Some(before) = before {
+                let t = StateTable::Open.name(names[m]);
+                store
+                    .buckets
+                    .retain(|(n, s, _), _| !(*n == t && s < before));
+            }
+        }
         for r in &out.state {
             let k = (r.table.name(names[r.metric]), r.start, r.key.to_vec());
             match &r.bytes {

@@ -35,6 +35,7 @@ mod open;
 mod shape;
 mod snapshot;
 pub mod spill;
+mod table;
 
 use alert::step;
 pub(crate) use key::{FastMap, Key};
@@ -42,6 +43,7 @@ use open::OpenBuckets;
 use shape::rings;
 pub use shape::{MetricShape, Summary};
 pub use spill::{NoRows, StateRow, StateSource, StateTable};
+use table::KeyTable;
 
 /// A bucket whose watermark has passed: its bytes go to the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +121,9 @@ pub struct Outputs {
     pub state: Vec<StateRow>,
     /// Per metric: key rows whose expiry is at or before this are swept.
     pub sweep_before: Vec<Option<u64>>,
+    /// Per metric: open rows of buckets starting before this are stale (their buckets closed:
+    /// in memory, or by this batch's promotions, which go first) and are deleted.
+    pub open_before: Vec<Option<u64>>,
     /// Bytes the closed buckets hold (for [`Engine::memory`]).
     bytes: usize,
 }
@@ -129,6 +134,7 @@ impl Outputs {
             expire_before: vec![None; metrics],
             expire_rollups_before: vec![None; metrics],
             sweep_before: vec![None; metrics],
+            open_before: vec![None; metrics],
             ..Outputs::default()
         }
     }
@@ -212,9 +218,7 @@ struct MetricState {
     /// Starts of the buckets some key (in memory or spilled) has open, increasing.
     open_starts: BTreeSet<u64>,
     /// The keys in memory.
-    /// (Boxed: the table's slots stay small, so growing it never copies the states, and
-    /// spilled keys give their memory back.)
-    keys: FastMap<Key, Box<KeyState>>,
+    keys: KeyTable,
     counters: Counters,
     /// The rollup's shape, if the metric rolls up.
     rollup_shape: Option<MetricShape>,
@@ -254,7 +258,7 @@ impl MetricState {
             closed_until: None,
             rolled_until: None,
             open_starts: BTreeSet::new(),
-            keys: FastMap::default(),
+            keys: KeyTable::default(),
             rollup_shape: MetricShape::rollup_of(m),
             late: FastMap::default(),
             counters: Counters::default(),
@@ -264,8 +268,8 @@ impl MetricState {
         }
     }
 
-    fn new_key(&self) -> Box<KeyState> {
-        Box::new(KeyState {
+    fn new_key(&self) -> KeyState {
+        KeyState {
             open: OpenBuckets::default(),
             window: None,
             streak: vec![0; self.cfg.alerts.len()].into_boxed_slice(),
@@ -278,7 +282,7 @@ impl MetricState {
             exp_written: 0,
             stored: false,
             has_row: false,
-        })
+        }
     }
 
     fn new_window(&self) -> WindowState {
@@ -501,7 +505,7 @@ impl Engine {
         s.add(item, bytes);
         let added = spill::ENTRY_BYTES + s.heap_bytes();
         ks.mem += added;
-        ks.open.insert(start, s, false);
+        ks.open.insert(start, s);
         ks.row_dirty = true;
         ks.last_start = ks.last_start.max(start);
         Some(added)
@@ -618,8 +622,7 @@ impl Engine {
         // Keys spilled with this bucket open: the store moves their rows into the metric.
         m.counters.buckets += spill::close(&mut m.spill, i, start, out);
         // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(&Key, &mut KeyState)> =
-            m.keys.iter_mut().map(|(k, ks)| (k, &mut **ks)).collect();
+        let mut keys: Vec<(&Key, &mut KeyState)> = m.keys.iter_mut().collect();
         keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);
@@ -627,11 +630,7 @@ impl Engine {
         let mut empty = Vec::new();
         for (key, ks) in keys {
             if ks.open.first_start() == Some(start) {
-                let open = ks.open.pop_first().expect("a first bucket");
-                if open.row {
-                    m.spill.closed_rows.push((start, key.clone()));
-                }
-                let s = open.summary;
+                let s = ks.open.pop_first().expect("a first bucket").summary;
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
                 let bytes = s.to_bytes();
@@ -656,41 +655,36 @@ impl Engine {
                 }
             }
             // Slide the live window to this bucket's end, evaluate, and forget empty ones.
-            let Some(w) = &mut ks.window else { continue };
-            let est = match w {
-                WindowState::Hist(h) => {
+            let emptied = match &mut ks.window {
+                None => continue,
+                Some(WindowState::Hist(h)) => {
                     h.advance(end);
                     ks.row_dirty = true;
-                    if h.is_empty() {
-                        // An empty window ends the episode: a window that fills again
-                        // starts its streaks from zero.
-                        ks.window = None;
-                        ks.streak.iter_mut().for_each(|s| *s = 0);
-                        ks.items.clear();
-                        ks.row_dirty = true;
-                        if ks.open.is_empty() {
-                            empty.push(key.clone());
-                        }
-                        continue;
-                    }
-                    Some((h.estimate(), None))
+                    h.is_empty()
                 }
-                WindowState::Ring(r) => {
+                Some(WindowState::Ring(r)) => {
                     while r.front().is_some_and(|(s, _)| *s < first_kept) {
                         r.pop_front();
                     }
-                    if r.is_empty() {
-                        // An empty window ends the episode: a window that fills again
-                        // starts its streaks from zero.
-                        ks.window = None;
-                        ks.streak.iter_mut().for_each(|s| *s = 0);
-                        ks.items.clear();
-                        ks.row_dirty = true;
-                        if ks.open.is_empty() {
-                            empty.push(key.clone());
-                        }
-                        continue;
-                    }
+                    r.is_empty()
+                }
+            };
+            if emptied {
+                // An empty window ends the episode: a window that fills again starts its
+                // streaks from zero.
+                ks.window = None;
+                ks.streak.iter_mut().for_each(|s| *s = 0);
+                ks.items.clear();
+                ks.row_dirty = true;
+                if ks.open.is_empty() {
+                    empty.push(key.clone());
+                }
+                continue;
+            }
+            let Some(w) = &mut ks.window else { continue };
+            let est = match w {
+                WindowState::Hist(h) => Some((h.estimate(), None)),
+                WindowState::Ring(r) => {
                     if m.cfg.alerts.is_empty() {
                         None
                     } else {
@@ -780,7 +774,7 @@ impl Engine {
             }
         }
         for k in empty {
-            if let Some(ks) = m.keys.remove(&k) {
+            if let Some(ks) = m.keys.remove(k.as_bytes()) {
                 m.mem -= ks.mem;
                 if ks.has_row {
                     m.spill.forget(k);

@@ -11,9 +11,6 @@ pub(super) struct Open {
     pub(super) start: u64,
     /// Its summary so far.
     pub(super) summary: Summary,
-    /// An open row of it is in the store (written at a checkpoint, perhaps stale since): when
-    /// the bucket closes in memory, the row is deleted.
-    pub(super) row: bool,
 }
 
 /// Open buckets of one key, by increasing start.
@@ -38,11 +35,6 @@ impl OpenBuckets {
     /// Oldest first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Open> {
         self.older.iter().chain(self.newest.iter())
-    }
-
-    /// Oldest first.
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Open> {
-        self.older.iter_mut().chain(self.newest.iter_mut())
     }
 
     pub(super) fn first_start(&self) -> Option<u64> {
@@ -79,13 +71,9 @@ impl OpenBuckets {
         self.iter().any(|o| o.start == start)
     }
 
-    /// Opens a bucket at `start` (not open yet); `row` if the store holds an open row of it.
-    pub(super) fn insert(&mut self, start: u64, summary: Summary, row: bool) {
-        let open = Open {
-            start,
-            summary,
-            row,
-        };
+    /// Opens a bucket at `start` (not open yet).
+    pub(super) fn insert(&mut self, start: u64, summary: Summary) {
+        let open = Open { start, summary };
         match &self.newest {
             None => self.newest = Some(open),
             Some(n) if start > n.start => {

@@ -292,7 +292,7 @@ fn restore_keys(
                     got: k.len() as u64,
                 }));
             }
-            ks.open.insert(start, s, false);
+            ks.open.insert(start, s);
         }
     }
     let keys = r.count("windows", 8, u64::MAX).map_err(bad)?;

@@ -60,7 +60,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::key::Key;
 use super::shape::rings;
-use super::{Engine, KeyState, MetricState, Outputs, Summary, WindowState};
+use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
 use crate::config::Kind;
 use crate::store::StoreError;
 use crate::summary::CountWindow;
@@ -68,9 +68,7 @@ use crate::EngineError;
 
 /// Bytes a key costs in memory before its summaries: its table entry (key, state, the
 /// table's control bytes and spare capacity) and the state's small allocations.
-pub(super) const KEY_BYTES: usize = (std::mem::size_of::<(Key, Box<KeyState>)>() + 1) * 8 / 7
-    + std::mem::size_of::<KeyState>()
-    + 3 * 16;
+pub(super) const KEY_BYTES: usize = KeyTable::KEY_BYTES + 2 * 16;
 /// Bytes an open bucket or ring entry costs before its summary's heap.
 pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
 
@@ -112,6 +110,24 @@ pub struct StateRow {
     pub key: Box<[u8]>,
     /// The value; `None` deletes the row.
     pub bytes: Option<Vec<u8>>,
+}
+
+impl StateRow {
+    fn new(
+        metric: usize,
+        table: StateTable,
+        start: u64,
+        key: &Key,
+        bytes: Option<Vec<u8>>,
+    ) -> Self {
+        StateRow {
+            metric,
+            table,
+            start,
+            key: key.as_bytes().into(),
+            bytes,
+        }
+    }
 }
 
 /// Where spilled state is read back from: the store's committed rows.
@@ -188,8 +204,6 @@ pub(super) struct Spilled {
     pub(super) maybe: bool,
     /// Per open start: spilled keys with a bucket open there (the store closes them).
     pub(super) open: BTreeMap<u64, u64>,
-    /// `(start, key)`: open rows of buckets that closed in memory, to delete.
-    pub(super) closed_rows: Vec<(u64, Key)>,
     /// Key rows to delete at the next checkpoint (keys whose state emptied).
     pub(super) deleted: Vec<Key>,
     /// Keys that must be in memory after a restore (not quiet at the last checkpoint).
@@ -441,73 +455,52 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
 /// Writes the rows of every key changed since the last call (and deletes those of keys whose
 /// state emptied); recounts memory; notes the keys a restore must read back.
 pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
-    // Open rows of buckets that closed in memory: their closed buckets are in this batch.
-    for (start, key) in m.spill.closed_rows.drain(..) {
-        out.state.push(StateRow {
-            metric,
-            table: StateTable::Open,
-            start,
-            key: key.as_bytes().into(),
-            bytes: None,
-        });
-    }
     for key in m.spill.deleted.drain(..) {
-        out.state.push(StateRow {
-            metric,
-            table: StateTable::Key,
-            start: 0,
-            key: key.as_bytes().into(),
-            bytes: None,
-        });
+        out.state
+            .push(StateRow::new(metric, StateTable::Key, 0, &key, None));
     }
     let mut keys: Vec<(&Key, &KeyState)> = m
         .keys
         .iter()
         .filter(|(_, ks)| ks.dirty || ks.row_dirty)
-        .map(|(k, ks)| (k, &**ks))
         .collect();
     keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     for (key, ks) in keys {
         if needs_row(m, ks) {
             let exp = expiry(m, ks);
             if exp != ks.exp_written || !ks.has_row {
-                out.state.push(StateRow {
+                out.state.push(StateRow::new(
                     metric,
-                    table: StateTable::Expiry,
-                    start: exp,
-                    key: key.as_bytes().into(),
-                    bytes: Some(Vec::new()),
-                });
+                    StateTable::Expiry,
+                    exp,
+                    key,
+                    Some(Vec::new()),
+                ));
             }
             if ks.row_dirty || !ks.has_row {
-                out.state.push(StateRow {
+                out.state.push(StateRow::new(
                     metric,
-                    table: StateTable::Key,
-                    start: 0,
-                    key: key.as_bytes().into(),
-                    bytes: Some(key_row(m, ks)),
-                });
+                    StateTable::Key,
+                    0,
+                    key,
+                    Some(key_row(m, ks)),
+                ));
             }
         } else if ks.has_row {
-            out.state.push(StateRow {
-                metric,
-                table: StateTable::Key,
-                start: 0,
-                key: key.as_bytes().into(),
-                bytes: None,
-            });
+            out.state
+                .push(StateRow::new(metric, StateTable::Key, 0, key, None));
         }
         if !ks.dirty {
             continue;
         }
         for o in ks.open.iter() {
-            out.state.push(StateRow {
+            out.state.push(StateRow::new(
                 metric,
-                table: StateTable::Open,
-                start: o.start,
-                key: key.as_bytes().into(),
-                bytes: Some(o.summary.to_bytes()),
-            });
+                StateTable::Open,
+                o.start,
+                key,
+                Some(o.summary.to_bytes()),
+            ));
         }
     }
     let mut hot = Vec::new();
@@ -518,9 +511,6 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         .map(|ks| (expiry(m, ks), needs_row(m, ks)))
         .collect();
     for (ks, (exp, row)) in m.keys.values_mut().zip(rows) {
-        if ks.dirty {
-            ks.open.iter_mut().for_each(|o| o.row = true);
-        }
         if ks.dirty || ks.row_dirty {
             ks.has_row = row;
             if row {
@@ -542,6 +532,7 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
     m.spill.hot = hot;
     m.mem = mem;
     out.sweep_before[metric] = m.closed_until;
+    out.open_before[metric] = m.closed_until;
     m.spill.promoting.clear();
 }
 
@@ -629,7 +620,7 @@ pub(super) fn load(
                     m.spill.open.remove(&s);
                 }
             }
-            ks.open.insert(s, summary, true);
+            ks.open.insert(s, summary);
         } else {
             closed.insert(s, summary);
         }
@@ -685,10 +676,9 @@ impl Engine {
     /// Bytes the engine holds: its keys' state and the outputs waiting for a checkpoint.
     pub fn memory(&self) -> usize {
         // The key tables' spare slots too: a table keeps its capacity as keys leave.
-        let slot = std::mem::size_of::<(Key, Box<KeyState>)>() + 1;
         self.metrics
             .iter()
-            .map(|m| m.mem + (m.keys.capacity() - m.keys.len()) * slot)
+            .map(|m| m.mem + m.keys.spare_bytes())
             .sum::<usize>()
             + self.out.bytes
     }
@@ -704,7 +694,7 @@ impl Engine {
         }
         let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
         for (i, m) in self.metrics.iter().enumerate() {
-            for (k, ks) in &m.keys {
+            for (k, ks) in m.keys.iter() {
                 if !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
                     candidates.push((ks.touched, i, k.clone()));
                 }
@@ -718,7 +708,7 @@ impl Engine {
                 break;
             }
             let m = &mut self.metrics[i];
-            let Some(ks) = m.keys.remove(&k) else {
+            let Some(ks) = m.keys.remove(k.as_bytes()) else {
                 continue;
             };
             m.spill.maybe = true;
@@ -730,7 +720,7 @@ impl Engine {
             n += 1;
         }
         for m in &mut self.metrics {
-            m.keys.shrink_to_fit();
+            m.keys.compact();
         }
         Ok(n)
     }

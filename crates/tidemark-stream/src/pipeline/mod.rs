@@ -963,10 +963,17 @@ impl CommitCtx<'_> {
                 bytes: r.bytes.as_deref(),
             })
             .collect();
+        let open_before: Vec<(&str, u64)> = out
+            .open_before
+            .iter()
+            .enumerate()
+            .filter_map(|(m, b)| b.map(|before| (sn[m][1].as_str(), before)))
+            .collect();
         store
             .commit(&Batch {
                 promote,
                 sweep,
+                open_before,
                 state: rows,
                 puts,
                 merges,

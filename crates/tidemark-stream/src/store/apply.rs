@@ -219,6 +219,9 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
     for s in &b.sweep {
         sweep(t, s)?;
     }
+    for &(table, before) in &b.open_before {
+        t.remove_before(table, before)?;
+    }
     for r in &b.state {
         match r.bytes {
             Some(v) => {

@@ -1,6 +1,7 @@
 //! An in-memory store with the redb store's semantics, for tests and for users of the engine
 //! who bring their own persistence.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use super::{ReadTxn, Store, StoreError, Txn, Visit};
@@ -38,16 +39,17 @@ impl MemStore {
 
 /// A read view (a type of its own, so that the raw reads never shadow [`Store`]'s verified
 /// ones on a `MemStore`).
-struct MemView<'a>(&'a MemStore);
+struct MemView<S: Borrow<MemStore>>(S);
 
-impl ReadTxn for MemView<'_> {
+impl<S: Borrow<MemStore>> ReadTxn for MemView<S> {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.0.meta.get(name).cloned())
+        Ok(self.0.borrow().meta.get(name).cloned())
     }
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
             .0
+            .borrow()
             .table(table)
             .get(&(table.to_string(), start, key.to_vec()))
             .cloned())
@@ -59,7 +61,7 @@ impl ReadTxn for MemView<'_> {
         }
         let lo = (table.to_string(), from, Vec::new());
         let hi = (table.to_string(), to, Vec::new());
-        for ((_, s, k), v) in self.0.table(table).range(lo..hi) {
+        for ((_, s, k), v) in self.0.borrow().table(table).range(lo..hi) {
             f(k, *s, v);
         }
         Ok(())
@@ -73,7 +75,14 @@ impl ReadTxn for MemView<'_> {
         limit: usize,
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
-        Ok(page_of(self.0.table(table), table, start, after, limit, f))
+        Ok(page_of(
+            self.0.borrow().table(table),
+            table,
+            start,
+            after,
+            limit,
+            f,
+        ))
     }
 
     fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
@@ -84,6 +93,7 @@ impl ReadTxn for MemView<'_> {
         let hi = (table.to_string(), to, Vec::new());
         Ok(self
             .0
+            .borrow()
             .table(table)
             .range(lo..hi)
             .next()
@@ -127,15 +137,15 @@ enum Undo {
 
 impl ReadTxn for MemTxn<'_> {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        MemView(self.store).meta(name)
+        MemView(&*self.store).meta(name)
     }
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        MemView(self.store).get(table, start, key)
+        MemView(&*self.store).get(table, start, key)
     }
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        MemView(self.store).scan(table, from, to, f)
+        MemView(&*self.store).scan(table, from, to, f)
     }
 
     fn page(
@@ -146,11 +156,11 @@ impl ReadTxn for MemTxn<'_> {
         limit: usize,
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
-        MemView(self.store).page(table, start, after, limit, f)
+        MemView(&*self.store).page(table, start, after, limit, f)
     }
 
     fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        MemView(self.store).next_start(table, from, to)
+        MemView(&*self.store).next_start(table, from, to)
     }
 }
 
@@ -204,41 +214,10 @@ impl Txn for MemTxn<'_> {
     }
 }
 
-/// An owned view: a copy of the store as it was.
-struct MemCopy(MemStore);
-
-impl ReadTxn for MemCopy {
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        MemView(&self.0).meta(name)
-    }
-
-    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        MemView(&self.0).get(table, start, key)
-    }
-
-    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        MemView(&self.0).scan(table, from, to, f)
-    }
-
-    fn page(
-        &self,
-        table: &str,
-        start: u64,
-        after: Option<&[u8]>,
-        limit: usize,
-        f: &mut Visit<'_>,
-    ) -> Result<usize, StoreError> {
-        MemView(&self.0).page(table, start, after, limit, f)
-    }
-
-    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        MemView(&self.0).next_start(table, from, to)
-    }
-}
-
 impl Store for MemStore {
     fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
-        Ok(Box::new(MemCopy(self.clone())))
+        // A copy of the store as it is: later commits do not change it.
+        Ok(Box::new(MemView(self.clone())))
     }
 
     fn read(

@@ -234,6 +234,9 @@ pub struct Batch<'a> {
     pub expire: Vec<(&'a str, u64)>,
     /// Key rows to sweep, after the expiry.
     pub sweep: Vec<SweepRef<'a>>,
+    /// Open-row tables and the start before which their rows are stale, deleted after the
+    /// promotions.
+    pub open_before: Vec<(&'a str, u64)>,
     /// State rows, last, in order.
     pub state: Vec<StateRef<'a>>,
     /// The new metadata.

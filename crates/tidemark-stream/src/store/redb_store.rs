@@ -302,26 +302,32 @@ where
     }
 }
 
+// Every call is contained: a view kept across calls (see [`Store::view`]) has no
+// surrounding `read` to catch a panic inside redb.
 impl ReadTxn for RedbRead {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(t) = &self.meta else { return Ok(None) };
-        Ok(t.get(name)
-            .map_err(err("read metadata"))?
-            .map(|v| v.value().to_vec()))
+        contained("reading it", || {
+            Ok(t.get(name)
+                .map_err(err("read metadata"))?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let Some(t) = &self.buckets else {
             return Ok(None);
         };
-        Ok(t.get((table, start, key))
-            .map_err(err("get"))?
-            .map(|v| v.value().to_vec()))
+        contained("reading it", || {
+            Ok(t.get((table, start, key))
+                .map_err(err("get"))?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
         match &self.buckets {
-            Some(t) => scan_table(t, table, from, to, f),
+            Some(t) => contained("reading it", || scan_table(t, table, from, to, f)),
             None => Ok(()),
         }
     }
@@ -335,14 +341,16 @@ impl ReadTxn for RedbRead {
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
         match &self.buckets {
-            Some(t) => page_table(t, table, start, after, limit, f),
+            Some(t) => contained("reading it", || {
+                page_table(t, table, start, after, limit, f)
+            }),
             None => Ok(0),
         }
     }
 
     fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
         match &self.buckets {
-            Some(t) => next_start_in(t, table, from, to),
+            Some(t) => contained("reading it", || next_start_in(t, table, from, to)),
             None => Ok(None),
         }
     }
@@ -434,38 +442,6 @@ impl Txn for RedbWrite<'_> {
     }
 }
 
-/// A kept read transaction, every call contained like [`RedbStore::read`]'s.
-struct RedbView(RedbRead);
-
-impl ReadTxn for RedbView {
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        contained("reading it", || self.0.meta(name))
-    }
-
-    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        contained("reading it", || self.0.get(table, start, key))
-    }
-
-    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        contained("reading it", || self.0.scan(table, from, to, f))
-    }
-
-    fn page(
-        &self,
-        table: &str,
-        start: u64,
-        after: Option<&[u8]>,
-        limit: usize,
-        f: &mut Visit<'_>,
-    ) -> Result<usize, StoreError> {
-        contained("reading it", || self.0.page(table, start, after, limit, f))
-    }
-
-    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        contained("reading it", || self.0.next_start(table, from, to))
-    }
-}
-
 fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
     let tx = db.begin_read().map_err(err("begin a read"))?;
     let buckets = match tx.open_table(BUCKETS) {
@@ -513,7 +489,7 @@ impl Store for RedbStore {
                 Db::Writer(db) => open_read(db)?,
                 Db::Reader(db) => open_read(db)?,
             };
-            Ok(Box::new(RedbView(r)) as Box<dyn ReadTxn>)
+            Ok(Box::new(r) as Box<dyn ReadTxn>)
         })
     }
 
