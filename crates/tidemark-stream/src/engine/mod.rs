@@ -621,9 +621,10 @@ impl Engine {
         let end = start + width;
         // Keys spilled with this bucket open: the store moves their rows into the metric.
         m.counters.buckets += spill::close(&mut m.spill, i, start, out);
-        // Deterministic order: the store and the alert stream do not depend on hashing.
-        let mut keys: Vec<(&Key, &mut KeyState)> = m.keys.iter_mut().collect();
-        keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        // Keys in the table's order; this close's alerts are put in key order below, so the
+        // alert stream does not depend on where keys sit (the store's does not on order).
+        let alerts_before = out.alerts.len();
+        let keys = m.keys.iter_mut();
         let window = m.cfg.window;
         let first_kept = end.saturating_sub(window);
         let min_limit = m.min_limit;
@@ -773,6 +774,8 @@ impl Engine {
                 }),
             }
         }
+        // Stable: a key's alerts keep their order (its rules, then its items).
+        out.alerts[alerts_before..].sort_by(|a, b| a.key.cmp(&b.key));
         for k in empty {
             if let Some(ks) = m.keys.remove(k.as_bytes()) {
                 m.mem -= ks.mem;
