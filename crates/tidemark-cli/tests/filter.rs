@@ -8,10 +8,12 @@ use common::{json_lines, lines, ok, temp, tidemark};
 fn build_query_and_info_round_trip_through_a_file() {
     let f = temp("a.tdmk");
     let fs = f.to_str().unwrap();
+    // Every line inserted (`--multiset`): the table's growth is exact to the key.
     let out = tidemark(
         &[
             "filter",
             "build",
+            "--multiset",
             "--capacity",
             "1000",
             "--fpr",
@@ -37,7 +39,12 @@ fn build_query_and_info_round_trip_through_a_file() {
 
     let out = tidemark(&["filter", "info", fs, "--json"], "");
     ok(&out);
-    assert_eq!(&json_lines(&out)[0], built);
+    // `info` describes the filter; `build` adds what it read.
+    let mut described = built.clone();
+    let fields = described.as_object_mut().unwrap();
+    assert_eq!(fields.remove("lines"), Some(5_000.into()));
+    assert_eq!(fields.remove("repeats"), Some(0.into()));
+    assert_eq!(json_lines(&out)[0], described);
 
     // Every inserted line is present; the answer names its key.
     let out = tidemark(&["filter", "query", fs, "--json"], &lines(4_990..5_000));
@@ -77,6 +84,7 @@ fn a_full_filter_refuses_with_the_keys_it_took_and_advice() {
         &[
             "filter",
             "build",
+            "--multiset",
             "--capacity",
             "100",
             "--fpr",
@@ -98,6 +106,7 @@ fn a_full_filter_refuses_with_the_keys_it_took_and_advice() {
         &[
             "filter",
             "build",
+            "--multiset",
             "--capacity",
             "100",
             "--fpr",
@@ -282,4 +291,63 @@ fn the_full_filter_message_reads_as_one_sentence() {
         "{err}"
     );
     assert!(!err.contains(") the forecast)"), "{err}");
+}
+
+#[test]
+fn build_inserts_each_distinct_key_once_unless_multiset() {
+    // 20,000 lines of 2,000 distinct keys, each ten times.
+    let text: String = (0..20_000)
+        .map(|i| {
+            let k = i % 2_000;
+            format!(
+                "10.0.{}.{}
+",
+                k / 256,
+                k % 256
+            )
+        })
+        .collect();
+    let f = temp("set.tdmk");
+    let fs = f.to_str().unwrap();
+    let build = |extra: &[&str]| {
+        let mut args = vec![
+            "filter",
+            "build",
+            "--capacity",
+            "20000",
+            "--fpr",
+            "0.01",
+            "--save",
+            fs,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = tidemark(&args, &text);
+        ok(&out);
+        json_lines(&out)[0].clone()
+    };
+    let set = build(&[]);
+    let (keys, repeats) = (
+        set["keys"].as_u64().unwrap(),
+        set["repeats"].as_u64().unwrap(),
+    );
+    assert_eq!(set["lines"], 20_000);
+    assert_eq!(
+        keys + repeats,
+        20_000,
+        "a line is inserted or answered already"
+    );
+    // Each distinct key once, less those whose fingerprint one inserted already holds: their
+    // number is a sum of 2,000 chances below the 1% target (mean at most 20); 5σ above it is 42.
+    assert!(
+        (2_000 - 42..=2_000).contains(&keys),
+        "{keys} keys for 2,000 distinct"
+    );
+    // Every key is answered present.
+    let out = tidemark(&["filter", "query", fs, "--count", "--json"], &text);
+    ok(&out);
+    assert_eq!(json_lines(&out)[0]["absent"], 0);
+    let multi = build(&["--multiset"]);
+    assert_eq!(multi["keys"], 20_000);
+    assert_eq!(multi["repeats"], 0);
 }

@@ -47,6 +47,11 @@ pub struct BuildArgs {
     /// Build a stack of filters (×2 capacity, ×½ rate a layer) that never fills up.
     #[arg(long)]
     pub stacked: bool,
+    /// Insert every line, repeats included (a multiset: for a filter keys will be deleted
+    /// from, once per insert). By default each distinct key is inserted once — "seen
+    /// before?" is a set — and a key the filter already answers is not inserted again.
+    #[arg(long)]
+    pub multiset: bool,
     /// Where to save the filter.
     #[arg(long)]
     pub save: PathBuf,
@@ -231,12 +236,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn build(args: BuildArgs) -> anyhow::Result<()> {
+    // Lines read, and lines not inserted because the filter already answered them (a repeat,
+    // or a key sharing a fingerprint with one inserted: a false positive already).
+    let (mut lines, mut repeats) = (0u64, 0u64);
     let filter = if args.stacked {
         check_fits(args.capacity, args.fpr, 0, true)?;
         let mut s = StackedFilter::new(args.capacity, args.fpr)
             .map_err(|e| param_to_flag(e, args.capacity, true))?;
         for_each_line(&args.files, |_, line| {
-            s.insert(line.as_bytes());
+            lines += 1;
+            if args.multiset || !s.contains(line.as_bytes()) {
+                s.insert(line.as_bytes());
+            } else {
+                repeats += 1;
+            }
             Ok(())
         })?;
         AnyFilter::Stacked(s)
@@ -245,6 +258,13 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
         let mut f = QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
             .map_err(|e| param_to_flag(e, args.capacity, false))?;
         for_each_line(&args.files, |loc, line| {
+            // A key already answered (inserted before, or a false positive of one) adds
+            // nothing to a set: inserting it again would only fill the table.
+            lines += 1;
+            if !args.multiset && f.contains(line.as_bytes()) {
+                repeats += 1;
+                return Ok(());
+            }
             f.insert(line.as_bytes()).map_err(|e| {
                 loc.error(format!(
                     "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {} \
@@ -277,7 +297,12 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
     };
     let name = args.save.display().to_string();
     std::fs::write(&args.save, bytes).map_err(|e| UsageError::file(&name, e))?;
-    Output::new(args.json).emit(&filter.record())
+    Output::new(args.json).emit(
+        &filter
+            .record()
+            .field("lines", lines)
+            .field("repeats", repeats),
+    )
 }
 
 fn query(args: QueryArgs) -> anyhow::Result<()> {
