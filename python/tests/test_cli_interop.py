@@ -136,7 +136,9 @@ def test_dyadic_equal_cli(cli, tmp_path):
 def test_filters_both_ways(cli, tmp_path, words, stacked):
     f = _lines(tmp_path / "keys.txt", words[:20_000])
     extra = ["--stacked"] if stacked else ["--reserve", 3]
-    cli("filter", "build", "--capacity", 5000, "--fpr", 0.01, *extra, "--save", tmp_path / "f.qf", f)
+    # --multiset: every line inserted, as update_many does (the CLI's default is a set).
+    cli("filter", "build", "--multiset", "--capacity", 5000, "--fpr", 0.01, *extra,
+        "--save", tmp_path / "f.qf", f)
     cls = tidemark.StackedFilter if stacked else tidemark.QuotientFilter
     py = cls(5000, 0.01) if stacked else cls(5000, 0.01, reserve=3)
     py.update_many(words[:20_000])
