@@ -33,7 +33,8 @@ impl Loc {
 }
 
 /// Calls `f` on every line of every file in order (stdin if `files` is empty), without the
-/// line ending. Stops at the first error `f` returns.
+/// line ending. A blank line is no record: every command skips it, as `run` does. Stops at
+/// the first error `f` returns.
 pub fn for_each_line(
     files: &[PathBuf],
     mut f: impl FnMut(&Loc, &str) -> anyhow::Result<()>,
@@ -76,9 +77,34 @@ fn read_lines(
         if let Some(rest) = bytes.strip_suffix(b"\r") {
             bytes = rest;
         }
+        if bytes.is_empty() {
+            continue;
+        }
         let line = std::str::from_utf8(bytes).map_err(|e| loc.error(format!("not UTF-8: {e}")))?;
         f(&loc, line)?;
     }
+}
+
+/// Checks before any input is read that `--save` can write `path`, so an unwritable path is
+/// not found after minutes of input. A file that did not exist is not left behind.
+pub fn check_save(path: &std::path::Path) -> anyhow::Result<()> {
+    let existed = path.exists();
+    if path.is_dir() {
+        return Err(UsageError::flag(
+            "--save",
+            format!("{} is a directory", path.display()),
+        ));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| UsageError::flag("--save", format!("cannot write {}: {e}", path.display())))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// A saved summary read by [`read_saved`]: a tidemark envelope, or a Redis `HYLL` value.

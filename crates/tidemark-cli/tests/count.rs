@@ -117,3 +117,76 @@ fn reproduce_twenty_matches_the_seed() {
     assert_eq!(rows[19]["total_merges"].as_u64(), Some(12));
     assert_eq!(rows[19]["buckets"].as_str(), Some("4 4 4 2 2 2 1 1"));
 }
+
+#[test]
+fn a_blank_line_is_no_record_in_any_command() {
+    // `count` refused it, `freq` skipped it, `distinct` counted it as an item: every command
+    // now skips it, as `run` does (and a bad line after it keeps its own line number).
+    let out = tidemark(&["count", "--window", "10", "--json"], "1\n\n0\n1\r\n\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_lines(&out)[0]["estimate"].as_f64(), Some(2.0));
+    let out = tidemark(&["distinct", "--json"], "a\n\nb\n\n");
+    assert_eq!(json_lines(&out)[0]["estimate"].as_f64(), Some(2.0));
+    let out = tidemark(&["count", "--window", "10"], "1\n\nx\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>:3"));
+}
+
+#[test]
+fn an_unwritable_save_path_is_refused_before_any_input_is_read() {
+    // The input file does not exist either: the --save check comes first, so the user learns
+    // about it before minutes of input, not after.
+    for args in [
+        &[
+            "distinct",
+            "--save",
+            "/nonexistent-dir/x.tdmk",
+            "/nonexistent-input",
+        ][..],
+        &[
+            "freq",
+            "--save",
+            "/nonexistent-dir/x.tdmk",
+            "/nonexistent-input",
+        ][..],
+        &[
+            "filter",
+            "build",
+            "--capacity",
+            "10",
+            "--fpr",
+            "0.01",
+            "--save",
+            "/nonexistent-dir/x.qf",
+            "/nonexistent-input",
+        ][..],
+    ] {
+        let out = tidemark(args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--save") && err.contains("/nonexistent-dir/x."),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("nonexistent-input"), "{args:?}: {err}");
+    }
+    // A writable path that did not exist is not left behind by the check when the run fails.
+    let dir = std::env::temp_dir().join(format!("tidemark-save-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("x.tdmk");
+    let out = tidemark(
+        &[
+            "distinct",
+            "--save",
+            path.to_str().unwrap(),
+            "/nonexistent-input",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!path.exists(), "the check left an empty file behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -93,6 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ));
         }
     }
+    if let Some(path) = &args.save {
+        crate::input::check_save(path)?;
+    }
     let h = if args.merge {
         if args.precision.is_some() {
             return Err(UsageError::flag(

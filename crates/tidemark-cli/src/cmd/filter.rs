@@ -239,6 +239,7 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
     // Lines read, and lines not inserted because the filter already answered them (a repeat,
     // or a key sharing a fingerprint with one inserted: a false positive already).
     let (mut lines, mut repeats) = (0u64, 0u64);
+    crate::input::check_save(&args.save)?;
     let filter = if args.stacked {
         check_fits(args.capacity, args.fpr, 0, true)?;
         let mut s = StackedFilter::new(args.capacity, args.fpr)

@@ -147,6 +147,9 @@ fn record(kind: &str, item: serde_json::Value, e: &Estimate) -> Record {
 
 /// Runs `tidemark freq`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(path) = &args.save {
+        crate::input::check_save(path)?;
+    }
     let model = Model::from(args.model);
     let ranges: Vec<(u64, u64)> = args.range.chunks(2).map(|c| (c[0], c[1])).collect();
     for &(l, r) in &ranges {
