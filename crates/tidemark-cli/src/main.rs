@@ -42,6 +42,8 @@ enum Command {
     Query(cmd::query::Args),
     /// Verify a store: its pages, its metadata and every stored sketch.
     Check(cmd::check::Args),
+    /// Print every pipeline config key with its default and domain, or --check a config.
+    Config(cmd::config::Args),
     /// Regenerate a seed's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
     /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),
         Command::Check(args) => cmd::check::run(args),
+        Command::Config(args) => cmd::config::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
         Command::BenchReport(args) => cmd::bench_report::run(args),
     };

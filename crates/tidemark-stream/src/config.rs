@@ -1,54 +1,17 @@
-//! The pipeline's TOML config, and its validation into [`Config`].
+//! The pipeline's TOML config, and its validation into [`Config`]. Every error names the key
+//! (`metric[0].bucket`) and what was expected.
 //!
-//! ```toml
-//! [input]
-//! format = "csv"              # csv (with a header line) | jsonl
-//! time_field = "ts"
-//! time_format = "epoch_s"     # epoch_s | epoch_ms | rfc3339
-//! max_ahead = "1h"            # a record further ahead of the latest time seen is a bad line
-//! max_line_bytes = 1048576    # a longer line is a bad line (default 1 MiB)
-//! max_key_bytes = 4096        # a longer key (fields joined) is a bad line
-//! max_item_bytes = 4096       # a longer item (fields joined) is a bad line
-//!
-//! [state]                     # optional
-//! checkpoint = "5s"           # commit at most this much wall time apart …
-//! checkpoint_records = 1000000  # … and at most this many records apart
-//! max_memory = "1GiB"         # the process's memory for the keys' state: past ⅓ of it the
-//!                             # least recently active quiet keys spill to the store (bytes,
-//!                             # KiB, MiB, GiB, or KB, MB, GB)
-//!
-//! [[metric]]
-//! name = "fanout"             # unique; 1-64 of A-Z a-z 0-9 _ - . (`@` is the rollups')
-//! kind = "distinct"           # distinct | count | frequency
-//! key = ["src_ip"]            # fields whose values, joined, form the key
-//! item = ["dst_ip", "dst_port"]   # fields whose values, joined, are the item (not for count)
-//! bucket = "1m"               # bucket width: ms, s, m, h or d
-//! window = "5m"               # alert window: a multiple of the bucket width
-//! precision = 10              # distinct: HyperLogLog p in 4..=18 (default 12)
-//! # epsilon = 0.1             # count: exponential histogram ε (default 0.1)
-//! # frequency: epsilon = 0.01, delta = 0.01 (Count-Min: error ε·N w.p. 1 − δ), phi = 0.05
-//! #   (items reaching φ of the key's events are kept by name: the heavy items)
-//! retention = "1d"            # buckets older than this behind the watermark are deleted
-//! rollup = "1h"               # optional: complete hours of buckets merged into hour buckets,
-//!                             # stored as metric "fanout@1h" and kept for rollup_retention
-//! rollup_retention = "30d"    # (default 30d)
-//! allowed_lateness = "30s"    # the watermark trails the latest event time by this much
-//! late = "drop"               # drop | merge: what happens to events for closed buckets
-//!
-//! [[metric.alert]]
-//! above = 500                 # fire when the window estimate exceeds this …
-//! margin = 3.0                # … by this many standard errors (HyperLogLog's 1.04/√m)
-//! consecutive = 1             # at this many successive bucket closes
-//! on = "value"                # value | high | low: which end of the estimate is compared
-//! ```
-//!
-//! Every error names the key (`metric[0].bucket`) and what was expected.
+//! Every key, with its default and its domain ([`REFERENCE`], printed by `tidemark config`):
+#![doc = concat!("\n```toml\n", include_str!("config_reference.toml"), "```")]
 
 use core::fmt;
 
 use serde::Deserialize;
 
 use crate::time::{format_duration, parse_duration, TimeFormat};
+
+/// Every config key with its default and domain, as a commented config that is itself valid.
+pub const REFERENCE: &str = include_str!("config_reference.toml");
 
 /// A config that cannot be used: the key and what was expected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -949,6 +912,52 @@ consecutive = 2
         assert!(e.contains("precison"), "{e}");
         let e = err_of("[input]\n");
         assert!(e.contains("time_field"), "{e}");
+    }
+
+    #[test]
+    fn the_reference_is_a_valid_config_naming_every_key() {
+        // Valid: keys are refused when unknown, so the reference documents no key that is not
+        // read; and it names each key the parser reads (commented where another kind's).
+        let c = Config::from_toml(REFERENCE).unwrap();
+        assert_eq!(c.metrics.len(), 1);
+        for key in [
+            "format",
+            "time_field",
+            "time_format",
+            "max_ahead",
+            "max_line_bytes",
+            "max_key_bytes",
+            "max_item_bytes",
+            "checkpoint",
+            "checkpoint_records",
+            "max_memory",
+            "name",
+            "kind",
+            "key",
+            "item",
+            "bucket",
+            "window",
+            "precision",
+            "epsilon",
+            "delta",
+            "phi",
+            "retention",
+            "rollup",
+            "rollup_retention",
+            "allowed_lateness",
+            "late",
+            "above",
+            "margin",
+            "consecutive",
+            "on",
+        ] {
+            assert!(
+                REFERENCE.lines().any(|l| l
+                    .trim_start_matches(['#', ' '])
+                    .starts_with(&format!("{key} ="))),
+                "the reference does not document {key}"
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod bench_report;
 pub mod check;
+pub mod config;
 pub mod count;
 pub mod demo;
 pub mod distinct;
