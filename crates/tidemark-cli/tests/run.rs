@@ -556,6 +556,31 @@ fn query_top_and_flag_errors() {
         .collect();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["key"].as_str(), Some(FlowLog::scanner(0).as_str()));
+    // --items is for a frequency metric's heavy items; fanout is a distinct metric.
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "fanout",
+            "--top",
+            "2",
+            "--items",
+            "1",
+            "--window",
+            "5m",
+            "--at",
+            &at,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--items") && err.contains("frequency"),
+        "{err}"
+    );
     let (low, high) = (
         rows[0]["low"].as_f64().unwrap(),
         rows[0]["high"].as_f64().unwrap(),
@@ -785,6 +810,35 @@ fn the_hammer_example_names_each_scanner_and_query_lists_heavy_items() {
     for r in &rows {
         assert!(r["key"].as_str().unwrap().starts_with("192.168.7."), "{r}");
     }
+    // --items 1: the top three hosts, one line each, naming each host's heaviest source (the
+    // first of its lines above: items come largest first).
+    let query_top = |extra: &[&str]| {
+        let mut a = vec![
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "hammer",
+            "--top",
+            "3",
+            "--window",
+            "5m",
+            "--at",
+            "1700000420",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        tidemark(&a, "")
+    };
+    let out = query_top(&["--items", "1"]);
+    ok(&out);
+    let one = json_lines(&out);
+    assert_eq!(one.len(), 3, "{one:?}");
+    for r in &one {
+        let first = rows.iter().find(|x| x["key"] == r["key"]).unwrap();
+        assert_eq!(r, first);
+    }
+    assert_eq!(query_top(&["--items", "0"]).status.code(), Some(2));
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -27,6 +27,10 @@ pub struct Args {
     /// a frequency metric, the keys whose most frequent item is the most frequent.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// A frequency metric: at most M heavy items per key, the most frequent (default: every
+    /// item reaching φ of the key's events). With --top: the top M items of the top N keys.
+    #[arg(long, value_name = "M")]
+    pub items: Option<usize>,
     /// Window length (`5m`, `1h`), a multiple of the metric's bucket width.
     #[arg(long)]
     pub window: String,
@@ -67,6 +71,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.top == Some(0) {
         return Err(UsageError::flag("--top", "expected at least 1, got 0"));
     }
+    if args.items == Some(0) {
+        return Err(UsageError::flag("--items", "expected at least 1, got 0"));
+    }
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
@@ -88,6 +95,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         QueryError::Corrupt { message } => damaged(&args.db, message),
         e => anyhow::anyhow!(e),
     })?;
+    if args.items.is_some() && answer.rows.iter().any(|r| r.events.is_none()) {
+        return Err(UsageError::flag(
+            "--items",
+            format!("only for a frequency metric; {} is not one", args.metric),
+        ));
+    }
     let mut out = Output::new(args.json);
     for row in &answer.rows {
         if let Some(events) = row.events {
@@ -99,10 +112,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .iter()
                 .map(|(i, e)| (Some(i.as_str()), *e))
                 .collect();
+            // Largest first: --items keeps the most frequent.
+            let keep = args.items.unwrap_or(usize::MAX).min(named.len());
             let items = if named.is_empty() {
                 &none[..]
             } else {
-                &named[..]
+                &named[..keep]
             };
             for (item, e) in items {
                 out.emit(
