@@ -64,6 +64,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut out = Output::new(args.json);
     let mut lines = 0u64;
+    // Ticks earlier than the latest one seen: the histogram keeps its buckets in time order,
+    // so such a tick cannot enter it. It is counted here and left out (as `run` drops a late
+    // event); the bracket holds for the ticks counted.
+    let mut late = 0u64;
     for_each_line(&args.files, |loc, line| {
         let line = line.trim();
         let result = match h.span() {
@@ -79,23 +83,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 other => return Err(loc.error(format!("expected 0 or 1, got {other:?}"))),
             },
         };
-        result.map_err(|e: ClockError| loc.error(e))?;
+        match result {
+            Err(ClockError::Backwards { .. }) => late += 1,
+            r => r.map_err(|e: ClockError| loc.error(e))?,
+        }
         lines += 1;
         if args.every.is_some_and(|n| lines % n == 0) {
-            out.emit(&record(&h, lines))?;
+            out.emit(&record(&h, lines, args.time.then_some(late)))?;
         }
         Ok(())
     })?;
     if args.every.is_none_or(|n| lines % n != 0) {
-        out.emit(&record(&h, lines))?;
+        out.emit(&record(&h, lines, args.time.then_some(late)))?;
     }
     Ok(())
 }
 
-fn record(h: &ExpHistogram, lines: u64) -> Record {
+fn record(h: &ExpHistogram, lines: u64, late: Option<u64>) -> Record {
     let stats = h.stats();
-    let mut r = Record::new()
-        .field("lines", lines)
+    let mut r = Record::new().field("lines", lines);
+    if let Some(late) = late {
+        r = r.field("late", late);
+    }
+    let mut r = r
         .estimate(&h.estimate())
         .field("buckets", stats.buckets as u64)
         .field("bits", stats.bits);
