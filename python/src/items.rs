@@ -566,7 +566,7 @@ pub fn for_each_chunk(
         let batch = Batch::Bytes { data, ends };
         f(lo, &batch)?;
         let Batch::Bytes { data: d, ends: e } = batch else {
-            unreachable!("built as Bytes above")
+            unreachable!("`batch` is the Batch::Bytes built three lines above, unchanged by `f`, which only borrows it")
         };
         data = d;
         ends = e;

@@ -208,7 +208,11 @@ impl RedisKeyspace<'_> {
             Some(e) if same(e) => &e.2,
             _ => {
                 let i = self.more.iter().position(same);
-                &self.more[i.expect("the key was opened just above")].2
+                &self.more[i.expect(
+                    "every key open() is asked for is registered above: in `first` when that \
+                     was empty, else pushed to `more`; this one is not `first`",
+                )]
+                .2
             }
         }
     }

@@ -208,6 +208,35 @@ struct KeyState {
     exp_written: u64,
 }
 
+/// An empty live window for a metric of `kind` over `window` ms: a count metric's
+/// exponential histogram, every other kind's ring of closed buckets.
+fn new_window(kind: Kind, window: u64) -> WindowState {
+    match kind {
+        Kind::Count { epsilon } => WindowState::Hist(Box::new(CountWindow::new(window, epsilon))),
+        _ => WindowState::Ring(VecDeque::new()),
+    }
+}
+
+impl KeyState {
+    /// A key with nothing yet, for a metric of `rules` alert rules.
+    fn new(rules: usize) -> KeyState {
+        KeyState {
+            open: OpenBuckets::default(),
+            window: None,
+            streak: vec![0; rules].into_boxed_slice(),
+            items: BTreeMap::new(),
+            touched: 0,
+            mem: spill::KEY_BYTES,
+            dirty: true,
+            row_dirty: true,
+            last_start: 0,
+            exp_written: 0,
+            stored: false,
+            has_row: false,
+        }
+    }
+}
+
 struct MetricState {
     cfg: MetricConfig,
     shape: MetricShape,
@@ -265,32 +294,6 @@ impl MetricState {
             min_limit,
             spill: spill::Spilled::default(),
             mem: 0,
-        }
-    }
-
-    fn new_key(&self) -> KeyState {
-        KeyState {
-            open: OpenBuckets::default(),
-            window: None,
-            streak: vec![0; self.cfg.alerts.len()].into_boxed_slice(),
-            items: BTreeMap::new(),
-            touched: 0,
-            mem: spill::KEY_BYTES,
-            dirty: true,
-            row_dirty: true,
-            last_start: 0,
-            exp_written: 0,
-            stored: false,
-            has_row: false,
-        }
-    }
-
-    fn new_window(&self) -> WindowState {
-        match self.cfg.kind {
-            Kind::Count { epsilon } => {
-                WindowState::Hist(Box::new(CountWindow::new(self.cfg.window, epsilon)))
-            }
-            _ => WindowState::Ring(VecDeque::new()),
         }
     }
 }
@@ -464,19 +467,13 @@ impl Engine {
             m.counters.late += 1;
         }
         // One probe per event: the key's state holds its open buckets.
-        let grew = match m.keys.get_mut(key) {
-            Some(ks) => Self::add_to_key(ks, &m.shape, clock, start, item, bytes),
-            None => {
-                let mut ks = m.new_key();
-                let grew = Self::add_to_key(&mut ks, &m.shape, clock, start, item, bytes);
-                // The new key's bytes include its first bucket's.
-                m.mem += ks.mem - grew.unwrap_or(0);
-                m.keys.insert(Key::new(key), ks);
-                grew
-            }
-        };
-        if let Some(added) = grew {
-            m.mem += added;
+        let rules = m.cfg.alerts.len();
+        let (ks, made) = m.keys.get_or_insert_with(key, || KeyState::new(rules));
+        let grew = Self::add_to_key(ks, &m.shape, clock, start, item, bytes);
+        // A new key's bytes include its first bucket's.
+        let added = if made { Some(ks.mem) } else { grew };
+        m.mem += added.unwrap_or(0);
+        if grew.is_some() {
             m.open_starts.insert(start);
         }
     }
@@ -528,12 +525,11 @@ impl Engine {
                 // with no live window yet (a key read back rebuilds its ring from the
                 // store, which holds them: both must agree).
                 if rings(m.cfg.kind) && start >= closed_until.saturating_sub(m.cfg.window) {
-                    if !m.keys.contains_key(key) {
-                        let ks = m.new_key();
+                    let rules = m.cfg.alerts.len();
+                    let (ks, made) = m.keys.get_or_insert_with(key, || KeyState::new(rules));
+                    if made {
                         m.mem += ks.mem;
-                        m.keys.insert(Key::new(key), ks);
                     }
-                    let ks = m.keys.get_mut(key).expect("inserted above");
                     if start > ks.last_start {
                         // The row carries the expiry: it changes with it.
                         ks.last_start = start;
@@ -630,8 +626,7 @@ impl Engine {
         let min_limit = m.min_limit;
         let mut empty = Vec::new();
         for (key, ks) in keys {
-            if ks.open.first_start() == Some(start) {
-                let s = ks.open.pop_first().expect("a first bucket").summary;
+            if let Some(s) = ks.open.pop_first_at(start) {
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
                 let bytes = s.to_bytes();
@@ -643,16 +638,17 @@ impl Engine {
                     bytes,
                     rollup: false,
                 });
-                let w = ks.window.get_or_insert_with(|| match m.cfg.kind {
-                    Kind::Count { epsilon } => {
-                        WindowState::Hist(Box::new(CountWindow::new(window, epsilon)))
-                    }
-                    _ => WindowState::Ring(VecDeque::new()),
-                });
+                let w = ks
+                    .window
+                    .get_or_insert_with(|| new_window(m.cfg.kind, window));
                 match (w, s) {
                     (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
                     (WindowState::Ring(r), s) => r.push_back((start, s)),
-                    _ => unreachable!("a metric's summaries all have its kind"),
+                    _ => unreachable!(
+                        "a window and a bucket both follow the metric's kind (a histogram and \
+                         count buckets for a count metric, a ring otherwise); the kind is fixed \
+                         by the config and every stored bucket is decoded with it"
+                    ),
                 }
             }
             // Slide the live window to this bucket's end, evaluate, and forget empty ones.
@@ -711,7 +707,11 @@ impl Engine {
                             // sketch's, whether its buckets were built here or read back.
                             let mut acc = m.shape.empty(r[0].0);
                             for (_, s) in r.iter() {
-                                acc.merge(s).expect("one metric's buckets share a shape");
+                                acc.merge(s).expect(
+                                    "a metric's buckets share its shape: built by it, or \
+                                     decoded by it (decoding refuses another precision, ε, δ \
+                                     or φ), so their merge cannot be refused",
+                                );
                             }
                             Some((acc.estimate(), Some(acc)))
                         }

@@ -45,13 +45,17 @@ impl OpenBuckets {
         self.newest.as_ref().map(|o| o.start)
     }
 
-    /// Removes the oldest bucket.
-    pub(super) fn pop_first(&mut self) -> Option<Open> {
-        if self.older.is_empty() {
+    /// Removes the oldest bucket if it starts at `start`, returning its summary.
+    pub(super) fn pop_first_at(&mut self, start: u64) -> Option<Summary> {
+        if self.first_start() != Some(start) {
+            return None;
+        }
+        let first = if self.older.is_empty() {
             self.newest.take()
         } else {
             Some(self.older.remove(0))
-        }
+        };
+        first.map(|o| o.summary)
     }
 
     /// The summary of the bucket at `start`, if open.

@@ -189,7 +189,7 @@ impl MetricShape {
             Kind::Distinct { .. } => Summary::Distinct(
                 self.empty_distinct
                     .clone()
-                    .expect("a distinct shape holds its empty bucket"),
+                    .expect("MetricShape::of builds the empty bucket of every distinct metric, and rollup_of starts from of"),
             ),
             Kind::Frequency {
                 epsilon,

@@ -7,10 +7,9 @@ use std::collections::{BTreeMap, VecDeque};
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
 
-use super::key::Key;
 use super::shape::rings;
 use super::spill::{self, StateSource, StateTable};
-use super::{Engine, MetricState, Summary, WindowState};
+use super::{Engine, KeyState, MetricState, Summary, WindowState};
 use crate::config::{Config, Kind};
 use crate::summary::CountWindow;
 use crate::EngineError;
@@ -279,11 +278,8 @@ fn restore_keys(
             let k = bytes_field(r, "key").map_err(bad)?;
             let s = bytes_field(r, "summary").map_err(bad)?;
             let s = m.shape.decode(&s, start).map_err(bad)?;
-            if !m.keys.contains_key(k.as_slice()) {
-                let ks = m.new_key();
-                m.keys.insert(Key::new(&k), ks);
-            }
-            let ks = m.keys.get_mut(k.as_slice()).expect("inserted above");
+            let rules = m.cfg.alerts.len();
+            let (ks, _) = m.keys.get_or_insert_with(&k, || KeyState::new(rules));
             if ks.open.last_start() == Some(start) {
                 return Err(bad(DecodeError::Invalid {
                     field: "bucket keys",
@@ -353,11 +349,8 @@ fn restore_keys(
                 )));
             }
         }
-        if !m.keys.contains_key(k.as_slice()) {
-            let ks = m.new_key();
-            m.keys.insert(Key::new(&k), ks);
-        }
-        let ks = m.keys.get_mut(k.as_slice()).expect("inserted above");
+        let rules = m.cfg.alerts.len();
+        let (ks, _) = m.keys.get_or_insert_with(&k, || KeyState::new(rules));
         ks.streak = streak.into_boxed_slice();
         ks.items = items;
         if window.is_some() {
@@ -385,11 +378,8 @@ fn restore_keys(
         }
         for (k, mut ring) in ring_of {
             ring.sort_by_key(|(s, _)| *s);
-            if !m.keys.contains_key(k.as_slice()) {
-                let ks = m.new_key();
-                m.keys.insert(Key::new(&k), ks);
-            }
-            let ks = m.keys.get_mut(k.as_slice()).expect("inserted above");
+            let rules = m.cfg.alerts.len();
+            let (ks, _) = m.keys.get_or_insert_with(&k, || KeyState::new(rules));
             ks.window = Some(WindowState::Ring(ring.into_iter().collect::<VecDeque<_>>()));
         }
     }

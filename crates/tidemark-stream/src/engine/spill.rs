@@ -367,7 +367,10 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
         ));
     }
     let (body, sum) = bytes.split_at(bytes.len() - 8);
-    let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+    let sum = u64::from_le_bytes(
+        sum.try_into()
+            .expect("split at length − 8 after checking the length is at least 8"),
+    );
     if xxh3_64(body) != sum {
         return Err(Reader::invalid(
             "key row checksum",
@@ -503,12 +506,19 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
             ));
         }
     }
+    // One pass reading every key (what a restore must read back at once, and what a key row
+    // now carries), one writing.
     let mut hot = Vec::new();
     let mut mem = 0;
     let rows: Vec<(u64, bool)> = m
         .keys
-        .values()
-        .map(|ks| (expiry(m, ks), needs_row(m, ks)))
+        .iter()
+        .map(|(key, ks)| {
+            if !quiet(m, ks) {
+                hot.push(key.clone());
+            }
+            (expiry(m, ks), needs_row(m, ks))
+        })
         .collect();
     for (ks, (exp, row)) in m.keys.values_mut().zip(rows) {
         if ks.dirty || ks.row_dirty {
@@ -522,11 +532,6 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         ks.stored = true;
         ks.mem = key_bytes(ks);
         mem += ks.mem;
-    }
-    for (key, ks) in m.keys.iter() {
-        if !quiet(m, ks) {
-            hot.push(key.clone());
-        }
     }
     hot.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     m.spill.hot = hot;
@@ -565,7 +570,7 @@ pub(super) fn load(
     let width = m.cfg.bucket;
     let until = m.closed_until.unwrap_or(0);
     let first_kept = until.saturating_sub(m.cfg.window);
-    let mut ks = m.new_key();
+    let mut ks = KeyState::new(m.cfg.alerts.len());
     ks.dirty = false;
     ks.row_dirty = false;
     ks.stored = true;
@@ -626,15 +631,12 @@ pub(super) fn load(
         }
     }
     ks.window = match m.cfg.kind {
-        Kind::Count { .. } => {
+        Kind::Count { epsilon } => {
             let mut h = row.as_ref().and_then(|r| r.hist.clone());
             for (s, summary) in closed {
                 if let Summary::Count(c) = summary {
-                    h.get_or_insert_with(|| match m.new_window() {
-                        WindowState::Hist(h) => *h,
-                        WindowState::Ring(_) => unreachable!("a count metric's window"),
-                    })
-                    .add_bucket(s + width, c.count());
+                    h.get_or_insert_with(|| CountWindow::new(m.cfg.window, epsilon))
+                        .add_bucket(s + width, c.count());
                 }
             }
             h.map(|h| WindowState::Hist(Box::new(h)))

@@ -279,17 +279,6 @@ pub fn run(
         .collect();
     let limits = config.input.limits;
     let tables = TableNames::of(config);
-    let state_names: Vec<[String; 3]> = config
-        .metrics
-        .iter()
-        .map(|m| {
-            [
-                StateTable::Key.name(&m.name),
-                StateTable::Open.name(&m.name),
-                StateTable::Expiry.name(&m.name),
-            ]
-        })
-        .collect();
     let budget = config.checkpoint.max_memory;
     // Keys spilled are read back through one read view of the last checkpoint.
     let mut view = store.view().map_err(RunError::Store)?;
@@ -317,7 +306,7 @@ pub fn run(
         fingerprint,
         names: &names,
         rollup_names: &rollup_names,
-        state_names: &state_names,
+        tables: &tables,
     };
     for input in &inputs {
         let name = input
@@ -822,8 +811,8 @@ struct CommitCtx<'a> {
     fingerprint: u64,
     names: &'a [String],
     rollup_names: &'a [String],
-    /// Per metric: its key rows', open rows' and expiry index's tables.
-    state_names: &'a [[String; 3]],
+    /// Per metric: its tables' names.
+    tables: &'a TableNames,
 }
 
 impl CommitCtx<'_> {
@@ -926,12 +915,12 @@ impl CommitCtx<'_> {
             a.merge(&b).map_err(|e| e.to_string())?;
             Ok(a.to_bytes())
         };
-        let sn = self.state_names;
+        let t = self.tables;
         let promote: Vec<PromoteRef<'_>> = out
             .promote
             .iter()
             .map(|&(m, start)| PromoteRef {
-                from: &sn[m][1],
+                from: t.name(m, StateTable::Open),
                 into: &names[m],
                 start,
             })
@@ -942,8 +931,8 @@ impl CommitCtx<'_> {
             .enumerate()
             .filter_map(|(m, b)| {
                 b.map(|before| SweepRef {
-                    index: &sn[m][2],
-                    rows: &sn[m][0],
+                    index: t.name(m, StateTable::Expiry),
+                    rows: t.name(m, StateTable::Key),
                     before,
                 })
             })
@@ -952,12 +941,7 @@ impl CommitCtx<'_> {
             .state
             .iter()
             .map(|r| StateRef {
-                table: match r.table {
-                    StateTable::Key => &sn[r.metric][0],
-                    StateTable::Open => &sn[r.metric][1],
-                    StateTable::Expiry => &sn[r.metric][2],
-                    StateTable::Closed => &names[r.metric],
-                },
+                table: t.name(r.metric, r.table),
                 start: r.start,
                 key: &r.key,
                 bytes: r.bytes.as_deref(),
@@ -967,7 +951,7 @@ impl CommitCtx<'_> {
             .open_before
             .iter()
             .enumerate()
-            .filter_map(|(m, b)| b.map(|before| (sn[m][1].as_str(), before)))
+            .filter_map(|(m, b)| b.map(|before| (t.name(m, StateTable::Open), before)))
             .collect();
         store
             .commit(&Batch {

@@ -12,26 +12,37 @@ pub struct StoreRows<'a> {
     names: std::borrow::Cow<'a, TableNames>,
 }
 
-/// Per metric: the table names of its key rows, open rows and closed buckets.
+/// Per metric, the stored name of each of its tables ([`StateTable`]): built once a run.
 #[derive(Clone, Debug)]
-pub struct TableNames(Vec<[String; 3]>);
+pub struct TableNames(Vec<[String; 4]>);
 
 impl TableNames {
-    /// The names of `config`'s state tables.
+    /// The names of `config`'s metrics' tables.
     pub fn of(config: &Config) -> TableNames {
+        let tables = [
+            StateTable::Key,
+            StateTable::Open,
+            StateTable::Expiry,
+            StateTable::Closed,
+        ];
         TableNames(
             config
                 .metrics
                 .iter()
-                .map(|m| {
-                    [
-                        StateTable::Key.name(&m.name),
-                        StateTable::Open.name(&m.name),
-                        m.name.clone(),
-                    ]
-                })
+                .map(|m| tables.map(|t| t.name(&m.name)))
                 .collect(),
         )
+    }
+
+    /// Metric `metric`'s `table`.
+    pub fn name(&self, metric: usize, table: StateTable) -> &str {
+        let names = &self.0[metric];
+        match table {
+            StateTable::Key => &names[0],
+            StateTable::Open => &names[1],
+            StateTable::Expiry => &names[2],
+            StateTable::Closed => &names[3],
+        }
     }
 }
 
@@ -61,15 +72,11 @@ impl StateSource for StoreRows<'_> {
         start: u64,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let names = &self.names.0[metric];
-        let name = match table {
-            StateTable::Key => &names[0],
-            StateTable::Open => &names[1],
-            StateTable::Closed => &names[2],
-            // The index is the store's to sweep, never read back.
-            StateTable::Expiry => return Ok(None),
-        };
-        self.store.get(name, start, key)
+        // The index is the store's to sweep, never read back.
+        if table == StateTable::Expiry {
+            return Ok(None);
+        }
+        self.store.get(self.names.name(metric, table), start, key)
     }
 
     fn keys(
@@ -80,13 +87,10 @@ impl StateSource for StoreRows<'_> {
         to: u64,
         visit: &mut dyn FnMut(&[u8]),
     ) -> Result<(), StoreError> {
-        let names = &self.names.0[metric];
-        let name = match table {
-            StateTable::Key => &names[0],
-            StateTable::Open => &names[1],
-            StateTable::Closed => &names[2],
-            StateTable::Expiry => return Ok(()),
-        };
+        if table == StateTable::Expiry {
+            return Ok(());
+        }
+        let name = self.names.name(metric, table);
         self.store.scan(name, from, to, &mut |key, _, _| visit(key))
     }
 
@@ -97,6 +101,7 @@ impl StateSource for StoreRows<'_> {
         to: u64,
         visit: &mut Visit<'_>,
     ) -> Result<(), StoreError> {
-        apply::scan_verified(self.store, &self.names.0[metric][2], from, to, visit)
+        let name = self.names.name(metric, StateTable::Closed);
+        apply::scan_verified(self.store, name, from, to, visit)
     }
 }
