@@ -11,6 +11,12 @@ mod output;
 
 use std::process::ExitCode;
 
+/// The pipeline opens and closes a summary per key and bucket, millions an hour: mimalloc's
+/// per-thread free lists serve that churn with fewer instructions and page faults than the
+/// system allocator (BENCHMARKS.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 pub use error::UsageError;
