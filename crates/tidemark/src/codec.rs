@@ -44,9 +44,8 @@
 //! assert!(codec::decode(&bad).is_err());
 //! ```
 
-use core::fmt;
-
 use crate::error::DecodeError;
+pub use crate::family::Family;
 use crate::hash::{HashId, ItemHasher};
 
 /// The first four bytes of every summary.
@@ -65,76 +64,6 @@ const OFF_HASH_ID: usize = 7;
 const OFF_SEED: usize = 8;
 const OFF_PARAMS_LEN: usize = 16;
 const OFF_PAYLOAD_LEN: usize = 20;
-
-/// Which kind of summary an envelope holds. The discriminant is the stored byte; numbers are
-/// assigned once and never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Family {
-    /// [`crate::window::ExpHistogram`].
-    ExpHistogram = 1,
-    /// [`crate::window::BlockCounter`].
-    BlockCounter = 2,
-    /// HyperLogLog (any representation).
-    Hll = 16,
-    /// A ring of per-bucket HyperLogLogs.
-    RingWindow = 17,
-    /// The sliding HyperLogLog.
-    SlidingHll = 18,
-    /// Count-Min sketch.
-    CountMin = 32,
-    /// Exact item counts promoted to Count-Min with heavy-hitter candidates.
-    ItemCounts = 33,
-    /// Quotient filter.
-    QuotientFilter = 48,
-    /// Stack of quotient filters.
-    StackedFilter = 49,
-    /// Quotient filter with lengthening fingerprints (experimental).
-    LengtheningFilter = 50,
-}
-
-impl Family {
-    /// Every family, for lookups by byte.
-    pub const ALL: [Family; 10] = [
-        Family::ExpHistogram,
-        Family::BlockCounter,
-        Family::Hll,
-        Family::RingWindow,
-        Family::SlidingHll,
-        Family::CountMin,
-        Family::ItemCounts,
-        Family::QuotientFilter,
-        Family::StackedFilter,
-        Family::LengtheningFilter,
-    ];
-
-    /// The family of a stored byte, or `None` for a byte no version ever wrote.
-    pub fn from_byte(b: u8) -> Option<Family> {
-        Family::ALL.iter().copied().find(|f| *f as u8 == b)
-    }
-
-    /// A short name for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::ExpHistogram => "exponential histogram",
-            Family::BlockCounter => "block counter",
-            Family::Hll => "HyperLogLog",
-            Family::RingWindow => "ring window",
-            Family::SlidingHll => "sliding HyperLogLog",
-            Family::CountMin => "Count-Min",
-            Family::ItemCounts => "item counts",
-            Family::QuotientFilter => "quotient filter",
-            Family::StackedFilter => "stacked filter",
-            Family::LengtheningFilter => "lengthening filter",
-        }
-    }
-}
-
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A decoded envelope: header fields and borrowed views of the parameters and payload.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::codec::Family;
+use crate::family::Family;
 use crate::hash::ItemHasher;
 
 /// A parameter outside its domain.

@@ -32,6 +32,7 @@ pub mod cardinality;
 pub mod codec;
 pub mod error;
 pub mod estimate;
+mod family;
 pub mod frequency;
 pub mod hash;
 pub mod membership;

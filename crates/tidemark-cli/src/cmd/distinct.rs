@@ -68,7 +68,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 format!("expected 4..=18, got {p}"),
             ));
         }
-        return super::distinct_window::run(&args, window);
+        if args.merge || args.save.is_some() || args.redis {
+            return Err(UsageError::flag(
+                "--window",
+                "not with --merge, --save or --redis",
+            ));
+        }
+        return super::distinct_window::run(&super::distinct_window::Options {
+            window,
+            precision: args.precision,
+            confidence: args.confidence,
+            bucket: args.bucket,
+            sliding: args.sliding,
+            every: args.every,
+            json: args.json,
+            files: &args.files,
+        });
     }
     for (flag, given) in [
         ("--bucket", args.bucket.is_some()),

@@ -11,7 +11,8 @@
 use tidemark::cardinality::{z_score, RingWindow, SlidingHll};
 use tidemark::{Bracket, Estimate};
 
-use super::distinct::Args;
+use std::path::PathBuf;
+
 use crate::input::for_each_line;
 use crate::output::{Output, Record};
 use crate::UsageError;
@@ -69,18 +70,26 @@ impl Window {
     }
 }
 
+/// What the windowed form reads of `tidemark distinct`'s flags.
+pub struct Options<'a> {
+    /// `--window`: ticks.
+    pub window: u64,
+    pub precision: Option<u8>,
+    pub confidence: f64,
+    pub bucket: Option<u64>,
+    pub sliding: bool,
+    pub every: Option<u64>,
+    pub json: bool,
+    pub files: &'a [PathBuf],
+}
+
 /// Runs the windowed form of `tidemark distinct`.
-pub fn run(args: &Args, window: u64) -> anyhow::Result<()> {
+pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
+    let window = args.window;
     if window == 0 {
         return Err(UsageError::flag(
             "--window",
             "expected at least 1 tick, got 0",
-        ));
-    }
-    if args.merge || args.save.is_some() || args.redis {
-        return Err(UsageError::flag(
-            "--window",
-            "not with --merge, --save or --redis",
         ));
     }
     if args.every == Some(0) {
@@ -117,7 +126,7 @@ pub fn run(args: &Args, window: u64) -> anyhow::Result<()> {
     let mut out = Output::new(args.json);
     let mut newest: Option<u64> = None;
     let mut refused = 0u64;
-    for_each_line(&args.files, |loc, line| {
+    for_each_line(args.files, |loc, line| {
         let (tick, item) = line
             .trim_start()
             .split_once([' ', '\t'])

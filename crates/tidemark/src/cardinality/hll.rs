@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use super::redis;
+use super::pfcount::{self, REDIS_PRECISION};
 use super::registers::{
     bracket, ertl_from_histogram, fold, histogram, max_rank, split, z_score, DEFAULT_CONFIDENCE,
     ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION, Z_95,
@@ -11,9 +11,6 @@ use super::sets::{capacity_for, ExactSet, SparseMap, SPARSE_PRECISION};
 use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
-
-/// The precision of Redis's HyperLogLogs.
-pub const REDIS_PRECISION: u8 = 14;
 
 /// Which form a sketch currently holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -513,7 +510,7 @@ impl Hll {
         if let Some(c) = self.cache {
             return c;
         }
-        redis::pfcount_registers(&self.registers())
+        pfcount::pfcount_registers(&self.registers())
     }
 
     fn estimate_redis(&self) -> Estimate {

@@ -28,7 +28,7 @@
 //!    (rarely) one store, and a count one pass over a byte array. [`Hll::bytes`] reports what
 //!    is actually held. The envelope stores registers 6-bit packed.
 //!
-//! A transition re-expresses the same information ([`fold`] maps a precision-25 register to
+//! A transition re-expresses the same information (`fold` maps a precision-25 register to
 //! precision `p` exactly as a precision-`p` sketch would have split the hash), so there is no
 //! estimator switch-over and no bias bump at a transition.
 //!
@@ -45,7 +45,7 @@
 //! - **The martingale (HIP) estimator** (Cohen 2014, Ting 2014; Ertl section 6): a sketch
 //!   fed by one stream adds `1/P(change)` each time an insert changes its state, where
 //!   `P(change) = Σ_i 2^(−r_i) / m`. Unbiased, with relative standard error about
-//!   `√(ln 2)/√m ≈ 0.83/√m` ([`HIP_RSE`]). It needs the insertion history, so it is lost on
+//!   `√(ln 2)/√m ≈ 0.83/√m` (`HIP_RSE`). It needs the insertion history, so it is lost on
 //!   merge; [`Hll::estimate`] uses it when available ([`Method::HllHip`](crate::Method)).
 //!   tidemark keeps `Σ 2^(64 − r_i)` as an exact 128-bit integer, so the change probability
 //!   never drifts.
@@ -90,6 +90,7 @@
 
 mod encoding;
 mod hll;
+mod pfcount;
 mod redis;
 mod registers;
 mod ring;
@@ -97,15 +98,11 @@ mod sets;
 mod sliding;
 mod window_encoding;
 
-pub use hll::{Hll, Representation, REDIS_PRECISION};
-pub use redis::{
-    parse_redis, pfcount_histogram, pfcount_registers, RedisError, REDIS_DENSE_LEN,
-    REDIS_HEADER_LEN, REDIS_REGISTERS, REDIS_SPARSE_MAX_BYTES,
-};
+pub use hll::{Hll, Representation};
+pub use pfcount::{pfcount_registers, REDIS_PRECISION, REDIS_REGISTERS};
+pub use redis::{parse_redis, RedisError, REDIS_DENSE_LEN, REDIS_HEADER_LEN};
 pub use registers::{
-    ertl_from_histogram, estimate_registers, fold, histogram, max_rank, precision_of, sigma, split,
-    tau, z_score, DEFAULT_CONFIDENCE, ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION,
+    estimate_registers, split, z_score, DEFAULT_CONFIDENCE, ERTL_RSE, MAX_PRECISION, MIN_PRECISION,
 };
 pub use ring::{RingError, RingWindow};
-pub use sets::SPARSE_PRECISION;
-pub use sliding::{SlidingError, SlidingHll, SlidingStats, INLINE, MAX_RETENTION};
+pub use sliding::{SlidingError, SlidingHll, SlidingStats, MAX_RETENTION};

@@ -29,12 +29,11 @@
 
 use core::fmt;
 
-use super::hll::{Hll, Repr, REDIS_PRECISION};
-use super::registers::{max_rank, sigma, tau, DEFAULT_CONFIDENCE};
+use super::hll::{Hll, Repr};
+use super::pfcount::{REDIS_PRECISION, REDIS_REGISTERS};
+use super::registers::{max_rank, DEFAULT_CONFIDENCE};
 use crate::hash::ItemHasher;
 
-/// Registers of a Redis HyperLogLog.
-pub const REDIS_REGISTERS: usize = 1 << REDIS_PRECISION;
 /// Bytes of a Redis `HYLL` header.
 pub const REDIS_HEADER_LEN: usize = 16;
 /// Bytes of a dense Redis `HYLL` value.
@@ -164,45 +163,6 @@ impl fmt::Display for RedisError {
 }
 
 impl std::error::Error for RedisError {}
-
-/// PFCOUNT's count of a dense register array of 16,384 registers: Ertl's improved estimator
-/// with `m = 16384`, `q = 50`, rounded to the nearest integer (halves away from zero).
-///
-/// ```
-/// use tidemark::cardinality::pfcount_registers;
-///
-/// assert_eq!(pfcount_registers(&[0u8; 16384]), 0);
-/// let mut regs = [0u8; 16384];
-/// regs[9] = 1;
-/// assert_eq!(pfcount_registers(&regs), 1);
-/// ```
-pub fn pfcount_registers(registers: &[u8]) -> u64 {
-    let mut hist = [0u32; 64];
-    for &r in registers {
-        hist[(r & 63) as usize] += 1;
-    }
-    pfcount_histogram(&hist)
-}
-
-/// PFCOUNT's count from a histogram of the 16,384 registers' values.
-pub fn pfcount_histogram(hist: &[u32; 64]) -> u64 {
-    const Q: usize = 64 - REDIS_PRECISION as usize;
-    // 1 / (2 ln 2), the estimator's constant for m → ∞.
-    const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
-    let m = REDIS_REGISTERS as f64;
-    let mut z = m * tau((m - hist[Q + 1] as f64) / m);
-    for k in (1..=Q).rev() {
-        z += hist[k] as f64;
-        z *= 0.5;
-    }
-    z += m * sigma(hist[0] as f64 / m);
-    let e = (ALPHA_INF * m * m / z).round();
-    if e.is_finite() {
-        e as u64
-    } else {
-        0
-    }
-}
 
 /// The registers of a Redis `HYLL` value, and its cached cardinality if the cache is valid.
 pub fn parse_redis(value: &[u8]) -> Result<(Vec<u8>, Option<u64>), RedisError> {

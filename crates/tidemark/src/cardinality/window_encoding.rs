@@ -15,9 +15,10 @@
 //!            hash and precision must be the ring's
 //! ```
 
+use super::registers::max_rank;
 use super::ring::Slot;
 use super::sliding::MAX_RETENTION;
-use super::{max_rank, Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
+use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
 
