@@ -9,7 +9,7 @@
 //! - `lookup_hit` / `lookup_miss`: 10,000 lookups of held / absent hashes at load L;
 //! - `double`: the one insert that doubles a full table, counted per key moved.
 //!
-//! tidemark's table doubles when its load reaches λ = 3/4 (the seed's rule), so it has no
+//! tidemark's table doubles when its load reaches λ = 3/4 (the design's rule), so it has no
 //! state at loads 0.8 and 0.9; qfilter (which fills to 0.95) is measured there alone.
 
 use std::fmt;

@@ -3,8 +3,9 @@
 //!
 //! `cargo bench -p tidemark-bench --bench sliding`
 //!
-//! p = 12; the sketches are warmed with the seed-003 rate (2,000 events a minute, ticks are
-//! seconds) for two hours before measuring, so lists and buckets are at steady state.
+//! p = 12; the sketches are warmed with the reference run's rate (2,000 events a minute, ticks
+//! are seconds; see ACCURACY.md) for two hours before measuring, so lists and buckets are at
+//! steady state.
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
@@ -17,7 +18,7 @@ fn main() {
 
 const P: u8 = 12;
 const BATCH: usize = 100_000;
-/// Events a second at the seed's 2,000 a minute, rounded up.
+/// Events a second at the reference run's 2,000 a minute, rounded up.
 const PER_SECOND: u64 = 34;
 
 fn warm_sliding(retention: u64) -> (SlidingHll, u64) {

@@ -50,7 +50,7 @@ enum Command {
     Check(cmd::check::Args),
     /// Print every pipeline config key with its default and domain, or --check a config.
     Config(cmd::config::Args),
-    /// Regenerate a seed's measured tables from this implementation.
+    /// Regenerate a structure's measured tables from this implementation.
     Reproduce(cmd::reproduce::Args),
     /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
     BenchReport(cmd::bench_report::Args),

@@ -237,9 +237,9 @@ fn reproduce_filters_generations_shows_where_the_rate_lives() {
     }
     // The first generation's share of the rate, from the formula: f_0 / (1 − Π_g (1 − f_g))
     // with f_g = 1 − (1 − 2^−p_g)^n_g over the generations above gives 32.1% at one bit a
-    // doubling and 68.0% at two (the seed: 32%, 68%). Over 10^6 queries the share is a
-    // proportion of ~36,000 (step 1) or ~17,000 (step 2) hits: σ ≈ 0.25 and 0.36 points;
-    // allow 2 points (over 5σ).
+    // doubling and 68.0% at two (the design's target figures: 32%, 68%). Over 10^6 queries the
+    // share is a proportion of ~36,000 (step 1) or ~17,000 (step 2) hits: σ ≈ 0.25 and 0.36
+    // points; allow 2 points (over 5σ).
     let share = |r: &serde_json::Value| r["rate_share_pct"].as_f64().unwrap();
     assert!((share(&rows[0]) - 32.1).abs() < 2.0, "{}", share(&rows[0]));
     assert!((share(&rows[6]) - 68.0).abs() < 2.0, "{}", share(&rows[6]));

@@ -175,7 +175,7 @@ impl FlowLog {
 }
 
 /// The fan-out detector's config: distinct (dst_ip, dst_port) per src_ip in 5 minutes,
-/// alerting 3 standard errors above 500, as seed 003's worked example.
+/// alerting 3 standard errors above 500, as in the fan-out detector's design figures.
 pub const FANOUT_CONFIG: &str = r#"[input]
 format = "csv"
 time_field = "ts"

@@ -1,10 +1,12 @@
 //! tidemark's keyed event-time pipeline: bucketed sketches per key, watermarks, late data,
 //! alerts, and an embedded store.
 //!
-//! Seed `003` states the rule this crate is built on: *store sketches, not numbers*. Per
-//! metric, per key and per bucket of event time, the [`engine`] keeps a summary; when the
-//! watermark passes a bucket's end the summary's bytes go to the [`store`], and any window
-//! or rollup is answered later by merging stored buckets ([`query`]).
+//! The rule this crate is built on: *store sketches, not numbers* — two stored HyperLogLogs
+//! (Flajolet, Fusy, Gandouet, Meunier, AofA 2007) merge into the sketch of their union, two
+//! stored distinct counts do not. Per metric, per key and per bucket of event time, the
+//! [`engine`] keeps a summary; when the watermark passes a bucket's end the summary's bytes go
+//! to the [`store`], and any window or rollup is answered later by merging stored buckets
+//! ([`query`]).
 //!
 //! - [`config`]: the TOML config (metrics, fields, widths, lateness, alert rules).
 //! - [`record`]: CSV or JSON Lines records to event time, key bytes and item hashes.

@@ -1,4 +1,4 @@
-//! Seed 004's deterministic figures, asserted against the seed's own numbers.
+//! The resizable filters' deterministic figures, asserted against the design's target figures.
 
 use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
 

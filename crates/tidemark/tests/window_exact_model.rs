@@ -133,7 +133,8 @@ fn corners_of_the_parameter_space() {
 #[test]
 fn a_quiet_window_is_exact() {
     // Five ones in a long window: all in size-1 buckets, so the answer is exactly 5, not the
-    // textbook 4.5 (the seed's correction: subtract (size − 1)/2, not size/2).
+    // textbook 4.5 (tidemark's correction to Datar et al.'s estimate: subtract (size − 1)/2,
+    // not size/2).
     let mut h = ExpHistogram::arrivals(1_000, 0.1).unwrap();
     for i in 0..500 {
         h.push(i % 100 == 0).unwrap();
@@ -144,8 +145,8 @@ fn a_quiet_window_is_exact() {
 
 #[test]
 fn the_seeds_twenty_arrivals() {
-    // Seed 000: at k = 2 the first twenty ones make twelve merges and 4 4 4 2 2 2 1 1; the
-    // fourth arrival makes the first merge and the tenth cascades twice.
+    // The design's worked example: at k = 2 the first twenty ones make twelve merges and
+    // 4 4 4 2 2 2 1 1; the fourth arrival makes the first merge and the tenth cascades twice.
     let mut h = ExpHistogram::arrivals_with_k(1_000, 2).unwrap();
     let mut per_arrival = Vec::new();
     for _ in 0..20 {

@@ -1,5 +1,6 @@
-//! `tidemark demo`: seed 003's fan-out scan detector on a generated flow log, with an
-//! embedded store in a temporary directory.
+//! `tidemark demo`: the fan-out scan detector (a ring of HyperLogLogs per source, set as in the
+//! detector's design figures) on a generated flow log, with an embedded store in a temporary
+//! directory.
 //!
 //! The log has a health checker hitting 4 targets every second (the most flows by far, and a
 //! fan-out of 4), ordinary users, a laptop probing 1,024 ports on each of 3 hosts in two

@@ -1,5 +1,11 @@
 //! Distinct counts: HyperLogLog, exact while small, interchangeable with Redis.
 //!
+//! References: P. Flajolet, É. Fusy, O. Gandouet, F. Meunier, *HyperLogLog: the analysis of a
+//! near-optimal cardinality estimation algorithm*, AofA 2007; S. Heule, M. Nunkesser, A. Hall,
+//! *HyperLogLog in Practice*, EDBT 2013 (the sparse representation); O. Ertl (below); E. Cohen,
+//! *All-Distances Sketches, Revisited: HIP Estimators for Massive Graphs Analysis*, PODS 2014,
+//! and D. Ting, *Streamed approximate counting of distinct elements*, KDD 2014 (HIP).
+//!
 //! # The rule
 //!
 //! An item's 64-bit hash is split ([`split`]) into a register index (the low `p` bits) and a

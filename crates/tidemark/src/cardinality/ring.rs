@@ -4,15 +4,16 @@
 //! exact, promoting as it grows), kept in a ring of `n` slots indexed by bucket mod `n`, so
 //! expiry is free: a slot is reset when a newer bucket reuses it. A window of the last `W ≤ n`
 //! buckets is the register-wise maximum of their sketches, which has the same error as one
-//! sketch fed the union ([seed 003]). The merge of the window's *closed* buckets is cached
-//! until a bucket closes (or a late event lands in one of them), so a query costs one merge
-//! of the cache with the open bucket rather than `W` merges.
+//! sketch fed the union (Flajolet et al. 2007). The merge of the window's *closed* buckets is
+//! cached until a bucket closes (or a late event lands in one of them), so a query costs one
+//! merge of the cache with the open bucket rather than `W` merges.
 //!
 //! An event for a bucket still in the ring goes to its own bucket, late or not. One older than
 //! the ring is refused ([`RingError::TooOld`]) — never added to the current bucket, which
 //! would silently move it into the wrong window.
 //!
-//! [seed 003]: the HyperLogLog streaming seed, "Tumbling windows: a ring of bucket sketches".
+//! References: P. Flajolet, É. Fusy, O. Gandouet, F. Meunier, *HyperLogLog: the analysis of a
+//! near-optimal cardinality estimation algorithm*, AofA 2007.
 //!
 //! ```
 //! use tidemark::cardinality::RingWindow;

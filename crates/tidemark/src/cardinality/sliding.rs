@@ -1,6 +1,9 @@
 //! The sliding HyperLogLog (Chabchoub and Hebrail): distinct counts over any window up to a
 //! retention, from one structure.
 //!
+//! References: Y. Chabchoub, G. Hébrail, *Sliding HyperLogLog: Estimating Cardinality in a
+//! Data Stream over a Sliding Window*, IEEE ICDM Workshops 2010.
+//!
 //! A register's maximum cannot forget, but the *list of pairs that could still be a window's
 //! maximum* can. Each register keeps `(tick, rank)` pairs, oldest first, with ticks strictly
 //! increasing and ranks strictly decreasing: a pair is kept only while no newer-or-equal pair
@@ -14,8 +17,9 @@
 //! (or same-tick) pair of rank at least `r` exists, and otherwise removes the older pairs of
 //! rank ≤ `r` before it and is inserted in tick order. So the lists equal, at every moment,
 //! those of the same events sorted by tick — and at a bucket boundary the registers for a
-//! window equal the register-wise maximum of per-bucket sketches over it (the seed's
-//! "identical at every check"; a property test asserts it against [`super::RingWindow`]).
+//! window equal the register-wise maximum of per-bucket sketches over it (identical at every
+//! check of the reference run in ACCURACY.md; a property test asserts it against
+//! [`super::RingWindow`]).
 //!
 //! Windows end at the newest tick seen (`now ≥ newest`): a newer pair may have displaced an
 //! older one a window ending in the past would have needed. `expire(oldest)` drops pairs no

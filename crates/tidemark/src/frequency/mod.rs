@@ -2,6 +2,9 @@
 //! paper builds on it — point queries, inner products (join sizes), range sums, quantiles and
 //! heavy hitters — each answer with the paper's bound attached.
 //!
+//! References: G. Cormode, S. Muthukrishnan, *An Improved Data Stream Summary: The Count-Min
+//! Sketch and its Applications*, Journal of Algorithms 55(1), 2005.
+//!
 //! # The problem
 //!
 //! A vector `a` of dimension `n` starts at zero; a stream of updates `(i, c)` adds `c` to

@@ -1,5 +1,6 @@
-//! **Experimental.** The seed's lengthening table, as a faithful model rather than a slot
-//! array.
+//! **Experimental.** The lengthening table — per-generation fingerprints, longer for keys that
+//! arrive after each doubling, after InfiniFilter (Dayan, Bercea, Reviriego, Pagh, SIGMOD
+//! 2023) — as a faithful model rather than a slot array.
 //!
 //! Keys inserted after the `g`-th doubling get fingerprints `step·g` bits longer than the
 //! first generation's `p0` (`step` = 1 or 2). The table shares one quotient, doubling at
@@ -12,7 +13,7 @@
 //! fingerprints are kept (in hash sets), and a lookup matches an item's `p_g`-bit
 //! fingerprint against generation `g`'s for every `g`, which is precisely what a slot array
 //! with a generation field would answer. The slot array itself is not built: its cost is
-//! charged by the seed's model, `slots × (newest remainder + 3 metadata bits +
+//! charged by the design's cost model, `slots × (newest remainder + 3 metadata bits +
 //! ⌈log2(G + 1)⌉ generation bits)`. Runs, shifts and their time are not modelled.
 
 use std::collections::HashSet;
@@ -25,15 +26,15 @@ use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
 
-/// **Experimental** model of the seed's lengthening fingerprint table: keys inserted after
+/// **Experimental** model of a lengthening fingerprint table: keys inserted after
 /// the `g`-th doubling get fingerprints `step·g` bits longer (`step` 1 or 2), one quotient is
 /// shared, and the table dies when the first generation's remainder would reach zero bits.
 ///
 /// Its answers are exact (each generation's fingerprints are kept, and a lookup matches an
 /// item's `p_g`-bit fingerprint against generation `g` for every `g`, which is what a slot
 /// array with a generation field answers), but no slot array is built: [`bits`] charges the
-/// seed's model, `slots × (newest remainder + 3 + ⌈log2(G + 1)⌉)`. Runs, shifts and their
-/// time are not modelled.
+/// design's cost model, `slots × (newest remainder + 3 + ⌈log2(G + 1)⌉)`. Runs, shifts and
+/// their time are not modelled.
 ///
 /// [`bits`]: LengtheningFilter::bits
 ///
@@ -47,7 +48,7 @@ use crate::hash::ItemHasher;
 ///     t.insert(&i.to_le_bytes()).unwrap();
 /// }
 /// assert_eq!(t.generations(), 6);
-/// assert_eq!(t.bits(), 2_228_224); // the seed's figure
+/// assert_eq!(t.bits(), 2_228_224); // the design's target figure
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct LengtheningFilter {
@@ -123,7 +124,7 @@ impl LengtheningFilter {
         }
     }
 
-    /// Inserts an item; refuses (as the seed's table dies) when a doubling would leave the
+    /// Inserts an item; refuses (as a lengthening table dies) when a doubling would leave the
     /// first generation's remainder with zero bits.
     pub fn insert(&mut self, item: &[u8]) -> Result<(), Exhausted> {
         let hash = self.hasher.hash(item);

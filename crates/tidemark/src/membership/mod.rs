@@ -1,4 +1,10 @@
-//! Membership: resizable quotient filters, their stacks, their rebuild (seed 004).
+//! Membership: resizable quotient filters, their stacks, their rebuild.
+//!
+//! References: M. A. Bender et al., *Don't Thrash: How to Cache Your Hash on Flash*, PVLDB
+//! 5(11), 2012 (the quotient filter); P. Pandey, M. A. Bender, R. Johnson, R. Patro, *A
+//! General-Purpose Counting Filter: Making Every Bit Count*, SIGMOD 2017; N. Dayan, I. Bercea,
+//! P. Reviriego, R. Pagh, *InfiniFilter: Expanding Filters to Infinity and Beyond*, SIGMOD
+//! 2023 (growth by moving a remainder bit to the quotient; fingerprints per generation).
 //!
 //! # The quotient filter (Bender, Farach-Colton, Johnson, et al. 2012)
 //!
@@ -23,7 +29,7 @@
 //! probability `1 − (1 − 2^−p)^n ≈ n/2^p` for `n` stored fingerprints
 //! ([`QuotientFilter::fpr`]).
 //!
-//! # Sizing, growth in place, and the life of a table (seed 004)
+//! # Sizing, growth in place, and the life of a table (after Dayan et al. 2023)
 //!
 //! For a forecast of `n` keys at rate `ε`: `p = ⌈log2(n/ε)⌉` and `q = ⌈log2(n/λ)⌉` with load
 //! factor `λ = 3/4`. A forecast of 2,000 at 1% gives `p = 18`, `q = 12`: 4,096 slots of 6-bit
@@ -33,13 +39,13 @@
 //! Because `p` is fixed, the rate grows with the keys: it doubles with every doubling.
 //!
 //! The table cannot double once remainders would have zero bits: an insert that needs that
-//! doubling returns [`Exhausted`], and the filter stays valid for lookups. The seed's
+//! doubling returns [`Exhausted`], and the filter stays valid for lookups. The table's
 //! **life** is `2^(p − q)` at build ([`QuotientFilter::life`]): for 2,000 at 1% that is 64,
 //! and the table refuses its 98,304th key (`λ·2^17`), the doubling that would take `q` to 18.
 //! A **reserve** of `b` bits raises `p` by `b`: `2^b` times the life and `2^−b` times the
 //! rate, paid as `b` more bits in every slot at first and spent down one per doubling.
 //!
-//! Bits held are charged as the seed charges them: `slots × (r + 3)`
+//! Bits held are charged as the original quotient filter lays them out: `slots × (r + 3)`
 //! ([`QuotientFilter::bits`]).
 //!
 //! # Beyond one table
@@ -49,7 +55,7 @@
 //!   consults every layer, and the rate is bounded by the geometric sum, `2ε` by default.
 //! - [`QuotientFilter::rebuild`]: a new table with a fingerprint chosen for the size reached,
 //!   fed from the caller's keys, reporting the keys re-read.
-//! - [`LengtheningFilter`] (**experimental**, a model): the seed's proposal — keys inserted
+//! - [`LengtheningFilter`] (**experimental**, a model): InfiniFilter's idea — keys inserted
 //!   after a doubling get 1 or 2 bits longer fingerprints. It buys rate but not life: the
 //!   table dies on the same key as the table with no reserve, because the first generation's
 //!   fingerprint is still the shortest.

@@ -7,7 +7,7 @@ use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
 
-/// The load factor λ at which a table doubles: 3/4, as in the seed.
+/// The load factor λ at which a table doubles: 3/4, the design's sizing rule.
 pub const LOAD_FACTOR: f64 = 0.75;
 
 /// The largest quotient a table may have (2^40 slots is far beyond any memory).
@@ -306,7 +306,7 @@ impl QuotientFilter {
         self.reserve
     }
 
-    /// The seed's life, `2^(p − q)` at build: the growth over the initial table the
+    /// The table's life, `2^(p − q)` at build: the growth over the initial table the
     /// fingerprint can pay for before its quotient reaches p.
     pub fn life(&self) -> u64 {
         1u64 << (self.p - self.q0).min(63)

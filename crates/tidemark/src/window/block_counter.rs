@@ -199,8 +199,8 @@ impl BlockCounter {
         )
     }
 
-    /// Bits held, as the seed charges blocks: `⌈W/B⌉ + 1` counters of `⌈log2(W + 1)⌉` bits,
-    /// whatever the density.
+    /// Bits held, as the design charges blocks: `⌈W/B⌉ + 1` counters of `⌈log2(W + 1)⌉`
+    /// bits, whatever the density.
     pub fn bits(&self) -> u64 {
         Self::ring_len(self.span.length(), self.block) as u64
             * ceil_log2(self.span.length() + 1).max(1) as u64

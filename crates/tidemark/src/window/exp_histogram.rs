@@ -78,8 +78,8 @@ pub struct HistogramStats {
     /// Bits held, by DGIM's accounting: each bucket is charged a timestamp modulo the window
     /// (`⌈log2 W⌉` bits) and a size exponent (`⌈log2(e + 1)⌉` bits, `e` the largest exponent
     /// in the window, at least `⌈log2 W⌉`); with interpolation on, one more timestamp. The
-    /// clock and the running total are not charged (the seed's comparison does not charge
-    /// them either).
+    /// clock and the running total are not charged (the design's comparison with the block
+    /// counter does not charge them either).
     pub bits: u64,
 }
 

@@ -1,5 +1,8 @@
 //! Sliding-window counts: the exponential histogram and the block counter it improves on.
 //!
+//! References: M. Datar, A. Gionis, P. Indyk, R. Motwani, *Maintaining Stream Statistics over
+//! Sliding Windows*, SIAM Journal on Computing 31(6), 2002 (SODA 2002).
+//!
 //! # The problem
 //!
 //! "How many ones among the last `W` arrivals" (or "how many events in the last `T` ticks")
@@ -52,7 +55,7 @@
 //!
 //! # Worked example
 //!
-//! The seed's twenty arrivals at `k = 2` (at most three buckets of a size):
+//! The first twenty arrivals at `k = 2` (at most three buckets of a size):
 //!
 //! ```
 //! use tidemark::window::ExpHistogram;

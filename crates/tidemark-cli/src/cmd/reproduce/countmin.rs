@@ -1,7 +1,7 @@
-//! Seed 001's plate: Count-Min's bounds measured against exact answers on seeded streams —
-//! point queries (Theorem 1, and conservative update beside it), the general turnstile's
-//! median (Theorem 2), inner products (Theorem 3), dyadic ranges (Theorem 4), quantiles
-//! (Theorem 5) and heavy hitters.
+//! Count-Min's plate (Cormode and Muthukrishnan 2005): its bounds measured against exact
+//! answers on seeded streams — point queries (Theorem 1, and conservative update beside it),
+//! the general turnstile's median (Theorem 2), inner products (Theorem 3), dyadic ranges
+//! (Theorem 4), quantiles (Theorem 5) and heavy hitters.
 
 use std::collections::HashMap;
 

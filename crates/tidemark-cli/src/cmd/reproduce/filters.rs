@@ -1,4 +1,5 @@
-//! Seed 004's plates: resizable fingerprint tables against growth.
+//! The quotient filters' plates (Bender et al. 2012; Dayan et al. 2023): resizable fingerprint
+//! tables against growth.
 //!
 //! A forecast of 2,000 keys at 1% (p = 18, q = 12). Designs: reserves 0, 5 and 7; the
 //! (experimental, modelled) lengthening table at 1 and 2 bits a doubling; the stack
@@ -52,7 +53,7 @@ impl Design {
         })
     }
 
-    /// The seed's published (rate, bits) at a growth, where the seed gives one.
+    /// The design's target (rate, bits) at a growth, where the design gives one.
     fn seed_figures(self, growth: u64) -> (Option<f64>, Option<u64>) {
         match (self, growth) {
             (Design::Reserve(0), 1) => (Some(0.0069), None),
@@ -141,7 +142,7 @@ fn opt<T: Into<Value>>(v: Option<T>) -> Value {
 }
 
 /// Rate and bits against growth (1× to 256× the forecast) for every design, with the key at
-/// which each table dies and the seed's figures beside the measured ones.
+/// which each table dies and the design's target figures beside the measured ones.
 pub fn growth(out: &mut Output) -> anyhow::Result<()> {
     let mut rng = Pcg64::seed_from_u64(4);
     for design in Design::ALL {
@@ -234,7 +235,7 @@ pub fn generations(out: &mut Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The seed's open question, priced: over a thousandfold growth past a forecast of 2,000 at
+/// The design's open question, priced: over a thousandfold growth past a forecast of 2,000 at
 /// 1%, a table that is rebuilt whenever its rate passes 2% (the stack's bound) or it refuses
 /// a key — a new table for the size reached, at 1% and no reserve, fed every key from the
 /// store — against a stack that never rebuilds and

@@ -1,4 +1,4 @@
-//! Seed 000's plates: the exponential histogram.
+//! The exponential histogram's plates (Datar, Gionis, Indyk, Motwani 2002).
 
 use std::collections::VecDeque;
 
@@ -38,7 +38,7 @@ fn bits_stream(seed: u64, density: f64) -> impl Iterator<Item = bool> {
     std::iter::from_fn(move || Some(rng.random_bool(density)))
 }
 
-/// Window 400 at k = 5 over 4,000 arrivals of density 1/2, as in the seed.
+/// Window 400 at k = 5 over 4,000 arrivals of density 1/2, as in the design's worked example.
 pub fn window_400(out: &mut Output) -> anyhow::Result<()> {
     let (w, n) = (400u64, 4_000usize);
     for seed in 1..=5u64 {

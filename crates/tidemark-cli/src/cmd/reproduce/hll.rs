@@ -1,4 +1,5 @@
-//! Seed 003's plate: HyperLogLog accuracy from 1 to 10^7 distinct items.
+//! HyperLogLog's plate (Flajolet, Fusy, Gandouet, Meunier 2007): accuracy from 1 to 10^7
+//! distinct items.
 
 use tidemark::cardinality::{Hll, Representation, ERTL_RSE};
 

@@ -1,4 +1,5 @@
-//! `tidemark reproduce <plate>`: regenerate a seed's measured tables from this implementation.
+//! `tidemark reproduce <plate>`: regenerate a structure's measured tables from this
+//! implementation.
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
@@ -18,31 +19,38 @@ use crate::UsageError;
 /// The plates.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plate {
-    /// Seed 000: the first twenty arrivals at k = 2, bucket by bucket.
+    /// Exponential histogram (Datar et al.): the first twenty arrivals at k = 2, bucket by
+    /// bucket.
     HistogramTwenty,
-    /// Seed 000: the window-400 example at ε = 0.2 (k = 5).
+    /// Exponential histogram (Datar et al.): the window-400 example at ε = 0.2 (k = 5).
     HistogramWindow400,
-    /// Seed 000: worst relative error against ε and window, beside the bound ε/2.
+    /// Exponential histogram (Datar et al.): worst relative error against ε and window, beside
+    /// the bound ε/2.
     HistogramError,
-    /// Seed 000: buckets and bits held against k·log2(N/k), and the block counter's bits.
+    /// Exponential histogram (Datar et al.): buckets and bits held against k·log2(N/k), and the
+    /// block counter's bits.
     HistogramBits,
-    /// Seed 003: HyperLogLog relative RMSE and bias (Ertl and HIP) from 1 to 10^7 distinct
-    /// items at p = 10, 12, 14, 200 seeded trials per point.
+    /// HyperLogLog (Flajolet et al.): relative RMSE and bias (Ertl and HIP) from 1 to 10^7
+    /// distinct items at p = 10, 12, 14, 200 seeded trials per point.
     HllAccuracy,
-    /// Seed 003: the ring of minute sketches and the sliding HyperLogLog against exact counts.
+    /// Sliding HyperLogLog (Chabchoub and Hébrail): the ring of minute sketches and the sliding
+    /// HyperLogLog against exact counts.
     SlidingHll,
-    /// Seed 003: the sliding HyperLogLog's memory against its retention, beside the ring.
+    /// Sliding HyperLogLog (Chabchoub and Hébrail): its memory against its retention, beside the
+    /// ring.
     SlidingMemory,
-    /// Seed 001: Count-Min's bounds against exact answers — points, median, inner products,
-    /// ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
+    /// Count-Min (Cormode and Muthukrishnan): its bounds against exact answers — points, median,
+    /// inner products, ranges, quantiles, heavy hitters — on seeded Zipf and uniform streams.
     CountminAccuracy,
-    /// Seed 004: rate and bits against growth (1× to 256×) for reserves 0, 5, 7, lengthening
-    /// by 1 and 2 bits, and the stack, with the key at which each table dies.
+    /// Quotient filters (Bender et al.; Dayan et al.): rate and bits against growth (1× to 256×)
+    /// for reserves 0, 5, 7, lengthening by 1 and 2 bits, and the stack, with the key at which
+    /// each table dies.
     Filters,
-    /// Seed 004: each generation's share of a lengthening table's rate at 32× the forecast.
+    /// Quotient filters (Dayan et al.): each generation's share of a lengthening table's rate at
+    /// 32× the forecast.
     FiltersGenerations,
-    /// Seed 004's open question: rebuilding from the store against a stack and a large
-    /// reserve, over a thousandfold growth.
+    /// Quotient filters, the design's open question: rebuilding from the store against a stack
+    /// and a large reserve, over a thousandfold growth.
     FiltersRebuild,
     /// Every plate above, in order (with --out, every CSV and chart).
     All,

@@ -1,5 +1,5 @@
-//! Seed 003's scratch run: the ring of per-minute sketches and the sliding HyperLogLog side by
-//! side against the exact count.
+//! The reference run: the ring of per-minute sketches and the sliding HyperLogLog (Chabchoub
+//! and Hébrail, IEEE ICDM Workshops 2010) side by side against the exact count.
 
 use std::collections::HashMap;
 
@@ -66,7 +66,7 @@ pub fn run(out: &mut Output) -> anyhow::Result<()> {
 }
 
 /// Memory of the sliding sketch against its retention, beside a ring of minute buckets
-/// covering the same retention and one dense sketch: p = 12, the seed's 2,000 events a minute
+/// covering the same retention and one dense sketch: p = 12, the reference run's 2,000 a minute
 /// (ticks are seconds) from 50,000 users, after twice the retention.
 pub fn memory(out: &mut Output) -> anyhow::Result<()> {
     let p = 12u8;
