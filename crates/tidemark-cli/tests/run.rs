@@ -516,11 +516,17 @@ fn query_top_and_flag_errors() {
     for f in [
         "metric",
         "key",
-        "bucket",
+        "phase",
+        "at",
+        "from",
+        "to",
         "estimate",
         "low",
         "high",
+        "confidence",
+        "method",
         "threshold",
+        "limit",
     ] {
         assert!(alert.get(f).is_some(), "alert lacks {f}: {alert}");
     }
@@ -648,8 +654,16 @@ fn demo_flags_the_scanner_not_the_health_checker() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let alerted: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
-    assert_eq!(alerted, [FlowLog::scanner(0).as_str()]);
+    // The scanner's early alert, then its close's confirmation.
+    let lines: Vec<(&str, &str)> = rows
+        .iter()
+        .filter_map(|r| Some((r["key"].as_str()?, r["phase"].as_str()?)))
+        .collect();
+    let scanner = FlowLog::scanner(0);
+    assert_eq!(
+        lines,
+        [(scanner.as_str(), "early"), (scanner.as_str(), "confirmed")]
+    );
     let summary = rows.last().unwrap();
     assert_eq!(summary["alerts"].as_u64(), Some(1));
     assert!(summary["dropped"].as_u64().unwrap() > 0);
@@ -917,5 +931,80 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
         })
         .sum();
     assert_eq!(total, 30.0);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn run_prints_an_early_alert_at_the_crossing_flow_and_its_close_settles_it() {
+    let d = dir("early");
+    // Distinct destinations per source over 5 one-minute buckets, alerting above 20, early.
+    let config = d.join("scan.toml");
+    std::fs::write(
+        &config,
+        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
+         [[metric]]\nname = \"fanout\"\nkind = \"distinct\"\nkey = [\"src\"]\nitem = [\"dst\"]\n\
+         bucket = \"1m\"\nwindow = \"5m\"\nallowed_lateness = \"30s\"\n\
+         [[metric.alert]]\nabove = 20\nearly = true\n",
+    )
+    .unwrap();
+    // A scanner probes a new destination every second from 12:00:00 (epoch 1_700_000_400 is
+    // a whole minute); the 21st, the crossing flow, is at 12:00:20.
+    let t0 = 1_700_000_400u64;
+    let mut csv = String::from("ts,src,dst\n");
+    for i in 0..40 {
+        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
+    }
+    // A quiet source's flow at 12:01:31 closes the first bucket.
+    csv.push_str(&format!("{},quiet,x\n", t0 + 91));
+    let db = d.join("s.db");
+    let out = tidemark(&["run", "--config", s(&config), "--db", s(&db)], &csv);
+    ok(&out);
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let early = &lines[0];
+    assert_eq!(early["phase"], "early");
+    assert_eq!(early["key"], "scan");
+    assert_eq!(early["at"], "2023-11-14T22:20:20Z");
+    assert_eq!(early["estimate"], 21.0);
+    assert_eq!(
+        (early["from"].as_str(), early["to"].as_str()),
+        (Some("2023-11-14T22:16:00Z"), Some("2023-11-14T22:21:00Z"))
+    );
+    let close = &lines[1];
+    assert_eq!(close["phase"], "confirmed");
+    assert_eq!(close["at"], "2023-11-14T22:21:31Z");
+    assert_eq!(close["estimate"], 40.0);
+    assert_eq!(close["to"], early["to"]);
+
+    // A count whose histogram's close merges buckets (see the engine's test): the close
+    // withdraws the early alert.
+    let config = d.join("count.toml");
+    std::fs::write(
+        &config,
+        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
+         [[metric]]\nname = \"n\"\nkind = \"count\"\nkey = [\"k\"]\nbucket = \"10s\"\n\
+         window = \"30s\"\nepsilon = 0.5\n\
+         [[metric.alert]]\nabove = 39\nearly = true\n",
+    )
+    .unwrap();
+    let mut csv = String::from("ts,k\n");
+    for (b, n) in [19u64, 15, 12, 12, 0, 12, 6, 18].into_iter().enumerate() {
+        let t = t0 + 10 * b as u64;
+        for _ in 0..n {
+            csv.push_str(&format!("{t},a\n"));
+        }
+        csv.push_str(&format!("{},clock\n", t + 9));
+    }
+    let db = d.join("c.db");
+    let out = tidemark(&["run", "--config", s(&config), "--db", s(&db)], &csv);
+    ok(&out);
+    let lines = json_lines(&out);
+    let phases: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["key"].as_str().unwrap(), l["phase"].as_str().unwrap()))
+        .collect();
+    assert_eq!(phases, [("a", "early"), ("a", "withdrawn")], "{lines:?}");
+    assert!(lines[0]["estimate"].as_f64() > lines[0]["limit"].as_f64());
+    assert!(lines[1]["estimate"].as_f64() <= lines[1]["limit"].as_f64());
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -115,6 +115,7 @@ struct RawAlert {
     margin: Option<f64>,
     consecutive: Option<i64>,
     on: Option<String>,
+    early: Option<bool>,
 }
 
 /// The input's record format.
@@ -313,6 +314,9 @@ pub struct AlertRule {
     pub consecutive: u32,
     /// Which end of the estimate is compared.
     pub on: AlertOn,
+    /// Whether the alert may fire early: at the event that takes the window the next close
+    /// will evaluate past the limit, before that close confirms or withdraws it.
+    pub early: bool,
 }
 
 /// One validated metric.
@@ -684,11 +688,23 @@ impl Config {
                         ))
                     }
                 };
+                let early = a.early.unwrap_or(false);
+                if early && matches!(kind, Kind::Frequency { .. }) {
+                    // A frequency window names its heavy items only when merged at a close;
+                    // an item's count while the bucket is open has no bound to alert on.
+                    return Err(ConfigError::invalid(
+                        ak("early"),
+                        "false for a frequency metric (early alerts are for count and \
+                         distinct metrics)",
+                        early,
+                    ));
+                }
                 alerts.push(AlertRule {
                     above: a.above,
                     margin,
                     consecutive: consecutive as u32,
                     on,
+                    early,
                 });
             }
             metrics.push(MetricConfig {

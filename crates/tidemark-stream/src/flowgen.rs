@@ -197,4 +197,5 @@ late = "drop"
 above = 500
 margin = 3.0
 consecutive = 1
+early = true
 "#;

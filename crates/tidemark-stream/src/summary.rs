@@ -23,7 +23,7 @@
 use tidemark::cardinality::Hll;
 use tidemark::frequency::ItemCounts;
 use tidemark::window::{BlockCounter, ExpHistogram, Span};
-use tidemark::{DecodeError, Estimate, MergeError};
+use tidemark::{DecodeError, Estimate, MergeError, Method};
 
 /// What a metric keeps per key and bucket.
 pub trait BucketSummary: Clone {
@@ -340,6 +340,31 @@ impl CountWindow {
     /// The window's count: guaranteed bracket, `high` never below the truth.
     pub fn estimate(&self) -> Estimate {
         self.hist.estimate()
+    }
+
+    /// The count of the closed buckets ending after `from`: what the window starting at `from`
+    /// (a later edge than the last close's) holds of them, for an early alert between closes.
+    /// The bracket is [`CountWindow::estimate`]'s: the oldest histogram bucket counted may
+    /// straddle the edge, and holds at least its newest arrival inside.
+    pub fn estimate_from(&self, from: u64) -> Estimate {
+        // Buckets are stamped at their last tick (`end − 1`), so one ending after `from` is
+        // stamped at or after it.
+        let mut total = 0u64;
+        let mut oldest = None;
+        for b in self.hist.buckets().filter(|b| b.timestamp >= from) {
+            oldest.get_or_insert(b.size);
+            total += b.size;
+        }
+        let total_f = total as f64;
+        match oldest {
+            Some(size) if size > 1 => Estimate::guaranteed(
+                total_f - (size - 1) as f64 / 2.0,
+                total_f - size as f64 + 1.0,
+                total_f,
+                Method::ExpHistogram,
+            ),
+            _ => Estimate::exact(total_f),
+        }
     }
 
     /// Whether nothing is left in the window.

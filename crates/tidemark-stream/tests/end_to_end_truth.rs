@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use tidemark_stream::engine::Phase;
 use tidemark_stream::flowgen::{Flow, FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::query;
@@ -120,6 +121,22 @@ fn scanners_alert_health_checker_and_users_do_not() {
     let log = FlowLog::generate(&spec());
     let (_, report, alerts) = run(FANOUT_CONFIG, &log, "alerts");
     let alerted: HashSet<&str> = alerts.iter().map(|a| a.key.as_str()).collect();
+    // Each scanner alerts early, inside the bucket, and its close confirms it.
+    for key in &alerted {
+        let phases: Vec<(Phase, u64)> = alerts
+            .iter()
+            .filter(|a| a.key == *key)
+            .map(|a| (a.alert.phase, a.alert.bucket))
+            .collect();
+        assert_eq!(phases.len(), 2, "{key}: {phases:?}");
+        assert_eq!(phases[0].0, Phase::Early, "{key}: {phases:?}");
+        assert_eq!(phases[1], (Phase::Confirmed, phases[0].1), "{key}");
+        let early = &alerts.iter().find(|a| a.key == *key).unwrap().alert;
+        assert!(
+            early.at < early.window_end,
+            "{key}: raised before its bucket ended"
+        );
+    }
     for n in 0..spec().scanners {
         assert!(
             alerted.contains(FlowLog::scanner(n).as_str()),

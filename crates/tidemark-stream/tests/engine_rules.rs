@@ -224,6 +224,10 @@ late = "merge"
 above = 20
 margin = 1
 consecutive = 2
+[[metric.alert]]
+above = 16
+consecutive = 2
+early = true
 [[metric]]
 name = "c"
 kind = "count"
@@ -236,6 +240,9 @@ late = "drop"
 [[metric.alert]]
 above = 12
 on = "high"
+[[metric.alert]]
+above = 10
+early = true
 [[metric]]
 name = "f"
 kind = "frequency"
@@ -285,8 +292,8 @@ fn drive_spilling(
         let out = e.take_outputs();
         for a in &out.alerts {
             alerts.push(format!(
-                "{}:{:?}:{}:{}:{:?}",
-                a.metric, a.key, a.bucket, a.estimate.value, a.item
+                "{}:{:?}:{}:{}:{:?}:{:?}:{}",
+                a.metric, a.key, a.bucket, a.estimate.value, a.item, a.phase, a.at
             ));
         }
         // Open rows of keys spilled or restored when their bucket closed move into the
@@ -426,6 +433,14 @@ fn snapshot_and_restore_resume_exactly() {
             assert!(
                 alerts.iter().any(|a| a.starts_with(&format!("{m}:"))),
                 "seed {seed}: metric {m} raises alerts"
+            );
+        }
+        for m in 0..2 {
+            assert!(
+                alerts
+                    .iter()
+                    .any(|a| a.starts_with(&format!("{m}:")) && a.contains(":Early:")),
+                "seed {seed}: metric {m} raises early alerts"
             );
         }
         let cuts: Vec<usize> = (0..8).map(|i| 1 + i * 371 + seed as usize * 13).collect();

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use tidemark_stream::engine::Phase;
 use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions};
 use tidemark_stream::query;
@@ -135,16 +136,36 @@ fn run_in(
                 .field("seconds", secs),
         )?;
     } else {
+        let rfc = crate::cmd::query::rfc3339;
         for a in &alerts {
             let e = &a.alert.estimate;
+            let fanout = format!("fan-out {:.0} [{:.0}, {:.0}]", e.value, e.low, e.high);
+            let to = rfc(a.alert.window_end);
+            match a.alert.phase {
+                Phase::Early => println!(
+                    "ALERT {} {fanout} > {:.0} in the 5 minutes to {to} (early: at {}, before \
+                     the bucket closed)",
+                    a.key,
+                    a.alert.limit,
+                    rfc(a.alert.at)
+                ),
+                Phase::Closed => println!(
+                    "ALERT {} {fanout} > {:.0} in the 5 minutes to {to}",
+                    a.key, a.alert.limit
+                ),
+                Phase::Confirmed => {
+                    println!("  confirmed by the close of the window to {to}: {fanout}")
+                }
+                Phase::Withdrawn => println!(
+                    "  withdrawn by the close of the window to {to}: {fanout} is not above {:.0}",
+                    a.alert.limit
+                ),
+            }
+        }
+        if !alerts.is_empty() {
             println!(
-                "ALERT {} fan-out {:.0} [{:.0}, {:.0}] > {:.0} in the 5 minutes to {}",
-                a.key,
-                e.value,
-                e.low,
-                e.high,
-                a.alert.limit,
-                crate::cmd::query::rfc3339(a.alert.window_end)
+                "(one alert an episode: a source alerts again only after a close finds its \
+                 window below the limit)"
             );
         }
         // Volume against fan-out, over the whole log, for the top sources by volume.

@@ -50,25 +50,34 @@ pub struct Args {
     pub files: Vec<PathBuf>,
 }
 
-/// An alert as one JSON object.
+/// An alert as one JSON object (docs/output.md): the window as `from`/`to`, as a query's rows
+/// name it, and the phase (`early`, `closed`, `confirmed`, `withdrawn`) with the event time
+/// it was raised `at`.
 pub fn alert_json(a: &AlertOut) -> serde_json::Value {
     let e = &a.alert.estimate;
+    let rfc = crate::cmd::query::rfc3339;
     let mut v = json!({
         "metric": a.metric,
         "key": a.key,
-        "bucket": crate::cmd::query::rfc3339(a.alert.bucket),
-        "bucket_ms": a.alert.bucket,
-        "window_end": crate::cmd::query::rfc3339(a.alert.window_end),
-        "estimate": e.value,
-        "low": e.low,
-        "high": e.high,
-        "confidence": e.confidence(),
-        "threshold": a.alert.threshold,
-        "limit": a.alert.limit,
     });
     // A frequency metric's alert counts one item: name it.
     if let Some(item) = &a.alert.item {
         v["item"] = String::from_utf8_lossy(item).into_owned().into();
+    }
+    for (k, x) in [
+        ("phase", json!(a.alert.phase.name())),
+        ("at", json!(rfc(a.alert.at))),
+        ("from", json!(rfc(a.alert.window_start))),
+        ("to", json!(rfc(a.alert.window_end))),
+        ("estimate", json!(e.value)),
+        ("low", json!(e.low)),
+        ("high", json!(e.high)),
+        ("confidence", json!(e.confidence())),
+        ("method", json!(e.method.to_string())),
+        ("threshold", json!(a.alert.threshold)),
+        ("limit", json!(a.alert.limit)),
+    ] {
+        v[k] = x;
     }
     v
 }

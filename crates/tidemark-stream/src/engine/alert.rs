@@ -1,13 +1,111 @@
-//! Alert rules: one subject's streaks advanced by its window estimate.
+//! Alert rules: one subject's streaks advanced by its window estimate at a close, and a rule's
+//! early alert raised by the running window between closes.
+//!
+//! A rule's state per subject is one streak word: the successive closes above the limit
+//! (bits 0–30) and whether an early alert was raised in the current episode (bit 31,
+//! [`EARLY`]). An episode starts when a window passes the limit and ends at the first close
+//! below it; a rule alerts once per episode:
+//!
+//! - at the close that makes `consecutive` closes above the limit ([`Phase::Closed`]), or
+//! - with `early = true`, at the event that takes the window the next close will evaluate
+//!   past the limit when that close would be the `consecutive`-th ([`Phase::Early`]). That
+//!   close then confirms it ([`Phase::Confirmed`]) or, if the closed window is not past the
+//!   limit after all, withdraws it ([`Phase::Withdrawn`]) and the episode ends.
 
 use tidemark::Estimate;
 
 use super::shape::MetricShape;
 use crate::config::{AlertOn, AlertRule};
 
-/// Advances one subject's streaks (one per rule) with its window estimate, calling `fire`
-/// with the rule and its limit when a streak reaches the rule's `consecutive`.
+/// Bit 31 of a streak word: an early alert was raised in this episode.
+pub(super) const EARLY: u32 = 1 << 31;
+
+/// What an alert line says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Raised at the event that took the running window past the limit, before its close.
+    Early,
+    /// Raised when a bucket closed (no early alert came first).
+    Closed,
+    /// The close confirmed an early alert (not counted again).
+    Confirmed,
+    /// The close withdrew an early alert: the closed window is not past the limit.
+    Withdrawn,
+}
+
+impl Phase {
+    /// The name in alert lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Early => "early",
+            Phase::Closed => "closed",
+            Phase::Confirmed => "confirmed",
+            Phase::Withdrawn => "withdrawn",
+        }
+    }
+
+    /// Whether the line raises an alert (the other two settle an early one).
+    pub fn raises(self) -> bool {
+        matches!(self, Phase::Early | Phase::Closed)
+    }
+}
+
+fn side(rule: &AlertRule, est: &Estimate) -> f64 {
+    match rule.on {
+        AlertOn::Value => est.value,
+        AlertOn::High => est.high,
+        AlertOn::Low => est.low,
+    }
+}
+
+/// Advances one subject's streaks (one per rule) with its window estimate at a close, calling
+/// `fire` with the rule, its limit and the phase when a line is due.
 pub(crate) fn step(
+    rules: &[AlertRule],
+    shape: &MetricShape,
+    streak: &mut [u32],
+    est: &Estimate,
+    mut fire: impl FnMut(usize, f64, Phase),
+) {
+    for (ri, rule) in rules.iter().enumerate() {
+        let limit = shape.limit(rule);
+        let early = streak[ri] & EARLY != 0;
+        let closes = streak[ri] & !EARLY;
+        if side(rule, est) > limit {
+            let closes = (closes + 1).min(EARLY - 1);
+            streak[ri] = closes | (streak[ri] & EARLY);
+            if closes == rule.consecutive {
+                fire(
+                    ri,
+                    limit,
+                    if early {
+                        Phase::Confirmed
+                    } else {
+                        Phase::Closed
+                    },
+                );
+            }
+        } else {
+            if early && closes < rule.consecutive {
+                fire(ri, limit, Phase::Withdrawn);
+            }
+            streak[ri] = 0;
+        }
+    }
+}
+
+/// Whether some rule could raise an early alert now: it is early, has none raised in this
+/// episode, and the next close would be its `consecutive`-th above the limit.
+pub(crate) fn early_due(rules: &[AlertRule], streak: &[u32]) -> bool {
+    rules
+        .iter()
+        .zip(streak)
+        .any(|(rule, &s)| rule.early && s == rule.consecutive - 1)
+}
+
+/// Raises the early alerts the running window `est` is past the limit of, calling `fire` with
+/// the rule and its limit; marks them raised in the streak words.
+pub(crate) fn step_early(
     rules: &[AlertRule],
     shape: &MetricShape,
     streak: &mut [u32],
@@ -15,19 +113,14 @@ pub(crate) fn step(
     mut fire: impl FnMut(usize, f64),
 ) {
     for (ri, rule) in rules.iter().enumerate() {
+        // `s == consecutive − 1` also says bit 31 is clear.
+        if !(rule.early && streak[ri] == rule.consecutive - 1) {
+            continue;
+        }
         let limit = shape.limit(rule);
-        let x = match rule.on {
-            AlertOn::Value => est.value,
-            AlertOn::High => est.high,
-            AlertOn::Low => est.low,
-        };
-        if x > limit {
-            streak[ri] = streak[ri].saturating_add(1);
-            if streak[ri] == rule.consecutive {
-                fire(ri, limit);
-            }
-        } else {
-            streak[ri] = 0;
+        if side(rule, est) > limit {
+            streak[ri] |= EARLY;
+            fire(ri, limit);
         }
     }
 }

@@ -32,14 +32,17 @@ use crate::EngineError;
 mod alert;
 mod key;
 mod open;
+mod running;
 mod shape;
 mod snapshot;
 pub mod spill;
 mod table;
 
-use alert::step;
+pub use alert::Phase;
+use alert::{early_due, step, step_early};
 pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
+use running::Running;
 use shape::rings;
 pub use shape::{MetricShape, Summary};
 pub use spill::{NoRows, StateRow, StateSource, StateTable};
@@ -83,6 +86,8 @@ pub struct Alert {
     pub key: Box<[u8]>,
     /// Start of the bucket whose close raised it, ms.
     pub bucket: u64,
+    /// The window's start, ms: `window_end` minus the metric's window.
+    pub window_start: u64,
     /// The window's end (the bucket's end), ms.
     pub window_end: u64,
     /// The window estimate.
@@ -94,6 +99,12 @@ pub struct Alert {
     pub threshold: f64,
     /// The threshold plus the margin: what the estimate was compared with.
     pub limit: f64,
+    /// Raised early (at an event, before the close), at a close, or an early alert confirmed
+    /// or withdrawn by its close (see [`Phase`]).
+    pub phase: Phase,
+    /// The event time at which it was raised, ms: the event's (early) or that of the record
+    /// whose time closed the bucket (the newest time seen, at the end of the input).
+    pub at: u64,
 }
 
 /// What the engine has produced since the caller last took its outputs.
@@ -206,6 +217,9 @@ struct KeyState {
     last_start: u64,
     /// The expiry last written to the index (0: none).
     exp_written: u64,
+    /// The window the next close will evaluate, while an early alert could fire (boxed: most
+    /// keys never have one).
+    running: Option<Box<Running>>,
 }
 
 /// An empty live window for a metric of `kind` over `window` ms: a count metric's
@@ -233,6 +247,7 @@ impl KeyState {
             exp_written: 0,
             stored: false,
             has_row: false,
+            running: None,
         }
     }
 }
@@ -262,6 +277,22 @@ struct MetricState {
     /// and bucket in between (a bucket growing as items arrive, or a window sliding, is
     /// counted at the next checkpoint).
     mem: usize,
+    /// Whether a rule may alert early (keeps a running window per key near a limit).
+    early: bool,
+    /// The smallest limit of the early rules (infinite without them).
+    early_limit: f64,
+}
+
+/// One event as an early alert reads it.
+struct Event<'a> {
+    metric: usize,
+    key: &'a [u8],
+    /// Its time and its bucket's start, ms.
+    time: u64,
+    start: u64,
+    /// Its item's hash, and bytes (frequency metrics only).
+    item: u64,
+    bytes: &'a [u8],
 }
 
 /// The keyed event-time engine for a config's metrics.
@@ -281,6 +312,12 @@ impl MetricState {
             .iter()
             .map(|a| shape.limit(a))
             .fold(f64::INFINITY, f64::min);
+        let early_limit = m
+            .alerts
+            .iter()
+            .filter(|a| a.early)
+            .map(|a| shape.limit(a))
+            .fold(f64::INFINITY, f64::min);
         MetricState {
             cfg: m.clone(),
             shape,
@@ -294,6 +331,8 @@ impl MetricState {
             min_limit,
             spill: spill::Spilled::default(),
             mem: 0,
+            early: m.alerts.iter().any(|a| a.early),
+            early_limit,
         }
     }
 }
@@ -407,7 +446,7 @@ impl Engine {
                     m.closed_until = Some(until);
                     m.rolled_until = m.cfg.rollup.map(|r| until - until % r);
                 }
-                Some(c) if until > c => self.close_until(i, until),
+                Some(c) if until > c => self.close_until(i, until, time),
                 _ => {}
             }
         }
@@ -472,10 +511,91 @@ impl Engine {
         let grew = Self::add_to_key(ks, &m.shape, clock, start, item, bytes);
         // A new key's bytes include its first bucket's.
         let added = if made { Some(ks.mem) } else { grew };
+        if m.early && early_due(&m.cfg.alerts, &ks.streak) {
+            let event = Event {
+                metric,
+                key,
+                time,
+                start,
+                item,
+                bytes,
+            };
+            let raised = Self::raise_early(
+                &m.cfg,
+                &m.shape,
+                m.early_limit,
+                ks,
+                &event,
+                &mut self.out.alerts,
+            );
+            m.counters.alerts += raised;
+        }
         m.mem += added.unwrap_or(0);
         if grew.is_some() {
             m.open_starts.insert(start);
         }
+    }
+
+    /// Feeds the key's running window — what the close of its oldest open bucket will evaluate —
+    /// with the event just added (building it first if a close dropped it), and raises the
+    /// early alerts it is past the limit of; returns how many. An event of a newer bucket is
+    /// not in that window: it counts toward the close after.
+    fn raise_early(
+        cfg: &MetricConfig,
+        shape: &MetricShape,
+        early_limit: f64,
+        ks: &mut KeyState,
+        ev: &Event<'_>,
+        alerts: &mut Vec<Alert>,
+    ) -> u64 {
+        let Some(next) = ks.open.first_start() else {
+            return 0;
+        };
+        let end = next + cfg.bucket;
+        match &mut ks.running {
+            Some(r) if r.end() == end => {
+                if ev.start < end {
+                    r.add(ev.item, ev.bytes);
+                }
+            }
+            // Built from the buckets, which hold the event already.
+            r => {
+                *r = Some(Box::new(Running::build(
+                    ks.window.as_ref(),
+                    end,
+                    cfg.window,
+                )))
+            }
+        }
+        let Some(running) = &mut ks.running else {
+            return 0;
+        };
+        let window = ks.window.as_ref();
+        let Some(est) = running.estimate(shape, window, &ks.open, cfg.window, early_limit) else {
+            return 0;
+        };
+        let mut raised = 0;
+        step_early(&cfg.alerts, shape, &mut ks.streak, &est, |rule, limit| {
+            raised += 1;
+            alerts.push(Alert {
+                metric: ev.metric,
+                rule,
+                key: ev.key.into(),
+                bucket: next,
+                window_start: end.saturating_sub(cfg.window),
+                window_end: end,
+                estimate: est,
+                item: None,
+                threshold: cfg.alerts[rule].above,
+                limit,
+                phase: Phase::Early,
+                at: ev.time,
+            });
+        });
+        if raised > 0 {
+            ks.row_dirty = true;
+        }
+        raised
     }
 
     /// Adds an item to a key's bucket at `start`, opening it if need be: returns the bytes a
@@ -538,6 +658,8 @@ impl Engine {
                     if ks.window.is_none() {
                         ks.window = Some(WindowState::Ring(VecDeque::new()));
                     }
+                    // Its running window misses the event: the next event builds it again.
+                    ks.running = None;
                     if let Some(WindowState::Ring(ring)) = &mut ks.window {
                         let at = ring.partition_point(|(s0, _)| *s0 < start);
                         match ring.get_mut(at) {
@@ -584,17 +706,17 @@ impl Engine {
         for i in 0..self.metrics.len() {
             if let Some(&last) = self.metrics[i].open_starts.last() {
                 let until = last + self.metrics[i].cfg.bucket;
-                self.close_until(i, until);
+                self.close_until(i, until, self.max_time.unwrap_or(0));
             }
         }
     }
 
-    fn close_until(&mut self, i: usize, until: u64) {
+    fn close_until(&mut self, i: usize, until: u64, at: u64) {
         let m = &mut self.metrics[i];
         m.closed_until = Some(until.max(m.closed_until.unwrap_or(0)));
         while let Some(&start) = m.open_starts.first().filter(|&&s| s < until) {
             m.open_starts.pop_first();
-            Self::close_bucket(m, i, start, &mut self.out);
+            Self::close_bucket(m, i, start, at, &mut self.out);
         }
         if let (Some(r), Some(rolled), Some(closed)) =
             (m.cfg.rollup, m.rolled_until, m.closed_until)
@@ -612,7 +734,7 @@ impl Engine {
         }
     }
 
-    fn close_bucket(m: &mut MetricState, i: usize, start: u64, out: &mut Outputs) {
+    fn close_bucket(m: &mut MetricState, i: usize, start: u64, at: u64, out: &mut Outputs) {
         let width = m.cfg.bucket;
         let end = start + width;
         // Keys spilled with this bucket open: the store moves their rows into the metric.
@@ -626,6 +748,8 @@ impl Engine {
         let min_limit = m.min_limit;
         let mut empty = Vec::new();
         for (key, ks) in keys {
+            // The close moves a bucket from open to closed: the next event builds it again.
+            ks.running = None;
             if let Some(s) = ks.open.pop_first_at(start) {
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
@@ -695,7 +819,9 @@ impl Engine {
                             all_exact &= e.low == e.high;
                             sum += e.high;
                         }
-                        if all_exact && sum <= min_limit {
+                        // (An early alert raised must still be confirmed or withdrawn.)
+                        let early = ks.streak.iter().any(|&s| s & alert::EARLY != 0);
+                        if all_exact && sum <= min_limit && !early {
                             if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
                                 ks.row_dirty = true;
                             }
@@ -722,20 +848,24 @@ impl Engine {
             ks.row_dirty = true;
             let rules = &m.cfg.alerts;
             let counters = &mut m.counters;
-            let mut alert = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>| {
-                counters.alerts += 1;
-                out.alerts.push(Alert {
-                    metric: i,
-                    rule,
-                    key: key.as_bytes().into(),
-                    bucket: start,
-                    window_end: end,
-                    estimate,
-                    item: item.map(Into::into),
-                    threshold: rules[rule].above,
-                    limit,
-                });
-            };
+            let mut alert =
+                |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>, phase: Phase| {
+                    counters.alerts += u64::from(phase.raises());
+                    out.alerts.push(Alert {
+                        metric: i,
+                        rule,
+                        key: key.as_bytes().into(),
+                        bucket: start,
+                        window_start: end.saturating_sub(m.cfg.window),
+                        window_end: end,
+                        estimate,
+                        item: item.map(Into::into),
+                        threshold: rules[rule].above,
+                        limit,
+                        phase,
+                        at,
+                    });
+                };
             match &window {
                 // Each item the window names is its own subject: a second source hammering a
                 // host while the first still is raises its own alert.
@@ -751,8 +881,8 @@ impl Engine {
                             .items
                             .remove(item.as_slice())
                             .unwrap_or_else(|| vec![0; rules.len()]);
-                        step(rules, &m.shape, &mut streak, &e, |ri, limit| {
-                            alert(ri, limit, e, Some(&item))
+                        step(rules, &m.shape, &mut streak, &e, |ri, limit, phase| {
+                            alert(ri, limit, e, Some(&item), phase)
                         });
                         if streak.iter().any(|&s| s > 0) {
                             running.insert(item.into_boxed_slice(), streak);
@@ -765,12 +895,16 @@ impl Engine {
                     let unnamed = counts.unnamed_bound().map_or(Estimate::exact(0.0), |b| {
                         Estimate::guaranteed(0.0, 0.0, b, tidemark::Method::CountMinMin)
                     });
-                    step(rules, &m.shape, &mut ks.streak, &unnamed, |ri, limit| {
-                        alert(ri, limit, unnamed, None)
-                    });
+                    step(
+                        rules,
+                        &m.shape,
+                        &mut ks.streak,
+                        &unnamed,
+                        |ri, limit, phase| alert(ri, limit, unnamed, None, phase),
+                    );
                 }
-                _ => step(rules, &m.shape, &mut ks.streak, &est, |ri, limit| {
-                    alert(ri, limit, est, None)
+                _ => step(rules, &m.shape, &mut ks.streak, &est, |ri, limit, phase| {
+                    alert(ri, limit, est, None, phase)
                 }),
             }
         }

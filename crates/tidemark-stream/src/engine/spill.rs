@@ -255,7 +255,7 @@ pub(super) fn key_bytes(ks: &KeyState) -> usize {
         // The histogram's classes: about its encoding's size.
         Some(WindowState::Hist(h)) => n += 64 + h.to_bytes().len(),
     }
-    n
+    n + ks.running.as_ref().map_or(0, |r| r.heap_bytes())
 }
 
 /// Whether a key can raise no alert and change no streak before its next event.
