@@ -918,6 +918,11 @@ consecutive = 2
             let e = err_of(&text.replace("epsilon = 0.02", bad));
             assert!(e.contains(&format!("`metric[0].{key}`")), "{bad}: {e}");
         }
+        // Early alerts are for count and distinct metrics.
+        let e = err_of(&format!("{text}early = true\n"));
+        assert!(e.contains("`metric[0].alert[0].early`"), "{e}");
+        let early = Config::from_toml(&format!("{GOOD}early = true\n")).unwrap();
+        assert!(early.metrics[0].alerts[0].early);
     }
 
     #[test]
