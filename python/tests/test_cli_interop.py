@@ -129,7 +129,7 @@ def test_dyadic_equal_cli(cli, tmp_path):
     rng_row = [r for r in rows if r["kind"] == "range"][0]
     assert d.range(100, 199).value == rng_row["estimate"]
     q_row = [r for r in rows if r["kind"] == "quantile"][0]
-    assert d.quantile(0.5)[0] == q_row["item"]
+    assert d.quantile(0.5)[0] == q_row["value"]
 
 
 @pytest.mark.parametrize("stacked", [False, True])
@@ -148,4 +148,4 @@ def test_filters_both_ways(cli, tmp_path, words, stacked):
     (tmp_path / "py.qf").write_bytes(py.to_bytes())
     probe = _lines(tmp_path / "probe.txt", words[15_000:25_000])
     out = _json(cli("filter", "query", "--count", "--json", tmp_path / "py.qf", probe))[0]
-    assert out["present"] == sum(x in py for x in words[15_000:25_000])
+    assert out["found"] == sum(x in py for x in words[15_000:25_000])

@@ -78,7 +78,8 @@ def test_store_fanout_leader_and_pandas(store_path):
     pd = pytest.importorskip("pandas")
     df = tidemark.Store(store_path).query("fanout", window="5m").to_pandas()
     assert isinstance(df, pd.DataFrame)
-    assert list(df.columns[:4]) == ["metric", "key", "start", "end"]
+    assert list(df.columns[:4]) == ["metric", "key", "from", "to"]
+    assert df["from"].iloc[0] == ans.start and df["to"].iloc[0] == ans.end
     assert df["estimate"].iloc[0] == ans[0].estimate.value
 
 

@@ -63,12 +63,18 @@ class Answer:
 
         records = []
         for r in self.rows:
-            common = dict(metric=self.metric, key=r.key, start=self.start, end=self.end)
+            # "from" and "to" as the CLI names them (docs/output.md): RFC 3339 strings.
+            common = {"metric": self.metric, "key": r.key, "from": self.start, "to": self.end}
             if r.events is not None:
-                named = r.items or [(None, r.estimate)]
-                for item, e in named:
+                if r.items:
+                    for item, e in r.items:
+                        records.append(
+                            dict(common, item=item, **_fields(e), events=r.events, buckets=r.buckets)
+                        )
+                else:
+                    # No item named: the row bounds the key's most frequent item (no `item`).
                     records.append(
-                        dict(common, item=item, **_fields(e), events=r.events, buckets=r.buckets)
+                        dict(common, **_fields(r.estimate), events=r.events, buckets=r.buckets)
                     )
             else:
                 records.append(dict(common, **_fields(r.estimate), buckets=r.buckets))

@@ -1,4 +1,5 @@
-//! Output: a human table by default, JSON lines with `--json`, the same field names in both.
+//! Output: a human table by default, JSON lines with `--json`, the same field names in both
+//! (each field's name, type and meaning: docs/output.md).
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -23,16 +24,27 @@ impl Record {
         self
     }
 
+    /// Adds a field if there is a value: an absent field, never `null`, says "none".
+    pub fn field_opt(self, name: &'static str, value: Option<impl Into<Value>>) -> Self {
+        match value {
+            Some(v) => self.field(name, v),
+            None => self,
+        }
+    }
+
     /// A field's value, if the record has it.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.fields.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 
-    /// Adds an estimate's `estimate`, `low` and `high`.
+    /// Adds an estimate's `estimate`, `low`, `high`, `confidence` (1 for a guaranteed
+    /// bracket) and `method`: every row that estimates carries all five (docs/output.md).
     pub fn estimate(self, e: &tidemark::Estimate) -> Self {
         self.field("estimate", e.value)
             .field("low", e.low)
             .field("high", e.high)
+            .field("confidence", e.confidence())
+            .field("method", e.method.to_string())
     }
 }
 
@@ -83,11 +95,27 @@ pub fn write_csv(records: &[Record], path: &std::path::Path) -> std::io::Result<
     std::fs::write(path, out)
 }
 
-/// Prints records as a table (header once) or as JSON lines.
+/// Table rows held before the columns are laid out: their widths and number formats are those
+/// of the first rows, so a long key later on is the rare row that overflows, and the output
+/// streams after that (bounded memory for `--every` over any input).
+const LAYOUT_ROWS: usize = 1024;
+
+/// Prints records as JSON lines, or as a table: columns as wide as their widest cell, strings
+/// left-aligned, numbers right-aligned with one number of decimals per column, `-` for a field
+/// a row lacks.
 pub struct Output {
     json: bool,
-    header_done: bool,
+    held: Vec<Record>,
+    layout: Option<Layout>,
+}
+
+/// The columns of a table: names, widths, and per column whether it is numeric and how many
+/// decimals its fractional numbers get.
+struct Layout {
+    names: Vec<&'static str>,
     widths: Vec<usize>,
+    numeric: Vec<bool>,
+    decimals: Vec<usize>,
 }
 
 impl Output {
@@ -95,72 +123,239 @@ impl Output {
     pub fn new(json: bool) -> Self {
         Output {
             json,
-            header_done: false,
-            widths: Vec::new(),
+            held: Vec::new(),
+            layout: None,
         }
     }
 
-    /// Prints one record.
+    /// Prints one record (a table row may wait for the first rows to lay out the columns).
     pub fn emit(&mut self, record: &Record) -> anyhow::Result<()> {
         RECORDED.with(|r| {
             if let Some(v) = r.borrow_mut().as_mut() {
                 v.push(record.clone());
             }
         });
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
         if self.json {
             let map: Map<String, Value> = record
                 .fields
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect();
-            writeln!(out, "{}", Value::Object(map))?;
+            writeln!(std::io::stdout().lock(), "{}", Value::Object(map))?;
             return Ok(());
         }
-        let cells: Vec<String> = record.fields.iter().map(|(_, v)| human(v)).collect();
-        if !self.header_done {
-            self.widths = record
-                .fields
-                .iter()
-                .zip(&cells)
-                .map(|((k, _), c)| k.len().max(c.len()).max(8))
-                .collect();
-            let header: Vec<String> = record
-                .fields
-                .iter()
-                .zip(&self.widths)
-                .map(|((k, _), w)| format!("{k:>w$}"))
-                .collect();
-            writeln!(out, "{}", header.join("  ").trim_start())?;
-            self.header_done = true;
+        match &self.layout {
+            Some(layout) => {
+                writeln!(std::io::stdout().lock(), "{}", layout.row(record))?;
+            }
+            None => {
+                self.held.push(record.clone());
+                if self.held.len() >= LAYOUT_ROWS {
+                    self.finish()?;
+                }
+            }
         }
-        let row: Vec<String> = cells
-            .iter()
-            .zip(self.widths.iter().chain(std::iter::repeat(&8)))
-            .map(|(c, w)| format!("{c:>w$}"))
-            .collect();
-        writeln!(out, "{}", row.join("  ").trim_start())?;
+        Ok(())
+    }
+
+    /// Prints the rows held (a table's first rows, laid out); called at the end of a command,
+    /// and by `drop` if it was not.
+    pub fn finish(&mut self) -> anyhow::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let held = std::mem::take(&mut self.held);
+        let layout = Layout::of(&held);
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        writeln!(out, "{}", layout.header())?;
+        for r in &held {
+            writeln!(out, "{}", layout.row(r))?;
+        }
+        self.layout = Some(layout);
         Ok(())
     }
 }
 
-fn human(v: &Value) -> String {
-    match v {
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if n.is_f64() => {
-                if f.fract() == 0.0 && f.abs() < 1e15 {
-                    format!("{f:.0}")
-                } else if f.abs() < 1.0 {
-                    format!("{f:.4}")
-                } else {
-                    format!("{f:.2}")
+impl Drop for Output {
+    fn drop(&mut self) {
+        // A closed standard output has no reader left to tell.
+        let _ = self.finish();
+    }
+}
+
+impl Layout {
+    fn of(rows: &[Record]) -> Layout {
+        let mut names: Vec<&'static str> = Vec::new();
+        for r in rows {
+            for (k, _) in &r.fields {
+                if !names.contains(k) {
+                    names.push(k);
                 }
             }
-            _ => n.to_string(),
-        },
+        }
+        let mut numeric = Vec::new();
+        let mut decimals = Vec::new();
+        for name in &names {
+            let cells = || rows.iter().filter_map(|r| r.get(name));
+            numeric.push(cells().all(|v| v.is_number() || v.is_null()));
+            let fractional = |v: &Value| v.as_f64().filter(|f| v.is_f64() && f.fract() != 0.0);
+            decimals.push(
+                cells()
+                    .filter_map(fractional)
+                    .map(decimals_for)
+                    .max()
+                    .unwrap_or(0),
+            );
+        }
+        let mut layout = Layout {
+            widths: names.iter().map(|n| n.len()).collect(),
+            names,
+            numeric,
+            decimals,
+        };
+        for r in rows {
+            for (i, c) in layout.cells(r).iter().enumerate() {
+                layout.widths[i] = layout.widths[i].max(c.chars().count());
+            }
+        }
+        layout
+    }
+
+    /// A row's cells, one per column (and any field the layout lacks after them).
+    fn cells(&self, r: &Record) -> Vec<String> {
+        let mut cells: Vec<String> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match r.get(n) {
+                None => "-".to_string(),
+                Some(v) => self.cell(i, v),
+            })
+            .collect();
+        for (k, v) in &r.fields {
+            if !self.names.contains(k) {
+                cells.push(format!("{k}={}", plain(v)));
+            }
+        }
+        cells
+    }
+
+    fn cell(&self, i: usize, v: &Value) -> String {
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                format!("{f:.*}", self.decimals[i])
+            }
+            other => plain(other),
+        }
+    }
+
+    fn header(&self) -> String {
+        let cols: Vec<String> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| self.pad(i, n))
+            .collect();
+        cols.join("  ").trim_end().to_string()
+    }
+
+    fn row(&self, r: &Record) -> String {
+        let cols: Vec<String> = self
+            .cells(r)
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < self.names.len() {
+                    self.pad(i, c)
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        cols.join("  ").trim_end().to_string()
+    }
+
+    fn pad(&self, i: usize, c: &str) -> String {
+        let w = self.widths[i];
+        if self.numeric[i] {
+            format!("{c:>w$}")
+        } else {
+            format!("{c:<w$}")
+        }
+    }
+}
+
+/// Decimals that show a fractional number: 2 from 1 up, and below 1 at least 4 and two
+/// significant digits (a failure rate of 0.00005 is not 0.0000), at most 8.
+fn decimals_for(f: f64) -> usize {
+    if f.abs() >= 1.0 {
+        return 2;
+    }
+    let leading_zeros = (-f.abs().log10()).ceil();
+    if leading_zeros.is_finite() {
+        (leading_zeros as usize + 1).clamp(4, 8)
+    } else {
+        4
+    }
+}
+
+/// A value's text as it stands (strings unquoted, absent as `-`).
+fn plain(v: &Value) -> String {
+    match v {
         Value::String(s) => s.clone(),
         Value::Null => "-".to_string(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(rows: &[Record]) -> Vec<String> {
+        let layout = Layout::of(rows);
+        std::iter::once(layout.header())
+            .chain(rows.iter().map(|r| layout.row(r)))
+            .collect()
+    }
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell_and_numbers_share_their_decimals() {
+        let rows = [
+            Record::new()
+                .field("key", "a")
+                .field("estimate", 1.0)
+                .field("confidence", 1.0)
+                .field("n", 3u64),
+            Record::new()
+                .field("key", "a-much-longer-key")
+                .field("estimate", 1002.5)
+                .field("confidence", 0.9933)
+                .field("n", 12345u64),
+            Record::new().field("key", "b").field("n", 7u64),
+        ];
+        let t = table(&rows);
+        assert_eq!(
+            t,
+            [
+                "key                estimate  confidence      n",
+                "a                      1.00      1.0000      3",
+                "a-much-longer-key   1002.50      0.9933  12345",
+                "b                         -           -      7",
+            ]
+        );
+        // Every line's columns start where the header's do.
+        let at = |s: &str, w: &str| s.find(w).unwrap() + w.len();
+        assert_eq!(at(&t[0], "estimate"), at(&t[2], "1002.50"));
+    }
+
+    #[test]
+    fn small_fractions_keep_two_significant_digits() {
+        assert_eq!(decimals_for(0.5), 4);
+        assert_eq!(decimals_for(0.00005), 6);
+        assert_eq!(decimals_for(1e-12), 8);
+        assert_eq!(decimals_for(12.5), 2);
     }
 }

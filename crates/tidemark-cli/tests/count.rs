@@ -69,7 +69,7 @@ fn a_bad_line_names_file_and_line_and_exits_2() {
 }
 
 #[test]
-fn a_decreasing_tick_is_counted_late_and_left_out() {
+fn a_decreasing_tick_is_refused_and_left_out() {
     // `distinct --window` places an out-of-order tick at its own time; the exponential
     // histogram cannot (its buckets are in time order): it leaves the tick out, says so, and
     // goes on — it no longer stops the run.
@@ -95,12 +95,12 @@ fn a_decreasing_tick_is_counted_late_and_left_out() {
     );
     let r = &json_lines(&out)[0];
     assert_eq!(r["lines"], 4);
-    assert_eq!(r["late"], 1);
+    assert_eq!(r["refused"], 1);
     // Ticks 1, 5 and 6 in the 10-tick window ending at 6: exact at this size.
     assert_eq!(r["estimate"].as_f64(), Some(3.0));
-    // Arrivals have no clock and no `late`.
+    // Arrivals have no clock and no `refused`.
     let out = tidemark(&["count", "--window", "10", "--json"], "1\n0\n");
-    assert!(json_lines(&out)[0].get("late").is_none());
+    assert!(json_lines(&out)[0].get("refused").is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -129,13 +129,13 @@ fn invalid_parameters_name_their_flag() {
 }
 
 #[test]
-fn reproduce_twenty_matches_the_seed() {
+fn reproduce_twenty_matches_the_worked_example() {
     let out = tidemark(&["reproduce", "histogram-twenty", "--json"], "");
     assert!(out.status.success());
     let rows = json_lines(&out);
     assert_eq!(rows.len(), 20);
     assert_eq!(rows[19]["total_merges"].as_u64(), Some(12));
-    assert_eq!(rows[19]["buckets"].as_str(), Some("4 4 4 2 2 2 1 1"));
+    assert_eq!(rows[19]["sizes"].as_str(), Some("4 4 4 2 2 2 1 1"));
 }
 
 #[test]

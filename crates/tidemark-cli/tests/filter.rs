@@ -66,13 +66,13 @@ fn build_query_and_info_round_trip_through_a_file() {
     ok(&out);
     let r = &json_lines(&out)[0];
     assert_eq!(r["queries"], 20_000);
-    let fp = r["present"].as_f64().unwrap();
+    let fp = r["found"].as_f64().unwrap();
     let mean = 20_000.0 * fpr;
     assert!(
         (fp - mean).abs() <= 5.0 * mean.sqrt(),
         "{fp} false positives, expected {mean}"
     );
-    assert_eq!(r["absent"].as_f64().unwrap() + fp, 20_000.0);
+    assert_eq!(r["missing"].as_f64().unwrap() + fp, 20_000.0);
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn a_full_filter_refuses_with_the_keys_it_took_and_advice() {
         &lines(0..10_000),
     );
     ok(&out);
-    assert_eq!(json_lines(&out)[0]["present"], 10_000);
+    assert_eq!(json_lines(&out)[0]["found"], 10_000);
     let out = tidemark(
         &[
             "filter",
@@ -346,7 +346,7 @@ fn build_inserts_each_distinct_key_once_unless_multiset() {
     // Every key is answered present.
     let out = tidemark(&["filter", "query", fs, "--count", "--json"], &text);
     ok(&out);
-    assert_eq!(json_lines(&out)[0]["absent"], 0);
+    assert_eq!(json_lines(&out)[0]["missing"], 0);
     let multi = build(&["--multiset"]);
     assert_eq!(multi["keys"], 20_000);
     assert_eq!(multi["repeats"], 0);

@@ -130,10 +130,17 @@ fn ranges_and_quantiles_over_integer_items() {
         ranges[1]["estimate"].as_f64().unwrap(),
         exact.iter().sum::<i64>() as f64
     );
-    let q = of_kind(&rows, "quantile")[0]["item"].as_u64().unwrap() as usize;
+    let row = of_kind(&rows, "quantile")[0];
+    assert_eq!(row["quantile"], 0.5);
+    let q = row["value"].as_u64().unwrap() as usize;
     let half = exact.iter().sum::<i64>() as f64 / 2.0;
     let before: i64 = exact[..q].iter().sum();
     assert!((before as f64) < half, "quantile {q} is past the median");
+    // The rank of the value, bracketed: the exact rank Σ_{i ≤ q} lies in [low, high].
+    let rank: i64 = exact[..=q].iter().sum();
+    assert!(row["low"].as_f64().unwrap() <= rank as f64);
+    assert!(row["high"].as_f64().unwrap() >= rank as f64);
+    assert!(row["rank"].as_f64().unwrap() >= half);
 }
 
 #[test]
@@ -159,7 +166,7 @@ fn turnstile_heavy_hitters_descend_the_layers() {
     let rows = json_lines(&out);
     let heavy = of_kind(&rows, "heavy");
     assert_eq!(heavy.len(), 1);
-    assert_eq!(heavy[0]["item"], 42);
+    assert_eq!(heavy[0]["item"], "42");
     assert!(heavy[0]["estimate"].as_f64().unwrap() >= 410.0);
 }
 

@@ -20,7 +20,7 @@ fn a_small_plate_writes_csv_svg_and_png_with_its_series() {
     // The CSV holds the same twenty rows the command printed, with a header.
     let csv = std::fs::read_to_string(dir.join("histogram-twenty.csv")).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("arrival,merges,total_merges,buckets"));
+    assert_eq!(lines.next(), Some("arrival,merges,total_merges,sizes"));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 20);
     assert_eq!(rows[19], "20,1,12,4 4 4 2 2 2 1 1");

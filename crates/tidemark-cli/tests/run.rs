@@ -665,9 +665,16 @@ fn demo_flags_the_scanner_not_the_health_checker() {
         [(scanner.as_str(), "early"), (scanner.as_str(), "confirmed")]
     );
     let summary = rows.last().unwrap();
-    assert_eq!(summary["alerts"].as_u64(), Some(1));
-    assert!(summary["dropped"].as_u64().unwrap() > 0);
-    assert!(summary["late"].as_u64().unwrap() > 0);
+    assert_eq!(summary["summary"], "run");
+    let fanout = &summary["metrics"][0];
+    assert_eq!(fanout["metric"], "fanout");
+    assert_eq!(fanout["alerts"].as_u64(), Some(1));
+    assert!(fanout["dropped"].as_u64().unwrap() > 0);
+    assert!(fanout["late"].as_u64().unwrap() > 0);
+    assert_eq!(
+        summary["records"],
+        fanout["events"].as_u64().unwrap() + fanout["dropped"].as_u64().unwrap()
+    );
 }
 
 fn repo_root() -> PathBuf {
@@ -699,10 +706,9 @@ fn the_examples_run_and_a_store_refuses_another_config() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("2 merged late"),
-        "one per metric"
-    );
+    // One per metric, each on its metric's line of the summary.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches(" 1 merged late").count(), 2, "{err}");
     let out = tidemark(
         &[
             "query",

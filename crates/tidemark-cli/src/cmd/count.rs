@@ -99,11 +99,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn record(h: &ExpHistogram, lines: u64, late: Option<u64>) -> Record {
+fn record(h: &ExpHistogram, lines: u64, refused: Option<u64>) -> Record {
     let stats = h.stats();
     let mut r = Record::new().field("lines", lines);
-    if let Some(late) = late {
-        r = r.field("late", late);
+    // Ticks before the newest, left out (as `distinct --window` names them).
+    if let Some(refused) = refused {
+        r = r.field("refused", refused);
     }
     let mut r = r
         .estimate(&h.estimate())

@@ -17,8 +17,6 @@ use tidemark_stream::pipeline::{self, AlertOut, RunOptions};
 use tidemark_stream::query;
 use tidemark_stream::store::RedbStore;
 
-use crate::output::{Output, Record};
-
 /// Arguments of `tidemark demo`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -122,19 +120,10 @@ fn run_in(
     .map_err(|e| crate::cmd::run::run_error(&db, e))?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
-        let mut out = Output::new(true);
         for a in &alerts {
             println!("{}", crate::cmd::run::alert_json(a));
         }
-        out.emit(
-            &Record::new()
-                .field("flows", report.records)
-                .field("alerts", report.alerts)
-                .field("late", report.late)
-                .field("dropped", report.dropped)
-                .field("buckets", report.buckets)
-                .field("seconds", secs),
-        )?;
+        println!("{}", crate::cmd::run::summary_json(&report, secs));
     } else {
         let rfc = crate::cmd::query::rfc3339;
         for a in &alerts {

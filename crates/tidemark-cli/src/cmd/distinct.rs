@@ -210,5 +210,4 @@ fn record(h: &Hll, confidence: f64) -> Record {
         .field("std_error", std_error)
         .field("representation", h.representation().name())
         .field("bytes", h.bytes() as u64)
-        .field("method", e.method.to_string())
 }

@@ -52,8 +52,7 @@ impl Window {
         let r = Record::new()
             .field("tick", now)
             .estimate(&e)
-            .field("std_error", std_error)
-            .field("method", e.method.to_string());
+            .field("std_error", std_error);
         Ok(match self {
             Window::Ring(ring) => r
                 .field("structure", "ring")

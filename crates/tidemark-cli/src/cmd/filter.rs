@@ -126,7 +126,7 @@ impl AnyFilter {
     fn record(&self) -> Record {
         match self {
             AnyFilter::Quotient(f) => Record::new()
-                .field("kind", "quotient")
+                .field("filter", "quotient")
                 .field("keys", f.len())
                 .field("slots", f.slots())
                 .field("load", f.load())
@@ -140,17 +140,15 @@ impl AnyFilter {
             AnyFilter::Stacked(s) => {
                 let top = s.layer_filters().last().expect("a stack has a layer");
                 Record::new()
-                    .field("kind", "stacked")
+                    .field("filter", "stacked")
                     .field("keys", s.len())
                     .field("layers", s.layers() as u64)
                     .field("load", top.load())
-                    .field("life", serde_json::Value::Null)
-                    .field("doublings_left", serde_json::Value::Null)
                     .field("fpr", s.fpr())
                     .field("bits", s.bits())
             }
             AnyFilter::Lengthening(t) => Record::new()
-                .field("kind", "lengthening")
+                .field("filter", "lengthening")
                 .field("keys", t.len())
                 .field("slots", t.slots())
                 .field("load", t.len() as f64 / t.slots() as f64)
@@ -332,8 +330,8 @@ fn query(args: QueryArgs) -> anyhow::Result<()> {
         out.emit(
             &Record::new()
                 .field("queries", present + absent)
-                .field("present", present)
-                .field("absent", absent),
+                .field("found", present)
+                .field("missing", absent),
         )?;
     }
     Ok(())

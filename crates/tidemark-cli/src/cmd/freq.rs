@@ -137,12 +137,27 @@ fn parse_line(line: &str) -> Result<Option<(&str, Option<&str>)>, String> {
     Ok(Some((item, count)))
 }
 
-fn record(kind: &str, item: serde_json::Value, e: &Estimate) -> Record {
+/// A row about one item (always named as a string, an integer item too), or about none
+/// (`total`, `join`).
+fn record(kind: &str, item: Option<String>, e: &Estimate) -> Record {
     Record::new()
         .field("kind", kind)
-        .field("item", item)
+        .field_opt("item", item)
         .estimate(e)
-        .field("confidence", e.confidence())
+}
+
+/// A quantile row: the quantile asked, the smallest value whose rank reaches it, and that
+/// rank with its bracket (`low`, `high` bracket the rank).
+fn quantile_record(q: f64, value: u64, rank: &Estimate) -> Record {
+    Record::new()
+        .field("kind", "quantile")
+        .field("quantile", q)
+        .field("value", value)
+        .field("rank", rank.value)
+        .field("low", rank.low)
+        .field("high", rank.high)
+        .field("confidence", rank.confidence())
+        .field("method", rank.method.to_string())
 }
 
 /// Runs `tidemark freq`.
@@ -287,69 +302,62 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut out = Output::new(args.json);
     match &engine {
         Engine::Items { cm, heavy, top } => {
-            out.emit(&record(
-                "total",
-                serde_json::Value::Null,
-                &Estimate::exact(cm.total() as f64),
-            ))?;
+            out.emit(&record("total", None, &Estimate::exact(cm.total() as f64)))?;
             for q in &args.queries {
-                out.emit(&record("point", q.as_str().into(), &cm.point(q.as_bytes())))?;
+                out.emit(&record("point", Some(q.clone()), &cm.point(q.as_bytes())))?;
             }
+            let name = |item: &[u8]| Some(String::from_utf8_lossy(item).into_owned());
             if let Some(h) = heavy {
                 for (item, e) in h.heavy_hitters() {
-                    out.emit(&record("heavy", String::from_utf8_lossy(&item).into(), &e))?;
+                    out.emit(&record("heavy", name(&item), &e))?;
                 }
             }
             if let Some(t) = top {
                 for (item, e) in t.top() {
-                    out.emit(&record("top", String::from_utf8_lossy(&item).into(), &e))?;
+                    out.emit(&record("top", name(&item), &e))?;
                 }
             }
-            if let Some((name, other)) = &join {
+            if let Some((file, other)) = &join {
                 let e = cm
                     .inner_product(other)
                     .map_err(|e| UsageError::flag("--join", e))?;
-                out.emit(&record("join", name.as_str().into(), &e))?;
+                out.emit(&record("join", None, &e).field("with", file.as_str()))?;
             }
             if let Some(path) = &args.save {
                 save(path, &cm.to_bytes())?;
             }
         }
         Engine::Integers(s) => {
-            out.emit(&record(
-                "total",
-                serde_json::Value::Null,
-                &Estimate::exact(s.total() as f64),
-            ))?;
+            out.emit(&record("total", None, &Estimate::exact(s.total() as f64)))?;
             for q in &args.queries {
                 let x: u64 = q.parse().map_err(|_| {
                     UsageError::flag("--query", format!("expected an integer item, got {q:?}"))
                 })?;
                 let e = s.point(x).map_err(|e| UsageError::flag("--query", e))?;
-                out.emit(&record("point", x.into(), &e))?;
+                out.emit(&record("point", Some(x.to_string()), &e))?;
             }
             if let Some(phi) = args.heavy {
                 for (x, e) in s
                     .heavy_hitters(phi)
                     .map_err(|e| UsageError::flag("--heavy", e))?
                 {
-                    out.emit(&record("heavy", x.into(), &e))?;
+                    out.emit(&record("heavy", Some(x.to_string()), &e))?;
                 }
             }
             if let Some(k) = args.top {
                 for (x, e) in s.top_k(k) {
-                    out.emit(&record("top", x.into(), &e))?;
+                    out.emit(&record("top", Some(x.to_string()), &e))?;
                 }
             }
             for &(l, r) in &ranges {
                 let e = s.range(l, r).map_err(|e| UsageError::flag("--range", e))?;
-                out.emit(&record("range", format!("{l}..={r}").into(), &e))?;
+                out.emit(&record("range", Some(format!("{l}..={r}")), &e))?;
             }
             for &q in &args.quantile {
                 let (x, e) = s
                     .quantile(q)
                     .map_err(|e| UsageError::flag("--quantile", e))?;
-                out.emit(&record("quantile", x.into(), &e))?;
+                out.emit(&quantile_record(q, x, &e))?;
             }
             if let Some(path) = &args.save {
                 save(path, &s.to_bytes())?;

@@ -105,7 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for row in &answer.rows {
         if let Some(events) = row.events {
             // A frequency metric: one line per heavy item of the key's window; a key whose
-            // sketch names no item gets one line, item null, bounding its most frequent item.
+            // sketch names no item gets one line without `item`, bounding its most frequent
+            // item.
             let none = [(None, row.estimate)];
             let named: Vec<(Option<&str>, tidemark::Estimate)> = row
                 .items
@@ -124,12 +125,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     &Record::new()
                         .field("metric", args.metric.as_str())
                         .field("key", row.key.as_str())
-                        .field("item", *item)
+                        .field_opt("item", *item)
                         .field("from", rfc3339(answer.from))
                         .field("to", rfc3339(answer.to))
                         .estimate(e)
-                        .field("confidence", e.confidence())
-                        .field("method", e.method.to_string())
                         .field("events", events)
                         .field("buckets", row.buckets),
                 )?;
@@ -143,8 +142,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .field("from", rfc3339(answer.from))
                 .field("to", rfc3339(answer.to))
                 .estimate(&row.estimate)
-                .field("confidence", row.estimate.confidence())
-                .field("method", row.estimate.method.to_string())
                 .field("buckets", row.buckets),
         )?;
     }

@@ -46,6 +46,10 @@ pub struct Args {
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Print the summary as one JSON line on standard output, after the alerts (per metric;
+    /// docs/output.md), instead of text on standard error.
+    #[arg(long)]
+    pub json: bool,
     /// Input files (standard input if none).
     pub files: Vec<PathBuf>,
 }
@@ -120,10 +124,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
     let report = execute(&config, &mut store, &args)?;
-    if !args.quiet {
-        print_summary(&report, started.elapsed().as_secs_f64());
+    let secs = started.elapsed().as_secs_f64();
+    if args.json {
+        println!("{}", summary_json(&report, secs));
+    } else if !args.quiet {
+        print_summary(&report, secs);
     }
     Ok(())
+}
+
+/// The run summary as one JSON object: the run's figures, and per metric its counters.
+pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
+    let metrics: Vec<serde_json::Value> = r
+        .metrics
+        .iter()
+        .map(|m| {
+            json!({
+                "metric": m.name,
+                "events": m.counters.events,
+                "late": m.counters.late,
+                "dropped": m.counters.dropped,
+                "merged": m.counters.merged,
+                "buckets": m.counters.buckets,
+                "alerts": m.counters.alerts,
+                "live_keys": m.live_keys,
+            })
+        })
+        .collect();
+    json!({
+        "summary": "run",
+        "records": r.records,
+        "records_this_run": r.records_this_run,
+        "resumed": r.resumed,
+        "bad_lines": r.bad_lines,
+        "seconds": secs,
+        "commits": r.commits,
+        "spills": r.spills,
+        "metrics": metrics,
+    })
 }
 
 fn execute(
@@ -186,7 +224,8 @@ fn execute(
     result.map_err(|e| run_error(&args.db, e))
 }
 
-/// The summary on stderr.
+/// The summary on stderr: the run's figures, then each metric's counters (which are
+/// cumulative over the store's runs, as `records` is).
 pub fn print_summary(r: &RunReport, secs: f64) {
     let rate = if secs > 0.0 {
         r.records_this_run as f64 / secs
@@ -194,9 +233,7 @@ pub fn print_summary(r: &RunReport, secs: f64) {
         0.0
     };
     eprintln!(
-        "tidemark: {} records this run{} in {:.2} s ({:.0} records/s); \
-         {} keys in memory, {} buckets stored, {} late (own bucket), {} dropped, {} merged late, \
-         {} bad lines, {} alerts{}",
+        "tidemark: {} records this run{} in {:.2} s ({:.0} records/s), {} bad lines{}",
         r.records_this_run,
         if r.resumed {
             format!(" (resumed; {} in all)", r.records)
@@ -205,17 +242,19 @@ pub fn print_summary(r: &RunReport, secs: f64) {
         },
         secs,
         rate,
-        r.live_keys,
-        r.buckets,
-        r.late,
-        r.dropped,
-        r.merged,
         r.bad_lines,
-        r.alerts,
         if r.spills > 0 {
             format!(", {} spills of quiet keys to the store", r.spills)
         } else {
             String::new()
         }
     );
+    for m in &r.metrics {
+        let c = &m.counters;
+        eprintln!(
+            "  {}: {} events, {} keys in memory, {} buckets stored, {} late (own bucket), {} \
+             dropped, {} merged late, {} alerts",
+            m.name, c.events, m.live_keys, c.buckets, c.late, c.dropped, c.merged, c.alerts
+        );
+    }
 }

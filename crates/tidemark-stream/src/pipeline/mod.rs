@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::engine::{Alert, Engine, MetricShape, Outputs, StateTable};
+use crate::engine::{Alert, Counters, Engine, MetricShape, Outputs, StateTable};
 use crate::record::{Extractor, Record};
 use crate::store::{
     Batch, BucketRef, Meta, PromoteRef, RollupRef, StateRef, Store, StoreRows, SweepRef, TableNames,
@@ -111,6 +111,20 @@ pub struct RunReport {
     pub spills: u64,
     /// Whether this run resumed from a committed state.
     pub resumed: bool,
+    /// Per metric, in the config's order: its name, its counters (cumulative like the sums
+    /// above, which add them across metrics) and its keys with a live window.
+    pub metrics: Vec<MetricReport>,
+}
+
+/// One metric's part of a [`RunReport`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricReport {
+    /// The metric's name.
+    pub name: String,
+    /// Its counters.
+    pub counters: Counters,
+    /// Its keys with a live window at the end.
+    pub live_keys: u64,
 }
 
 /// The fingerprint a version-2 state kept of its input list: the names as spelled.
@@ -569,6 +583,11 @@ pub fn run(
         report.buckets += c.buckets;
         report.alerts += c.alerts;
         report.live_keys += engine.live_keys(m) as u64;
+        report.metrics.push(MetricReport {
+            name: config.metrics[m].name.clone(),
+            counters: c,
+            live_keys: engine.live_keys(m) as u64,
+        });
     }
     Ok(report)
 }

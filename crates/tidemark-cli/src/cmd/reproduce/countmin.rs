@@ -129,16 +129,13 @@ fn points(json: bool) -> anyhow::Result<()> {
                     .field("stream", dist.name())
                     .field("w", shape.0 as u64)
                     .field("d", shape.1 as u64)
-                    .field("delta", format!("{:.4}", shape.3))
+                    .field("delta", shape.3)
                     .field("queries", queries)
-                    .field("fail_rate", format!("{:.5}", fails as f64 / queries as f64))
-                    .field("mean_err", format!("{:.3}", sum_err / queries as f64))
-                    .field("worst_err", format!("{:.3}", worst))
-                    .field(
-                        "cu_fail_rate",
-                        format!("{:.5}", cu_fails as f64 / queries as f64),
-                    )
-                    .field("cu_mean_err", format!("{:.3}", cu_sum_err / queries as f64))
+                    .field("fail_rate", fails as f64 / queries as f64)
+                    .field("mean_err", sum_err / queries as f64)
+                    .field("worst_err", worst)
+                    .field("cu_fail_rate", cu_fails as f64 / queries as f64)
+                    .field("cu_mean_err", cu_sum_err / queries as f64)
                     .field("underestimates", under),
             )?;
         }
@@ -183,10 +180,10 @@ fn median(json: bool) -> anyhow::Result<()> {
             &Record::new()
                 .field("w", w as u64)
                 .field("d", d as u64)
-                .field("bound_fail_prob", format!("{:.4}", delta.powf(0.25)))
+                .field("bound_fail_prob", delta.powf(0.25))
                 .field("queries", queries)
-                .field("fail_rate", format!("{:.5}", fails as f64 / queries as f64))
-                .field("worst_err", format!("{:.3}", worst)),
+                .field("fail_rate", fails as f64 / queries as f64)
+                .field("worst_err", worst),
         )?;
     }
     Ok(())
@@ -234,10 +231,10 @@ fn inner(json: bool) -> anyhow::Result<()> {
             &Record::new()
                 .field("streams", format!("{} × {}", da.name(), db.name()))
                 .field("trials", trials)
-                .field("fail_rate", format!("{:.3}", fails as f64 / trials as f64))
-                .field("mean_err", format!("{:.4}", sum / trials as f64))
-                .field("worst_err", format!("{:.4}", worst))
-                .field("worst_relative", format!("{:.4}", rel))
+                .field("fail_rate", fails as f64 / trials as f64)
+                .field("mean_err", sum / trials as f64)
+                .field("worst_err", worst)
+                .field("worst_relative", rel)
                 .field("underestimates", under),
         )?;
     }
@@ -316,15 +313,12 @@ fn ranges(json: bool) -> anyhow::Result<()> {
                 .field("stream", dist.name())
                 .field("exact_layers", exact_layers as u64)
                 .field("ranges", queries)
-                .field(
-                    "range_fail_rate",
-                    format!("{:.5}", fails as f64 / queries as f64),
-                )
-                .field("worst_err_in_eps_l1", format!("{:.3}", worst_k))
-                .field("worst_err_of_bound", format!("{:.3}", worst_bound))
+                .field("range_fail_rate", fails as f64 / queries as f64)
+                .field("worst_err_in_eps_l1", worst_k)
+                .field("worst_err_of_bound", worst_bound)
                 .field("quantiles", q_n)
                 .field("past_quantile", q_past)
-                .field("worst_rank_shortfall", format!("{:.5}", q_worst))
+                .field("worst_rank_shortfall", q_worst)
                 .field("shortfall_fails", q_short),
         )?;
     }
@@ -378,8 +372,8 @@ fn heavy(json: bool) -> anyhow::Result<()> {
             &Record::new()
                 .field("stream", dist.name())
                 .field("true_heavy", heavy)
-                .field("recall_cash", recall(found_cash, heavy))
-                .field("recall_dyadic", recall(found_dy, heavy))
+                .field_opt("recall_cash", recall(found_cash, heavy))
+                .field_opt("recall_dyadic", recall(found_dy, heavy))
                 .field("reported_cash", reported_cash)
                 .field("reported_dyadic", reported_dy)
                 .field("light_items", lights)
@@ -390,11 +384,7 @@ fn heavy(json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Found over true heavy hitters, or "-" when there are none.
-fn recall(found: u64, heavy: u64) -> String {
-    if heavy == 0 {
-        "-".to_string()
-    } else {
-        format!("{:.3}", found as f64 / heavy as f64)
-    }
+/// Found over true heavy hitters; none (the field is left out) when there are none.
+fn recall(found: u64, heavy: u64) -> Option<f64> {
+    (heavy > 0).then(|| found as f64 / heavy as f64)
 }

@@ -8,7 +8,6 @@
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use serde_json::Value;
 use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
 
 use crate::output::{Output, Record};
@@ -54,7 +53,7 @@ impl Design {
     }
 
     /// The design's target (rate, bits) at a growth, where the design gives one.
-    fn seed_figures(self, growth: u64) -> (Option<f64>, Option<u64>) {
+    fn target_figures(self, growth: u64) -> (Option<f64>, Option<u64>) {
         match (self, growth) {
             (Design::Reserve(0), 1) => (Some(0.0069), None),
             (Design::Reserve(0), 8) => (Some(0.057), None),
@@ -137,10 +136,6 @@ fn pct(rate: f64) -> f64 {
     (rate * 100_000.0).round() / 1_000.0
 }
 
-fn opt<T: Into<Value>>(v: Option<T>) -> Value {
-    v.map_or(Value::Null, Into::into)
-}
-
 /// Rate and bits against growth (1× to 256× the forecast) for every design, with the key at
 /// which each table dies and the design's target figures beside the measured ones.
 pub fn growth(out: &mut Output) -> anyhow::Result<()> {
@@ -170,19 +165,19 @@ pub fn growth(out: &mut Output) -> anyhow::Result<()> {
             } else {
                 (None, None, None)
             };
-            let (seed_fpr, seed_bits) = design.seed_figures(g);
+            let (target_fpr, target_bits) = design.target_figures(g);
             out.emit(
                 &Record::new()
                     .field("design", design.name())
                     .field("growth", g)
                     .field("keys", target)
                     .field("alive", alive)
-                    .field("fpr_pct", opt(measured.map(pct)))
-                    .field("expected_pct", opt(expected.map(pct)))
-                    .field("seed_pct", opt(seed_fpr.map(pct)))
-                    .field("bits", opt(bits))
-                    .field("seed_bits", opt(seed_bits))
-                    .field("dies_at_key", opt(died)),
+                    .field_opt("fpr_pct", measured.map(pct))
+                    .field_opt("expected_pct", expected.map(pct))
+                    .field_opt("target_pct", target_fpr.map(pct))
+                    .field_opt("bits", bits)
+                    .field_opt("target_bits", target_bits)
+                    .field_opt("dies_at_key", died),
             )?;
         }
     }

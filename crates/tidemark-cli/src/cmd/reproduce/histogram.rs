@@ -26,7 +26,7 @@ pub fn twenty(out: &mut Output) -> anyhow::Result<()> {
                 .field("arrival", arrival)
                 .field("merges", h.stats().merges - before)
                 .field("total_merges", h.stats().merges)
-                .field("buckets", sizes(&h)),
+                .field("sizes", sizes(&h)),
         )?;
     }
     Ok(())

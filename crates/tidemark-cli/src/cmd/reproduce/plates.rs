@@ -88,7 +88,7 @@ const HLL_ACCURACY: &[Chart] = &[
 ];
 
 const SLIDING_HLL: &[Chart] = &[Chart {
-    band: Some(("low", "high")),
+    band: Some(("sliding_low", "sliding_high")),
     y_label: "distinct users in the last 60 minutes",
     ..chart(
         "Sliding HyperLogLog (with 95% bracket) and ring against the exact count",
