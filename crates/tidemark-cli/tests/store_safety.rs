@@ -575,9 +575,9 @@ fn an_unterminated_last_line_is_left_for_later_or_refuses_a_grown_file() {
         tidemark(&args, "")
     };
     let db = d.join("t.db");
-    // More will come (--keep-open): the partial last line is not read yet.
+    // More will come (the default): the partial last line is not read yet.
     std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b").unwrap();
-    ok(&run(&["--keep-open"], s(&db)));
+    ok(&run(&[], s(&db)));
     assert_eq!(records(&db), 1);
     let mut text = std::fs::read_to_string(&f).unwrap();
     text.push_str("c,p\n1700000002,c,p\n");
@@ -601,11 +601,11 @@ fn an_unterminated_last_line_is_left_for_later_or_refuses_a_grown_file() {
     );
     ok(&o);
     assert_eq!(common::json_lines(&o)[0]["estimate"], 1.0);
-    // The input's end (no --keep-open): the partial line is a record; a file grown after
-    // that is refused rather than resumed in the middle of a line.
+    // The input's end (--close): the partial line is a record; a file grown after that is
+    // refused rather than resumed in the middle of a line.
     let db2 = d.join("t2.db");
     std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b,p").unwrap();
-    ok(&run(&[], s(&db2)));
+    ok(&run(&["--close"], s(&db2)));
     assert_eq!(records(&db2), 2);
     std::fs::write(&f, "ts,user,page\n1700000000,a,p\n1700000001,b,p5\n").unwrap();
     let o = run(&[], s(&db2));

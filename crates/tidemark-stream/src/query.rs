@@ -86,6 +86,9 @@ pub struct Row {
     pub items: Vec<(String, Estimate)>,
     /// A frequency metric's events of the key in the window (exact); `None` for other kinds.
     pub events: Option<u64>,
+    /// Whether the window holds a bucket still open (more events may come to it): the answer
+    /// so far, from the last checkpoint.
+    pub partial: bool,
 }
 
 /// The answer to a window query.
@@ -139,7 +142,7 @@ impl Ord for Ranked {
 }
 
 /// One key's row from its window summary.
-fn row(key: &[u8], s: &Summary, buckets: u64) -> Row {
+fn row(key: &[u8], s: &Summary, buckets: u64, partial: bool) -> Row {
     let (items, events) = match s {
         Summary::Frequency(f) => {
             let c = f.counts();
@@ -162,6 +165,7 @@ fn row(key: &[u8], s: &Summary, buckets: u64) -> Row {
         buckets,
         items,
         events,
+        partial,
     }
 }
 
@@ -169,7 +173,7 @@ fn row(key: &[u8], s: &Summary, buckets: u64) -> Row {
 fn open_metric(
     store: &dyn Store,
     metric: &str,
-) -> Result<(Config, usize, MetricShape, u64), QueryError> {
+) -> Result<(Config, usize, MetricShape, Watermarks), QueryError> {
     let meta = store
         .meta()
         .map_err(QueryError::Store)?
@@ -194,10 +198,28 @@ fn open_metric(
         Engine::restore(&config, &state.engine, &mut NoRows).map_err(|e| QueryError::Corrupt {
             message: e.to_string(),
         })?;
-    // A rollup answers up to its last complete period.
+    // A rollup answers up to its last complete period, and has no open buckets.
     let closed = engine.closed_until(i).unwrap_or(0);
-    let at = closed - closed % shape.width();
-    Ok((config, i, shape, at))
+    let rollup = metric != config.metrics[i].name;
+    let width = shape.width();
+    let open_end = (!rollup)
+        .then(|| engine.newest_open(i))
+        .flatten()
+        .map(|s| s + width);
+    let marks = Watermarks {
+        closed: closed - closed % width,
+        open_end,
+    };
+    Ok((config, i, shape, marks))
+}
+
+/// Where a stored metric's buckets stand.
+struct Watermarks {
+    /// Buckets starting before this are closed.
+    closed: u64,
+    /// The end of the newest open bucket, if buckets are open (a run that left them open for
+    /// the next input): the default query window ends there, partial.
+    open_end: Option<u64>,
 }
 
 /// The window of length `window` ms ending at `at` (default: the metric's watermark), for
@@ -210,7 +232,7 @@ pub fn window(
     key: Option<&[u8]>,
     top: Option<usize>,
 ) -> Result<Answer, QueryError> {
-    let (config, i, shape, watermark) = open_metric(store, metric)?;
+    let (config, i, shape, marks) = open_metric(store, metric)?;
     let m = &config.metrics[i];
     let width = shape.width();
     if window == 0 || window % width != 0 {
@@ -219,63 +241,75 @@ pub fn window(
             bucket: width,
         });
     }
-    let at = at.unwrap_or(watermark);
+    let at = at.unwrap_or(marks.open_end.unwrap_or(marks.closed));
     let to = at - at % width;
     let from = to.saturating_sub(window);
+    // Open buckets (of a run that left them open) answer as they stood at the last checkpoint.
+    let open_table = marks
+        .open_end
+        .map(|_| crate::engine::StateTable::Open.name(metric));
+    let partial = |parts: &[(u64, Vec<u8>)]| parts.iter().any(|(s, _)| *s >= marks.closed);
     // Keys come in key order, each once with its buckets: memory holds a page of buckets per
     // bucket start, plus the rows kept — every row without `top`, the best `top` with it.
     let mut rows: Vec<Row> = Vec::new();
     let mut best: BinaryHeap<Ranked> = BinaryHeap::new();
     let mut err = None;
     store
-        .scan_by_key(metric, from, to, width, &mut |k, parts| {
-            if key.is_some_and(|want| want != k) || err.is_some() {
-                return;
-            }
-            let mut acc: Option<Summary> = None;
-            for (start, bytes) in parts {
-                let s = match shape.decode(bytes, *start) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        err = Some(e.to_string());
-                        return;
-                    }
-                };
-                match &mut acc {
-                    None => acc = Some(s),
-                    Some(a) => {
-                        if let Err(e) = a.absorb(&s) {
+        .scan_by_key(
+            metric,
+            open_table.as_deref(),
+            from,
+            to,
+            width,
+            &mut |k, parts| {
+                if key.is_some_and(|want| want != k) || err.is_some() {
+                    return;
+                }
+                let mut acc: Option<Summary> = None;
+                for (start, bytes) in parts {
+                    let s = match shape.decode(bytes, *start) {
+                        Ok(s) => s,
+                        Err(e) => {
                             err = Some(e.to_string());
                             return;
                         }
+                    };
+                    match &mut acc {
+                        None => acc = Some(s),
+                        Some(a) => {
+                            if let Err(e) = a.absorb(&s) {
+                                err = Some(e.to_string());
+                                return;
+                            }
+                        }
                     }
                 }
-            }
-            let Some(s) = acc else { return };
-            let value = s.estimate().value;
-            match top {
-                None => rows.push(row(k, &s, parts.len() as u64)),
-                Some(n) => {
-                    let key = String::from_utf8_lossy(k).into_owned();
-                    // Only a key that enters the best `n` pays for its full row.
-                    if best.len() == n
-                        && best
-                            .peek()
-                            .is_some_and(|w| worse(value, &key, w.value, &w.key))
-                    {
-                        return;
-                    }
-                    best.push(Ranked {
-                        value,
-                        key,
-                        row: row(k, &s, parts.len() as u64),
-                    });
-                    if best.len() > n {
-                        best.pop();
+                let Some(s) = acc else { return };
+                let value = s.estimate().value;
+                match top {
+                    None => rows.push(row(k, &s, parts.len() as u64, partial(parts))),
+                    Some(n) => {
+                        let key = String::from_utf8_lossy(k).into_owned();
+                        // Only a key that enters the best `n` pays for its full row.
+                        if best.len() == n
+                            && best
+                                .peek()
+                                .is_some_and(|w| worse(value, &key, w.value, &w.key))
+                        {
+                            return;
+                        }
+                        best.push(Ranked {
+                            value,
+                            key,
+                            row: row(k, &s, parts.len() as u64, partial(parts)),
+                        });
+                        if best.len() > n {
+                            best.pop();
+                        }
                     }
                 }
-            }
-        })
+            },
+        )
         .map_err(QueryError::Store)?;
     if let Some(message) = err {
         return Err(QueryError::Corrupt { message });
@@ -289,6 +323,7 @@ pub fn window(
             buckets: 0,
             items: Vec::new(),
             events: matches!(m.kind, crate::config::Kind::Frequency { .. }).then_some(0),
+            partial: to > marks.closed,
         });
     }
     rows.sort_by(|a, b| {

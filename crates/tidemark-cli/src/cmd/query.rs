@@ -130,7 +130,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         .field("to", rfc3339(answer.to))
                         .estimate(e)
                         .field("events", events)
-                        .field("buckets", row.buckets),
+                        .field("buckets", row.buckets)
+                        .field("partial", row.partial),
                 )?;
             }
             continue;
@@ -142,7 +143,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .field("from", rfc3339(answer.from))
                 .field("to", rfc3339(answer.to))
                 .estimate(&row.estimate)
-                .field("buckets", row.buckets),
+                .field("buckets", row.buckets)
+                .field("partial", row.partial),
         )?;
     }
     if answer.rows.is_empty() && !args.json {

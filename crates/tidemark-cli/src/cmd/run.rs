@@ -7,10 +7,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
+use tidemark_stream::pipeline::{self, AlertOut, Follow, RunOptions, RunReport};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::RunError;
 
@@ -29,9 +31,15 @@ pub struct Args {
     /// Count and report malformed lines instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
-    /// Leave the last buckets open at the end of the input (a later run continues them);
-    /// by default the end of the input closes every bucket.
+    /// Close every bucket at the end of the input, for a final answer (and read a last line
+    /// without a newline as a record). By default the buckets that later input could still
+    /// reach stay open, and a last line without a newline waits: the next run continues
+    /// them, so a log split into parts counts as one (`query` sees open buckets, marked
+    /// partial).
     #[arg(long)]
+    pub close: bool,
+    /// The default (kept for scripts that name it): leave the last buckets open.
+    #[arg(long, hide = true, conflicts_with = "close")]
     pub keep_open: bool,
     /// Read the given files from their start as new data, even files read before whose
     /// contents changed since (by default such a file is refused: resuming it would skip or
@@ -43,6 +51,12 @@ pub struct Args {
     /// quiet keys are written to the store and leave memory.
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Follow the file as it grows (`tail -F`): read lines as they are appended, go on
+    /// across a rotation (the path names a new file: the old one is read to its end first)
+    /// and a truncation (read again from the start), checkpoint while idle, and stop on
+    /// SIGINT or SIGTERM with a final commit. One file.
+    #[arg(long)]
+    pub follow: bool,
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -202,16 +216,28 @@ fn execute(
             write_err.get_or_insert(e);
         }
     };
+    // SIGINT and SIGTERM stop the run in order: what was read is committed, and the next run
+    // goes on from there (a second signal of the same kind is left to its default).
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
+            .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;
+    }
     let result = pipeline::run(
         config,
         store,
         RunOptions {
             inputs: args.files.clone(),
             skip_bad: args.skip_bad,
-            keep_open: args.keep_open,
+            keep_open: !args.close,
             restart: args.restart,
             progress: Some(&mut progress),
             on_bad: Some(&mut on_bad),
+            follow: args.follow.then_some(Follow {
+                poll: Duration::from_millis(200),
+            }),
+            stop: Some(&stop),
         },
         &mut on_alert,
     );

@@ -385,6 +385,11 @@ impl Engine {
         self.metrics[metric].closed_until
     }
 
+    /// The start of a metric's newest open bucket (of any key), if one is open.
+    pub fn newest_open(&self, metric: usize) -> Option<u64> {
+        self.metrics[metric].open_starts.last().copied()
+    }
+
     /// Whether outputs are waiting to be committed.
     pub fn needs_commit(&self) -> bool {
         self.out.needs_commit() || self.metrics.iter().any(|m| !m.late.is_empty())

@@ -30,9 +30,11 @@
 //! `skip_bad` counts and reports it — and never touches the engine: one mistyped year cannot
 //! move the watermark past every stored bucket.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -71,6 +73,48 @@ pub struct RunOptions<'a> {
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
     /// Called for each malformed line skipped: (file, line, message).
     pub on_bad: Option<&'a mut BadLineFn<'a>>,
+    /// Follow the one input file as it grows (`tail -F`), until `stop`: see [`Follow`].
+    pub follow: Option<Follow>,
+    /// Set (by a signal handler) to stop the run in an orderly way: what was read is
+    /// committed, with the position after it, and the run returns.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// Following a file: at its end the run waits for more instead of finishing. It reads lines
+/// as they are appended (a last line without its newline waits for it), notices a rotation
+/// (the path names another file: the old one is read to its end, then the new one from its
+/// start) and a truncation (the file is shorter than what was read: read again from its
+/// start), checkpoints while idle as while reading, and ends only when `stop` is set.
+#[derive(Clone, Copy, Debug)]
+pub struct Follow {
+    /// How long to wait at the end of the file before looking again.
+    pub poll: Duration,
+}
+
+/// What the followed path holds at the end of its open file.
+enum Followed {
+    /// The same file, no shorter than what was read: wait for more.
+    Same,
+    /// Another file (or none): the open one was rotated away.
+    Rotated,
+    /// The same file, shorter than what was read.
+    Truncated,
+}
+
+/// Looks at the followed path: is it still the open file, and is it whole?
+fn look(path: &std::path::Path, f: &OpenFile, read: u64) -> Followed {
+    match std::fs::metadata(path) {
+        Ok(meta) if input::identity(&meta, path) == (f.dev, f.ino) => {
+            if meta.len() < read {
+                Followed::Truncated
+            } else {
+                Followed::Same
+            }
+        }
+        // Renamed away and not yet replaced, or replaced: either way the open file is done
+        // once read to its end.
+        _ => Followed::Rotated,
+    }
 }
 
 /// An alert as printed: the metric's name and the key as text.
@@ -309,11 +353,24 @@ pub fn run(
         .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
         .sum();
     let mut bytes_before = 0u64; // bytes of the files already finished
-    let inputs: Vec<Option<PathBuf>> = if opts.inputs.is_empty() {
-        vec![None]
+    let mut inputs: VecDeque<Option<PathBuf>> = if opts.inputs.is_empty() {
+        VecDeque::from([None])
     } else {
         opts.inputs.iter().cloned().map(Some).collect()
     };
+    let follow = opts.follow;
+    if follow.is_some() && opts.inputs.len() != 1 {
+        return Err(RunError::Input {
+            file: "<stdin>".to_string(),
+            message: "--follow follows one named file".to_string(),
+        });
+    }
+    let stop = opts.stop;
+    let stopping = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let mut stopped = false;
+    // A followed CSV file's header is read once; a file it rotates or truncates to may repeat
+    // it (skipped) or not.
+    let mut have_header = false;
     let mut commit_ctx = CommitCtx {
         config,
         config_text: config.text(),
@@ -322,7 +379,10 @@ pub fn run(
         rollup_names: &rollup_names,
         tables: &tables,
     };
-    for input in &inputs {
+    while let Some(input) = inputs.pop_front() {
+        if stopped {
+            break;
+        }
         let name = input
             .as_ref()
             .map_or("<stdin>".to_string(), |p| p.display().to_string());
@@ -331,7 +391,7 @@ pub fn run(
             message: e.to_string(),
         };
         // Where to start, and the reader.
-        let mut source = match input {
+        let mut source = match &input {
             Some(p) => open_input(p)?,
             None => Source::Stdin,
         };
@@ -382,6 +442,7 @@ pub fn run(
             _ => None,
         };
         if ex.wants_header() {
+            let reopened = follow.is_some() && have_header;
             let header = match lines.next_line().map_err(io_err)? {
                 Line::End => None,
                 Line::TooLong { len, .. } => {
@@ -405,13 +466,20 @@ pub fn run(
                     })?)
                 }
             };
-            if let Some(h) = header {
-                ex.header(h).map_err(|e| RunError::BadLine {
+            match header {
+                // A followed file's new start without the header: its first line is data.
+                Some(h) if reopened && ex.header(h).is_err() => {
+                    lines.seek_to(0, 0).map_err(io_err)?
+                }
+                Some(_) if reopened => {}
+                Some(h) => ex.header(h).map_err(|e| RunError::BadLine {
                     file: name.clone(),
                     line: 1,
                     message: format!("header: {e}"),
-                })?;
+                })?,
+                None => {}
             }
+            have_header = true;
         }
         if resume_at > lines.offset {
             match &source {
@@ -442,30 +510,42 @@ pub fn run(
         }
         let mut unfinished = None;
         let mut fatal = None;
+        // Following: the path was rotated, so the open file is read to its end, then the
+        // new one.
+        let mut draining = false;
         loop {
+            if report.records_this_run % 64 == 0 && stopping() {
+                stopped = true;
+                break;
+            }
             let line_start = (lines.offset, lines.line);
-            let (number, end, parsed) = match lines.next_line().map_err(io_err)? {
-                Line::End => break,
+            let next = match lines.next_line().map_err(io_err)? {
+                Line::End => None,
                 Line::TooLong { len, number, end } => {
                     if let Some(h) = &mut head {
                         h.unknown();
                     }
-                    (
+                    Some((
                         number,
                         end,
                         Err(format!(
                             "the line is {len} bytes, longer than max_line_bytes = {}",
                             limits.line
                         )),
-                    )
+                    ))
                 }
                 Line::Text {
                     terminated: false, ..
                 } if opts.keep_open && matches!(source, Source::File(_)) => {
                     // The unterminated last line of a file that more will be appended to is
-                    // not a whole line yet: the next run reads it, whole.
-                    unfinished = Some(line_start);
-                    break;
+                    // not a whole line yet: the next run (or a followed file's next look)
+                    // reads it, whole.
+                    if follow.is_none() {
+                        unfinished = Some(line_start);
+                        break;
+                    }
+                    lines.seek_to(line_start.0, line_start.1).map_err(io_err)?;
+                    None
                 }
                 Line::Text {
                     raw, number, end, ..
@@ -488,8 +568,54 @@ pub fn run(
                         }),
                         Err(m) => Err(m),
                     };
-                    (number, end, parsed)
+                    Some((number, end, parsed))
                 }
+            };
+            let Some((number, end, parsed)) = next else {
+                // The end of the input, or of a followed file for now.
+                let (Some(follow), Source::File(f), Some(path)) = (follow, &source, &input) else {
+                    break;
+                };
+                if draining {
+                    // Rotated and read to its end: the path's new file next.
+                    inputs.push_front(input.clone());
+                    break;
+                }
+                match look(path, f, lines.offset) {
+                    Followed::Rotated => {
+                        // Once more to the end: lines written before the rotation.
+                        draining = true;
+                    }
+                    Followed::Truncated => {
+                        // Read again from its start, from a checkpoint that says so.
+                        set_position(&mut state, &mut source, 0, 0)?;
+                        commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                        view = store.view().map_err(RunError::Store)?;
+                        report.commits += 1;
+                        since_checkpoint = 0;
+                        last_checkpoint = Instant::now();
+                        inputs.push_front(input.clone());
+                        unfinished = Some((0, 0));
+                        break;
+                    }
+                    Followed::Same => {
+                        if stopping() {
+                            stopped = true;
+                            break;
+                        }
+                        // Idle: what was read is committed as often as while reading.
+                        if since_checkpoint > 0 && last_checkpoint.elapsed() >= checkpoint_every {
+                            set_position(&mut state, &mut source, lines.offset, lines.line)?;
+                            commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                            view = store.view().map_err(RunError::Store)?;
+                            report.commits += 1;
+                            since_checkpoint = 0;
+                            last_checkpoint = Instant::now();
+                        }
+                        std::thread::sleep(follow.poll);
+                    }
+                }
+                continue;
             };
             if let Some(e) = fatal.take() {
                 return Err(engine_error(e));
@@ -568,7 +694,8 @@ pub fn run(
         }
     }
     state.completed = true;
-    if !opts.keep_open {
+    // A run stopped by a signal has more input to come: its buckets stay open.
+    if !opts.keep_open && !stopped {
         engine.flush();
     }
     commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;

@@ -346,16 +346,19 @@ pub trait Store {
     /// `width`), in key order, once, with all its buckets `(start, bytes)`: the buckets of
     /// each start are read in pages side by side and merged by key, so memory holds a page per
     /// start, never every key. Each start's entries are checked against its digest as they
-    /// pass; a mismatch is [`StoreError::Damaged`] (after `f` has seen entries).
+    /// pass; a mismatch is [`StoreError::Damaged`] (after `f` has seen entries). With `open`
+    /// (the metric's open-bucket table), the open buckets in the range are merged in too
+    /// (they have no digests: each row's summary checks itself when decoded).
     fn scan_by_key(
         &self,
         metric: &str,
+        open: Option<&str>,
         from: u64,
         to: u64,
         width: u64,
         f: &mut KeyVisit<'_>,
     ) -> Result<(), StoreError> {
-        self.read(&mut |r| apply::scan_by_key_verified(r, metric, from, to, width, f))
+        self.read(&mut |r| apply::scan_by_key_verified(r, metric, open, from, to, width, f))
     }
 
     /// Checks every stored entry of `metric` against its digests, returning the number of

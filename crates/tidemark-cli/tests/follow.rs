@@ -1,0 +1,309 @@
+//! `run --follow` against an uninterrupted run over the same lines: appended lines (one
+//! written in two parts), a rotation with lines still written to the old file, a truncation,
+//! and a stop by SIGTERM; and a log split in two parts run one after the other.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ok, tidemark};
+use tidemark_stream::config::Config;
+use tidemark_stream::engine::{Engine, NoRows, StateTable};
+use tidemark_stream::pipeline::RunState;
+use tidemark_stream::store::{RedbStore, Store};
+
+const CONFIG: &str = r#"
+[input]
+format = "csv"
+time_field = "ts"
+
+[[metric]]
+name = "fanout"
+kind = "distinct"
+key = ["src"]
+item = ["dst"]
+bucket = "10s"
+window = "30s"
+allowed_lateness = "5s"
+
+[[metric]]
+name = "hits"
+kind = "count"
+key = ["dst"]
+bucket = "10s"
+window = "30s"
+
+[state]
+checkpoint = "100ms"
+"#;
+
+const HEADER: &str = "ts,src,dst\n";
+
+/// Record `i`: twenty a second, seven sources, thirteen destinations.
+fn line(i: u64) -> String {
+    format!("{},s{},d{}\n", 1_700_000_000 + i / 20, i % 7, i % 13)
+}
+
+fn lines(from: u64, to: u64) -> String {
+    (from..to).map(line).collect()
+}
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tidemark-follow-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A store's buckets (table, key, start, bytes), closed and open, of both metrics; what its
+/// engine counted; and its records.
+type Dump = (Vec<(String, Vec<u8>, u64, Vec<u8>)>, String, u64);
+
+fn dump(db: &Path) -> Dump {
+    let store = RedbStore::open_existing(db).unwrap();
+    let meta = store.meta().unwrap().expect("a committed run");
+    let mut rows = Vec::new();
+    for m in ["fanout", "hits"] {
+        for table in [m.to_string(), StateTable::Open.name(m)] {
+            store
+                .read(&mut |r| {
+                    r.scan(&table, 0, u64::MAX, &mut |k, start, b| {
+                        rows.push((table.clone(), k.to_vec(), start, b.to_vec()))
+                    })
+                })
+                .unwrap();
+        }
+    }
+    let state = RunState::from_bytes(&meta.state).unwrap();
+    let config = Config::from_toml(&meta.config).unwrap();
+    let engine = Engine::restore(&config, &state.engine, &mut NoRows).unwrap();
+    let counted = (0..engine.metric_count())
+        .map(|m| format!("{:?} {:?};", engine.counters(m), engine.closed_until(m)))
+        .collect();
+    (rows, counted, state.records)
+}
+
+/// Records the store has committed, or 0 while it has none.
+fn records(db: &Path) -> u64 {
+    let Ok(store) = RedbStore::open_existing(db) else {
+        return 0;
+    };
+    match store.meta() {
+        Ok(Some(meta)) => RunState::from_bytes(&meta.state).map_or(0, |s| s.records),
+        _ => 0,
+    }
+}
+
+fn wait_for(db: &Path, n: u64) {
+    let started = Instant::now();
+    while records(db) < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the follower committed {} of {n} records",
+            records(db)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(records(db), n, "no record counted twice");
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+#[test]
+fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
+    let d = dir("rotate");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let log = d.join("log.csv");
+    let db = d.join("f.db");
+    std::fs::write(&log, format!("{HEADER}{}", lines(0, 300))).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--follow",
+            "--quiet",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+        ])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&db, 300);
+
+    // Appended, the last line in two writes: it is read once, whole.
+    let half = line(499);
+    append(&log, &lines(300, 499));
+    append(&log, &half[..8]);
+    std::thread::sleep(Duration::from_millis(400));
+    append(&log, &half[8..]);
+    wait_for(&db, 500);
+
+    // Rotated: renamed away, written once more, and a new file (with its header) in place.
+    let old = d.join("log.csv.1");
+    std::fs::rename(&log, &old).unwrap();
+    append(&old, &lines(500, 520));
+    std::fs::write(&log, format!("{HEADER}{}", lines(520, 700))).unwrap();
+    wait_for(&db, 700);
+
+    // Truncated (copytruncate): emptied, then written on without a header.
+    std::fs::write(&log, "").unwrap();
+    append(&log, &lines(700, 800));
+    wait_for(&db, 800);
+
+    let pid = child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "SIGTERM stops the follower in order: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // One run over the same lines, in the same order.
+    let all = d.join("all.csv");
+    std::fs::write(&all, format!("{HEADER}{}", lines(0, 800))).unwrap();
+    let db2 = d.join("one.db");
+    ok(&tidemark(
+        &[
+            "run",
+            "--quiet",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db2),
+            s(&all),
+        ],
+        "",
+    ));
+    let (followed, one) = (dump(&db), dump(&db2));
+    assert_eq!(followed.2, 800);
+    assert_eq!(followed.1, one.1, "counters differ");
+    assert!(
+        followed.0.iter().any(|r| r.0.starts_with('~')),
+        "the last buckets are still open"
+    );
+    assert_eq!(followed.0, one.0, "buckets differ");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_log_split_in_two_parts_equals_one_run() {
+    let d = dir("split");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    // The parts meet inside a bucket, and the second holds events of the first's last
+    // buckets (within the lateness): nothing is dropped for being split.
+    let mut first = lines(0, 1_000);
+    let mut second = String::new();
+    for i in 1_000..2_000 {
+        // Every ninth event of the second part is 3 s late.
+        let ts = 1_700_000_000 + i / 20 - if i % 9 == 0 { 3 } else { 0 };
+        second.push_str(&format!("{ts},s{},d{}\n", i % 7, i % 13));
+    }
+    let (a, b) = (d.join("a.csv"), d.join("b.csv"));
+    std::fs::write(&a, format!("{HEADER}{first}")).unwrap();
+    std::fs::write(&b, format!("{HEADER}{second}")).unwrap();
+    let split = d.join("split.db");
+    for part in [&a, &b] {
+        let args = [
+            "run",
+            "--quiet",
+            "--config",
+            s(&config),
+            "--db",
+            s(&split),
+            s(part),
+        ];
+        ok(&tidemark(&args, ""));
+    }
+    first.push_str(&second);
+    let all = d.join("all.csv");
+    std::fs::write(&all, format!("{HEADER}{first}")).unwrap();
+    let one = d.join("one.db");
+    let args = [
+        "run",
+        "--quiet",
+        "--config",
+        s(&config),
+        "--db",
+        s(&one),
+        s(&all),
+    ];
+    ok(&tidemark(&args, ""));
+    let (parts, whole) = (dump(&split), dump(&one));
+    assert_eq!(parts.2, 2_000);
+    assert_eq!(parts.1, whole.1, "counters differ");
+    assert!(parts.1.contains("dropped: 0"), "{}", parts.1);
+    assert_eq!(parts.0, whole.0, "buckets differ");
+    // A query sees the open buckets, marked partial; after --close the same window, whole.
+    let query = |db: &Path| {
+        let args = [
+            "query",
+            "--db",
+            s(db),
+            "--metric",
+            "fanout",
+            "--window",
+            "30s",
+        ];
+        let out = tidemark(&[&args[..], &["--at", "1700000100", "--json"]].concat(), "");
+        ok(&out);
+        common::json_lines(&out)
+    };
+    let open = query(&split);
+    assert!(
+        !open.is_empty() && open.iter().all(|r| r["partial"] == true),
+        "{open:?}"
+    );
+    // --close then closes every bucket: the same as one run closed.
+    for db in [&split, &one] {
+        let args = [
+            "run",
+            "--quiet",
+            "--close",
+            "--config",
+            s(&config),
+            "--db",
+            s(db),
+        ];
+        ok(&tidemark(&args, ""));
+    }
+    let (parts, whole) = (dump(&split), dump(&one));
+    assert!(
+        !parts.0.iter().any(|r| r.0.starts_with('~')),
+        "every bucket closed"
+    );
+    assert_eq!(parts.0, whole.0);
+    let closed = query(&split);
+    assert!(closed.iter().all(|r| r["partial"] == false), "{closed:?}");
+    let estimates = |rows: &[serde_json::Value]| -> Vec<(String, f64)> {
+        rows.iter()
+            .map(|r| (r["key"].to_string(), r["estimate"].as_f64().unwrap()))
+            .collect()
+    };
+    assert_eq!(
+        estimates(&open),
+        estimates(&closed),
+        "no event came after the parts"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
