@@ -4,11 +4,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, tidemark};
+use common::{dir, ok, s, tidemark};
 use tidemark_stream::config::Config;
 use tidemark_stream::engine::{Engine, NoRows, StateTable};
 use tidemark_stream::pipeline::RunState;
@@ -48,17 +48,6 @@ fn line(i: u64) -> String {
 
 fn lines(from: u64, to: u64) -> String {
     (from..to).map(line).collect()
-}
-
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tidemark-follow-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// A store's buckets (table, key, start, bytes), closed and open, of both metrics; what its
@@ -125,7 +114,7 @@ fn append(path: &Path, text: &str) {
 
 #[test]
 fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
-    let d = dir("rotate");
+    let d = dir("follow-rotate");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let log = d.join("log.csv");
@@ -207,7 +196,7 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
 
 #[test]
 fn a_log_split_in_two_parts_equals_one_run() {
-    let d = dir("split");
+    let d = dir("follow-split");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     // The parts meet inside a bucket, and the second holds events of the first's last

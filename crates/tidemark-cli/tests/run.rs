@@ -7,24 +7,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{json_lines, ok, tidemark};
+use common::{dir, json_lines, ok, s, tidemark};
 
 use tidemark_stream::config::Config;
 use tidemark_stream::engine::{Engine, NoRows};
 use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::RunState;
 use tidemark_stream::store::{RedbStore, Store};
-
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tidemark-run-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// Every bucket of every metric, and the committed state.
 type Dump = (Vec<(String, Vec<u8>, u64, Vec<u8>)>, RunState);
@@ -102,7 +91,7 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
     // A 4 MiB state budget (the keys of `ports`, whose limit is 2 events, cannot spill and
     // hold up to about 1 MiB): checkpoints spill fan-out keys, later events read them back;
     // kills land between checkpoints, during checkpoints and during spills.
-    let d = dir("spill-kill");
+    let d = dir("run-spill-kill");
     let config = kill_config(&d);
     let file = d.join("flows.csv");
     std::fs::write(&file, big_log()).unwrap();
@@ -230,7 +219,7 @@ consecutive = 2
 
 #[test]
 fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
-    let d = dir("kill");
+    let d = dir("run-kill");
     let config = kill_config(&d);
     let csv = big_log();
 
@@ -348,7 +337,7 @@ on = "high"
 
 #[test]
 fn a_malformed_line_stops_the_run_or_is_skipped_and_nothing_committed_is_lost() {
-    let d = dir("bad");
+    let d = dir("run-bad");
     let config = d.join("c.toml");
     std::fs::write(&config, COUNT_CONFIG).unwrap();
     let mut good = String::from("ts,user\n");
@@ -458,7 +447,7 @@ fn a_malformed_line_stops_the_run_or_is_skipped_and_nothing_committed_is_lost() 
 
 #[test]
 fn config_errors_name_the_key_and_create_no_store() {
-    let d = dir("config");
+    let d = dir("run-config");
     let config = d.join("c.toml");
     let db = d.join("t.db");
     for (text, key) in [
@@ -488,7 +477,7 @@ fn config_errors_name_the_key_and_create_no_store() {
 
 #[test]
 fn query_top_and_flag_errors() {
-    let d = dir("query");
+    let d = dir("run-query");
     let config = d.join("fanout.toml");
     std::fs::write(&config, FANOUT_CONFIG).unwrap();
     let db = d.join("t.db");
@@ -683,7 +672,7 @@ fn repo_root() -> PathBuf {
 
 #[test]
 fn the_examples_run_and_a_store_refuses_another_config() {
-    let d = dir("examples");
+    let d = dir("run-examples");
     // examples/requests.toml: JSON Lines, RFC 3339 times, a count and a distinct metric.
     let requests = repo_root().join("examples/requests.toml");
     let mut jsonl = String::new();
@@ -761,7 +750,7 @@ fn the_examples_run_and_a_store_refuses_another_config() {
 
 #[test]
 fn the_hammer_example_names_each_scanner_and_query_lists_heavy_items() {
-    let d = dir("hammer");
+    let d = dir("run-hammer");
     let hammer = repo_root().join("examples/hammer.toml");
     let log = FlowLog::generate(&FlowSpec {
         minutes: 12,
@@ -848,7 +837,7 @@ fn the_hammer_example_names_each_scanner_and_query_lists_heavy_items() {
 
 #[test]
 fn demo_writes_its_chart() {
-    let d = dir("chart");
+    let d = dir("run-chart");
     let svg = d.join("fanout.svg");
     let out = tidemark(&["demo", "--minutes", "8", "--chart", s(&svg)], "");
     assert!(
@@ -871,7 +860,7 @@ fn demo_writes_its_chart() {
 
 #[test]
 fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
-    let d = dir("again");
+    let d = dir("run-again");
     let config = d.join("c.toml");
     std::fs::write(&config, COUNT_CONFIG).unwrap();
     let db = d.join("t.db");
@@ -943,7 +932,7 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
 
 #[test]
 fn run_prints_an_early_alert_at_the_crossing_flow_and_its_close_settles_it() {
-    let d = dir("early");
+    let d = dir("run-early");
     // Distinct destinations per source over 5 one-minute buckets, alerting above 20, early.
     let config = d.join("scan.toml");
     std::fs::write(

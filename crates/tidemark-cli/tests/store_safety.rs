@@ -6,21 +6,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{ok, tidemark};
-
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tidemark-safety-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{dir, ok, s, tidemark};
 
 const CONFIG: &str = r#"
 [input]
@@ -74,7 +63,7 @@ fn records(db: &Path) -> u64 {
 
 #[test]
 fn a_time_past_year_9999_or_far_ahead_is_a_bad_line_and_the_store_stays_usable() {
-    let d = dir("time");
+    let d = dir("safety-time");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     // The issue's reproduction: 9,223,372,036,854,720 s once bricked the store.
@@ -162,7 +151,7 @@ fn a_time_past_year_9999_or_far_ahead_is_a_bad_line_and_the_store_stays_usable()
 
 #[test]
 fn the_same_file_under_another_path_resumes_and_a_replaced_file_is_refused() {
-    let d = dir("identity");
+    let d = dir("safety-identity");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let text = log(6, 10);
@@ -215,7 +204,7 @@ fn the_same_file_under_another_path_resumes_and_a_replaced_file_is_refused() {
 
 #[test]
 fn long_lines_keys_and_items_are_bad_lines_held_within_the_limit() {
-    let d = dir("sizes");
+    let d = dir("safety-sizes");
     let config = d.join("c.toml");
     std::fs::write(
         &config,
@@ -262,7 +251,7 @@ fn long_lines_keys_and_items_are_bad_lines_held_within_the_limit() {
 
 #[test]
 fn a_metric_name_that_could_collide_with_a_rollup_is_refused() {
-    let d = dir("names");
+    let d = dir("safety-names");
     let config = d.join("c.toml");
     for bad in ["hits@1h", "a/b", "a b", ""] {
         std::fs::write(&config, CONFIG.replace("\"hits\"", &format!("{bad:?}"))).unwrap();
@@ -282,7 +271,7 @@ fn a_metric_name_that_could_collide_with_a_rollup_is_refused() {
 
 #[test]
 fn a_header_naming_a_field_twice_is_refused_at_line_1() {
-    let d = dir("header");
+    let d = dir("safety-header");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let f = d.join("f.csv");
@@ -309,7 +298,7 @@ fn a_header_naming_a_field_twice_is_refused_at_line_1() {
 
 #[test]
 fn a_named_pipe_is_read_as_a_stream_and_a_directory_is_refused() {
-    let d = dir("pipe");
+    let d = dir("safety-pipe");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let db = d.join("t.db");
@@ -350,7 +339,7 @@ impl SplitMix {
 
 #[test]
 fn a_damaged_store_is_refused_never_a_panic_or_a_wrong_answer() {
-    let d = dir("damage");
+    let d = dir("safety-damage");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let f = d.join("f.csv");
@@ -439,7 +428,7 @@ fn a_damaged_store_is_refused_never_a_panic_or_a_wrong_answer() {
 #[test]
 fn query_reads_a_store_while_run_writes_it() {
     use std::io::Write;
-    let d = dir("concurrent");
+    let d = dir("safety-concurrent");
     let config = d.join("c.toml");
     std::fs::write(
         &config,
@@ -485,7 +474,7 @@ fn query_reads_a_store_while_run_writes_it() {
 fn the_same_stdin_after_a_completed_run_is_refused_not_counted_twice() {
     // A run killed after its last commit looks interrupted to whoever started it; feeding the
     // same stream again must not count it twice.
-    let d = dir("stdin-again");
+    let d = dir("safety-stdin-again");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let db = d.join("t.db");
@@ -517,7 +506,7 @@ fn a_late_event_reaches_the_live_window_of_a_bucket_the_key_had_no_event_in() {
     // bucket of 120 s that a had no event in. The window then holds 3 distinct items: the
     // alert above 2 must fire in the uninterrupted run, as it does after a resume (a restored
     // engine rebuilds its rings from the store).
-    let d = dir("late-ring");
+    let d = dir("safety-late-ring");
     let config = d.join("c.toml");
     std::fs::write(
         &config,
@@ -564,7 +553,7 @@ margin = 0.0
 
 #[test]
 fn an_unterminated_last_line_is_left_for_later_or_refuses_a_grown_file() {
-    let d = dir("unterminated");
+    let d = dir("safety-unterminated");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let f = d.join("f.csv");
@@ -616,7 +605,7 @@ fn an_unterminated_last_line_is_left_for_later_or_refuses_a_grown_file() {
 
 #[test]
 fn a_late_event_for_a_bucket_past_retention_is_dropped_not_merged() {
-    let d = dir("retention");
+    let d = dir("safety-retention");
     let config = d.join("c.toml");
     std::fs::write(
         &config,
@@ -673,7 +662,7 @@ late = "merge"
 
 #[test]
 fn max_line_bytes_counts_the_line_without_its_newline() {
-    let d = dir("line-limit");
+    let d = dir("safety-line-limit");
     let config = d.join("c.toml");
     std::fs::write(
         &config,

@@ -56,3 +56,16 @@ pub fn temp(name: &str) -> PathBuf {
 pub fn lines(range: std::ops::Range<u64>) -> String {
     range.map(|i| format!("user-{i}\n")).collect()
 }
+
+/// A fresh directory for one test: `<temp>/tidemark-<tag>-<pid>`, emptied first.
+pub fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tidemark-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A path as an argument.
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
