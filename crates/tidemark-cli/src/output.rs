@@ -245,7 +245,13 @@ impl Layout {
         match v {
             Value::Number(n) if n.is_f64() => {
                 let f = n.as_f64().unwrap_or(f64::NAN);
-                format!("{f:.*}", self.decimals[i])
+                // A row past the laid-out ones keeps its fraction (1.5 is never "2").
+                let d = if f.fract() != 0.0 {
+                    self.decimals[i].max(decimals_for(f))
+                } else {
+                    self.decimals[i]
+                };
+                format!("{f:.d$}")
             }
             other => plain(other),
         }
@@ -349,6 +355,14 @@ mod tests {
         // Every line's columns start where the header's do.
         let at = |s: &str, w: &str| s.find(w).unwrap() + w.len();
         assert_eq!(at(&t[0], "estimate"), at(&t[2], "1002.50"));
+    }
+
+    #[test]
+    fn a_row_after_the_laid_out_ones_keeps_its_fraction() {
+        let whole = |x: f64| Record::new().field("estimate", x);
+        let layout = Layout::of(&[whole(1.0), whole(2.0)]);
+        assert_eq!(layout.row(&whole(3.0)), "       3");
+        assert_eq!(layout.row(&whole(2001.5)), " 2001.50");
     }
 
     #[test]

@@ -296,3 +296,90 @@ fn a_log_split_in_two_parts_equals_one_run() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_followed_path_missing_for_a_while_and_a_header_written_in_parts_lose_nothing() {
+    let d = dir("follow-gap");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let log = d.join("log.csv");
+    let db = d.join("f.db");
+    // --follow takes one file, and says so before creating a store.
+    let two = [
+        "run",
+        "--follow",
+        "--config",
+        s(&config),
+        "--db",
+        s(&db),
+        "a",
+        "b",
+    ];
+    let out = tidemark(&two, "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--follow"));
+    assert!(!db.exists());
+
+    // Started before the file exists; the file's header arrives in two writes.
+    let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--follow",
+            "--quiet",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+        ])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    append(&log, "ts,sr");
+    std::thread::sleep(Duration::from_millis(300));
+    append(&log, &format!("c,dst\n{}", lines(0, 100)));
+    wait_for(&db, 100);
+    // Rotated away, written once more, and no new file for a while.
+    let old = d.join("log.csv.1");
+    std::fs::rename(&log, &old).unwrap();
+    append(&old, &lines(100, 120));
+    std::thread::sleep(Duration::from_millis(600));
+    wait_for(&db, 120);
+    // Then an empty file, whose header and lines come later.
+    std::fs::write(&log, "").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    append(&log, &format!("{HEADER}{}", lines(120, 200)));
+    wait_for(&db, 200);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = d.join("all.csv");
+    std::fs::write(&all, format!("{HEADER}{}", lines(0, 200))).unwrap();
+    let db2 = d.join("one.db");
+    ok(&tidemark(
+        &[
+            "run",
+            "--quiet",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db2),
+            s(&all),
+        ],
+        "",
+    ));
+    let (followed, one) = (dump(&db), dump(&db2));
+    assert_eq!((followed.1, followed.2), (one.1, one.2));
+    assert_eq!(followed.0, one.0);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -204,3 +204,52 @@ fn a_close_below_the_limit_withdraws_the_early_alert() {
         assert!(c.value <= 39.0, "close {b}: {c:?}");
     }
 }
+
+#[test]
+fn an_early_alert_aims_at_the_metrics_next_close_whichever_key_holds_it_open() {
+    // Buckets of 10 s, windows of one bucket, 30 s of lateness, alerting above 5, early.
+    let config = Config::from_toml(
+        r#"
+[input]
+time_field = "ts"
+[[metric]]
+name = "n"
+kind = "count"
+key = ["k"]
+bucket = "10s"
+window = "10s"
+allowed_lateness = "30s"
+retention = "10m"
+[[metric.alert]]
+above = 5
+early = true
+"#,
+    )
+    .unwrap();
+    let mut e = Engine::new(&config).unwrap();
+    let mut alerts = Vec::new();
+    let event = |e: &mut Engine, alerts: &mut Vec<Alert>, t: u64, k: &[u8]| {
+        e.observe(t);
+        e.add(0, t, k, 0);
+        alerts.extend(e.take_outputs().alerts);
+    };
+    for _ in 0..3 {
+        event(&mut e, &mut alerts, 0, b"a");
+    }
+    event(&mut e, &mut alerts, 40_000, b"z"); // closes [0, 10 s)
+    event(&mut e, &mut alerts, 15_000, b"b"); // [10 s, 20 s) stays open: the next close
+    for _ in 0..10 {
+        // Key a's ten events are in [40 s, 50 s), not in the window of that next close.
+        event(&mut e, &mut alerts, 45_000, b"a");
+    }
+    assert!(alerts.is_empty(), "{alerts:?}");
+    event(&mut e, &mut alerts, 200_000, b"z"); // closes everything up to 170 s
+    let a: Vec<(Phase, u64)> = alerts
+        .iter()
+        .filter(|x| &*x.key == b"a")
+        .map(|x| (x.phase, x.bucket))
+        .collect();
+    // One alert, at the close of its bucket: no early alert settled by another close.
+    assert_eq!(a, [(Phase::Closed, 40_000)], "{alerts:?}");
+    assert_eq!(e.counters(0).alerts, 1);
+}

@@ -55,7 +55,7 @@ pub struct Args {
     /// across a rotation (the path names a new file: the old one is read to its end first)
     /// and a truncation (read again from the start), checkpoint while idle, and stop on
     /// SIGINT or SIGTERM with a final commit. One file.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "close")]
     pub follow: bool,
     /// Print no summary.
     #[arg(long)]
@@ -134,6 +134,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             return Err(UsageError::flag("--max-memory", "at least 64KiB"));
         }
         config.checkpoint.max_memory = n;
+    }
+    if args.follow && args.files.len() != 1 {
+        return Err(UsageError::flag(
+            "--follow",
+            format!("follows one named file, got {}", args.files.len()),
+        ));
     }
     let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
@@ -216,10 +222,17 @@ fn execute(
             write_err.get_or_insert(e);
         }
     };
-    // SIGINT and SIGTERM stop the run in order: what was read is committed, and the next run
-    // goes on from there (a second signal of the same kind is left to its default).
+    // SIGINT and SIGTERM stop a run of files in order: what was read is committed, and the
+    // next run goes on from there (a second signal of the same kind is left to its default).
+    // Standard input keeps the default: a read blocked on an idle pipe would not see a flag,
+    // and a killed run resumes from its last checkpoint anyway.
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    let signals = if args.files.is_empty() {
+        &[][..]
+    } else {
+        &[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM][..]
+    };
+    for &signal in signals {
         signal_hook::flag::register_conditional_default(signal, Arc::clone(&stop))
             .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
             .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;

@@ -7,8 +7,8 @@
 //! below it; a rule alerts once per episode:
 //!
 //! - at the close that makes `consecutive` closes above the limit ([`Phase::Closed`]), or
-//! - with `early = true`, at the event that takes the window the next close will evaluate
-//!   past the limit when that close would be the `consecutive`-th ([`Phase::Early`]). That
+//! - with `early = true`, at the event that takes the window the metric's next close will
+//!   evaluate past the limit when that close would be the `consecutive`-th ([`Phase::Early`]). That
 //!   close then confirms it ([`Phase::Confirmed`]) or, if the closed window is not past the
 //!   limit after all, withdraws it ([`Phase::Withdrawn`]) and the episode ends.
 

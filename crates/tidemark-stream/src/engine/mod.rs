@@ -201,6 +201,12 @@ struct KeyState {
     /// The engine's event clock at the key's first event since its rows were last written:
     /// the least recently active keys spill first.
     touched: u64,
+    /// Early alerts: the end of the window the metric's next close evaluates, as this key's
+    /// running bound was last built for (0: none), and that bound — the buckets' exact
+    /// counts summed, plus one per event since (no event adds more than one item or count).
+    /// Past the smallest early limit, [`KeyState::running`] estimates it.
+    early_end: u64,
+    early_bound: f64,
     /// Open buckets, by increasing start (usually one).
     open: OpenBuckets,
     /// The live window: `None` until one of the key's buckets closed.
@@ -240,6 +246,8 @@ impl KeyState {
             streak: vec![0; rules].into_boxed_slice(),
             items: BTreeMap::new(),
             touched: 0,
+            early_end: 0,
+            early_bound: 0.0,
             mem: spill::KEY_BYTES,
             dirty: true,
             row_dirty: true,
@@ -516,7 +524,9 @@ impl Engine {
         let grew = Self::add_to_key(ks, &m.shape, clock, start, item, bytes);
         // A new key's bytes include its first bucket's.
         let added = if made { Some(ks.mem) } else { grew };
-        if m.early && early_due(&m.cfg.alerts, &ks.streak) {
+        if m.early {
+            // The metric's next close: its oldest open bucket's (this event's may be new).
+            let next = m.open_starts.first().map_or(start, |&s| s.min(start));
             let event = Event {
                 metric,
                 key,
@@ -530,6 +540,7 @@ impl Engine {
                 &m.shape,
                 m.early_limit,
                 ks,
+                next,
                 &event,
                 &mut self.out.alerts,
             );
@@ -541,22 +552,39 @@ impl Engine {
         }
     }
 
-    /// Feeds the key's running window — what the close of its oldest open bucket will evaluate —
-    /// with the event just added (building it first if a close dropped it), and raises the
-    /// early alerts it is past the limit of; returns how many. An event of a newer bucket is
-    /// not in that window: it counts toward the close after.
+    /// Feeds the key's running window — what the metric's next close (of the bucket at `next`)
+    /// will evaluate — with the event just added (building it first if a close dropped it),
+    /// and raises the early alerts it is past the limit of; returns how many. An event of a
+    /// newer bucket is not in that window: it counts toward a close after.
+    ///
+    /// Most events end at the bound: the key's buckets in the window cannot pass the smallest
+    /// early limit, which costs an addition on the key's state, nothing read elsewhere.
     fn raise_early(
         cfg: &MetricConfig,
         shape: &MetricShape,
         early_limit: f64,
         ks: &mut KeyState,
+        next: u64,
         ev: &Event<'_>,
         alerts: &mut Vec<Alert>,
     ) -> u64 {
-        let Some(next) = ks.open.first_start() else {
-            return 0;
-        };
         let end = next + cfg.bucket;
+        if ks.early_end != end {
+            // A new window: its bound from the buckets (which hold the event already).
+            ks.early_end = end;
+            ks.running = None;
+            ks.early_bound = running::bound(
+                ks.window.as_ref(),
+                &ks.open,
+                end.saturating_sub(cfg.window),
+                end,
+            );
+        } else if ev.start < end {
+            ks.early_bound += 1.0;
+        }
+        if ks.early_bound <= early_limit || !early_due(&cfg.alerts, &ks.streak) {
+            return 0;
+        }
         match &mut ks.running {
             Some(r) if r.end() == end => {
                 if ev.start < end {
@@ -665,6 +693,7 @@ impl Engine {
                     }
                     // Its running window misses the event: the next event builds it again.
                     ks.running = None;
+                    ks.early_end = 0;
                     if let Some(WindowState::Ring(ring)) = &mut ks.window {
                         let at = ring.partition_point(|(s0, _)| *s0 < start);
                         match ring.get_mut(at) {
@@ -755,6 +784,7 @@ impl Engine {
         for (key, ks) in keys {
             // The close moves a bucket from open to closed: the next event builds it again.
             ks.running = None;
+            ks.early_end = 0;
             if let Some(s) = ks.open.pop_first_at(start) {
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
@@ -797,7 +827,27 @@ impl Engine {
             };
             if emptied {
                 // An empty window ends the episode: a window that fills again starts its
-                // streaks from zero.
+                // streaks from zero. An early alert still unsettled is withdrawn (an early
+                // alert aims at this close, whose window holds its events: kept for safety).
+                for (rule, r) in m.cfg.alerts.iter().enumerate() {
+                    let w = ks.streak[rule];
+                    if w & alert::EARLY != 0 && w & !alert::EARLY < r.consecutive {
+                        out.alerts.push(Alert {
+                            metric: i,
+                            rule,
+                            key: key.as_bytes().into(),
+                            bucket: start,
+                            window_start: end.saturating_sub(m.cfg.window),
+                            window_end: end,
+                            estimate: Estimate::exact(0.0),
+                            item: None,
+                            threshold: r.above,
+                            limit: m.shape.limit(r),
+                            phase: Phase::Withdrawn,
+                            at,
+                        });
+                    }
+                }
                 ks.window = None;
                 ks.streak.iter_mut().for_each(|s| *s = 0);
                 ks.items.clear();

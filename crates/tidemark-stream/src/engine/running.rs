@@ -1,5 +1,6 @@
-//! The running window of a key: the window the next close of its oldest open bucket will
-//! evaluate, `[end − window, end)`, kept up to date between closes for early alerts.
+//! The running window of a key: the window the metric's next close (of its oldest open
+//! bucket, whichever key holds it) will evaluate, `[end − window, end)`, kept up to date
+//! between closes for early alerts.
 //!
 //! It is derived state, never stored: built at a key's first event that could raise an early
 //! alert after a close (from the closed buckets in that range and the open ones), fed each
@@ -16,9 +17,9 @@ use super::open::OpenBuckets;
 use super::shape::{MetricShape, Summary};
 use super::WindowState;
 
-/// What the next close of a key's oldest open bucket will evaluate, so far.
+/// What the metric's next close will evaluate of a key, so far.
 pub(super) struct Running {
-    /// The end of the window (the oldest open bucket's end).
+    /// The end of the window (the metric's oldest open bucket's end).
     end: u64,
     /// Its closed part (a count metric), or all of it (a distinct metric).
     base: Base,
@@ -121,6 +122,28 @@ impl Running {
                 Base::Sketch(s) => s.heap_bytes(),
             }
     }
+}
+
+/// A bound on the count of a window `[from, end)` of a key's buckets, closed and open: the
+/// sum of their exact counts (∞ if one is an estimate), a count window's closed part by its
+/// histogram's upper end. No window of them holds more.
+pub(super) fn bound(window: Option<&WindowState>, open: &OpenBuckets, from: u64, end: u64) -> f64 {
+    let inside = |s: &u64| (from..end).contains(s);
+    let closed = match window {
+        Some(WindowState::Hist(h)) => h.estimate_from(from).high,
+        Some(WindowState::Ring(r)) => r
+            .iter()
+            .filter(|(s, _)| inside(s))
+            .map(|(_, b)| b.upper())
+            .sum(),
+        None => 0.0,
+    };
+    closed
+        + open
+            .iter()
+            .filter(|o| inside(&o.start))
+            .map(|o| o.summary.upper())
+            .sum::<f64>()
 }
 
 /// The summary of the buckets in `[from, end)`, closed and open, merged.

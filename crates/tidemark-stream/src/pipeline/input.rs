@@ -185,6 +185,19 @@ impl<R: BufRead + Seek> Lines<R> {
     }
 }
 
+/// Whether `path` names a readable file whose first line is whole (a newline within its
+/// first 1 MiB, or anything past that): a followed file may be there yet.
+pub(crate) fn has_whole_line(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    match file.take(1 << 20).read_to_end(&mut head) {
+        Ok(n) => n == 1 << 20 || head.contains(&b'\n'),
+        Err(_) => false,
+    }
+}
+
 /// A file's identity: device and inode.
 #[cfg(unix)]
 pub(crate) fn identity(meta: &std::fs::Metadata, _path: &Path) -> (u64, u64) {

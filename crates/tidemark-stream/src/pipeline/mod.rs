@@ -391,6 +391,28 @@ pub fn run(
             message: e.to_string(),
         };
         // Where to start, and the reader.
+        if let (Some(follow), Some(p)) = (follow, &input) {
+            // A followed path between a rotation's rename and the new file, or not created
+            // yet, or a new file without its first whole line (a CSV header written in two
+            // parts): wait for it, checkpointing what was read.
+            while !input::has_whole_line(p) {
+                if stopping() {
+                    stopped = true;
+                    break;
+                }
+                if since_checkpoint > 0 && last_checkpoint.elapsed() >= checkpoint_every {
+                    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                    view = store.view().map_err(RunError::Store)?;
+                    report.commits += 1;
+                    since_checkpoint = 0;
+                    last_checkpoint = Instant::now();
+                }
+                std::thread::sleep(follow.poll);
+            }
+            if stopped {
+                break;
+            }
+        }
         let mut source = match &input {
             Some(p) => open_input(p)?,
             None => Source::Stdin,
@@ -536,7 +558,7 @@ pub fn run(
                 }
                 Line::Text {
                     terminated: false, ..
-                } if opts.keep_open && matches!(source, Source::File(_)) => {
+                } if (opts.keep_open || follow.is_some()) && matches!(source, Source::File(_)) => {
                     // The unterminated last line of a file that more will be appended to is
                     // not a whole line yet: the next run (or a followed file's next look)
                     // reads it, whole.
@@ -693,8 +715,9 @@ pub fn run(
             p(bytes_before, total_bytes);
         }
     }
-    state.completed = true;
-    // A run stopped by a signal has more input to come: its buckets stay open.
+    // A run stopped by a signal has more input to come: standard input is resumed, not taken
+    // as a new stream, and the buckets stay open.
+    state.completed = !stopped;
     if !opts.keep_open && !stopped {
         engine.flush();
     }
