@@ -1,11 +1,15 @@
 //! HyperLogLog, the ring window and the sliding HyperLogLog.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use tidemark::cardinality::{Hll, RingWindow, SlidingError, SlidingHll};
 
-use crate::items::{extract_batch, for_each_chunk, int_column, item_bytes, to_u64, Batch};
+use crate::items::{
+    binary_integers, binary_word, extract_batch, for_each_chunk_overlapped, for_each_word_chunk,
+    int_column, item_bytes, to_u64, Batch,
+};
 use crate::{bytes_arg, decode_error, merge_error, param_error, reduce, value_error, PyEstimate};
 
 const P_NAMES: &[(&str, &str)] = &[("p", "precision")];
@@ -91,27 +95,53 @@ impl PyHll {
     }
 
     /// Adds one item (str, bytes, int or float; see the module's notes on hashing).
-    fn update(&mut self, item: &Bound<'_, PyAny>) -> PyResult<()> {
-        let b = item_bytes(item)?;
-        self.inner.insert(&b);
+    #[pyo3(signature = (item, *, integers = "text"))]
+    fn update(&mut self, item: &Bound<'_, PyAny>, integers: &str) -> PyResult<()> {
+        if binary_integers(integers)? {
+            let x = binary_word(item)?;
+            self.inner.insert_u64(x);
+        } else {
+            let b = item_bytes(item)?;
+            self.inner.insert(&b);
+        }
         Ok(())
     }
 
     /// Adds every item of a list, a NumPy array, a buffer or an iterable, hashing with the
-    /// GIL released.
-    fn update_many(&mut self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// GIL released. `integers="binary"` hashes integers as their eight little-endian bytes
+    /// (as `tidemark distinct --binary-integers` does) instead of their decimal text: about
+    /// three times faster, and a sketch of its own (use one way for a sketch).
+    #[pyo3(signature = (items, *, integers = "text"))]
+    fn update_many(
+        &mut self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        integers: &str,
+    ) -> PyResult<()> {
         let h = &mut self.inner;
         let hasher = h.hasher();
-        for_each_chunk(items, "items", |_, batch| {
-            py.allow_threads(|| {
-                batch.try_for_each_hash::<()>(hasher, |x| {
+        if binary_integers(integers)? {
+            return for_each_word_chunk(items, "items", |batch| {
+                let insert = |x| {
                     h.insert_hash(x);
-                    Ok(())
-                })
+                    Ok::<(), ()>(())
+                };
+                match py.allow_threads(|| batch.try_for_each_binary_hash(hasher, insert)) {
+                    Some(_) => Ok(()),
+                    None => Err(PyTypeError::new_err(
+                        "items: integers=\"binary\" takes integers (a NumPy integer array, or \
+                         a list or tuple of ints within 64 bits)",
+                    )),
+                }
+            });
+        }
+        for_each_chunk_overlapped(py, items, "items", |batch| {
+            batch.try_for_each_hash(hasher, |x| {
+                h.insert_hash(x);
+                Ok::<(), ()>(())
             })
-            .ok();
-            Ok(())
         })
+        .map(|_| ())
     }
 
     /// The distinct count: Ertl's estimator (or the exact count while exact; PFCOUNT's in

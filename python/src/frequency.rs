@@ -8,8 +8,8 @@ use tidemark::frequency::{
 };
 
 use crate::items::{
-    extract_batch, for_each_chunk, int_column, integers, item_bytes, parallel, to_i64, to_u64,
-    Batch, PARALLEL_MIN,
+    extract_batch, for_each_chunk, for_each_chunk_overlapped, int_column, integers, item_bytes,
+    parallel, to_i64, to_u64, Batch, PARALLEL_MIN,
 };
 use crate::{bytes_arg, decode_error, param_error, reduce, value_error, PyEstimate};
 
@@ -190,22 +190,25 @@ impl PyCountMin {
             && n.is_some_and(|n| n >= PARALLEL_MIN)
             && self.inner.counters().len() <= 1 << 22
             && parallel();
-        let mut twin = if split { self.twin() } else { None };
-        let r = for_each_chunk(items, "items", |offset, batch| match &mut twin {
-            Some(t) if batch.len() >= PARALLEL_MIN => {
-                let hasher = self.inner.hasher();
-                let cm = &mut self.inner;
-                py.allow_threads(|| {
-                    batch.split_for_each_hash(hasher, cm, t, |s, h| s.update_hash(h, 1))
-                })
-                .map_err(|e| freq_error(e, "items"))
-            }
-            _ => self.apply(py, batch, offset, counts.as_deref()),
-        });
-        if let Some(t) = twin {
-            self.inner.merge(&t).map_err(|e| freq_error(e, "items"))?;
+        if let Some(mut t) = if split { self.twin() } else { None } {
+            // Ones into two sketches: the copying of a list overlapped with the counting.
+            let hasher = self.inner.hasher();
+            let cm = &mut self.inner;
+            let counted = for_each_chunk_overlapped(py, items, "items", |batch| {
+                if batch.len() >= PARALLEL_MIN {
+                    batch.split_for_each_hash(hasher, cm, &mut t, |s, h| s.update_hash(h, 1))
+                } else {
+                    batch.try_for_each_hash(hasher, |h| cm.update_hash(h, 1))
+                }
+            });
+            // What was counted stays counted, an error or not.
+            let merged = self.inner.merge(&t).map_err(|e| freq_error(e, "items"));
+            counted?.map_err(|e| freq_error(e, "items"))?;
+            return merged;
         }
-        r
+        for_each_chunk(items, "items", |offset, batch| {
+            self.apply(py, batch, offset, counts.as_deref())
+        })
     }
 
     /// `item`'s estimated frequency, with its bracket.

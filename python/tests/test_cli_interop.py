@@ -47,6 +47,45 @@ def test_distinct_p12_equals_cli_exactly_on_numpy_integers(cli, tmp_path):
     assert h.estimate().value == out["estimate"]
 
 
+def test_binary_integers_equal_the_cli_exactly(cli, tmp_path):
+    """integers="binary" hashes each integer's eight bytes, as `--binary-integers` does: the
+    same bytes from a NumPy int64 array, a uint64 array and a list of ints (negative ones as
+    two's complement)."""
+    arr = np.random.default_rng(7).integers(-(2**62), 2**62, 200_000)
+    f = _lines(tmp_path / "ints.txt", arr.tolist())
+    cli("distinct", "--precision", 12, "--binary-integers", "--save", tmp_path / "cli.tdmk", f)
+    want = (tmp_path / "cli.tdmk").read_bytes()
+    for items in (arr, arr.tolist(), arr.astype(np.uint64)):
+        h = tidemark.HyperLogLog(12)
+        h.update_many(items, integers="binary")
+        assert h.to_bytes() == want
+    one = tidemark.HyperLogLog(12)
+    for x in arr[:1000].tolist():
+        one.update(x, integers="binary")
+    some = tidemark.HyperLogLog(12)
+    some.update_many(arr[:1000], integers="binary")
+    assert one.to_bytes() == some.to_bytes()
+    # Text and binary are different sketches of the same items.
+    text = tidemark.HyperLogLog(12)
+    text.update_many(arr[:1000])
+    assert text.to_bytes() != some.to_bytes()
+
+
+def test_binary_integers_refuse_what_is_not_an_integer():
+    h = tidemark.HyperLogLog(12)
+    with pytest.raises(TypeError, match="integers"):
+        h.update_many(np.array([1.5, 2.5]), integers="binary")
+    with pytest.raises(TypeError, match="integers"):
+        h.update_many(["a", "b"], integers="binary")
+    with pytest.raises(TypeError, match="int"):
+        h.update("a", integers="binary")
+    with pytest.raises(ValueError, match="64"):
+        h.update(2**64, integers="binary")
+    with pytest.raises(ValueError, match="integers"):
+        h.update_many([1], integers="decimal")
+    assert h.estimate().value == 0
+
+
 def test_distinct_p12_equals_cli_exactly_on_floats(cli, tmp_path):
     arr = np.random.default_rng(6).standard_normal(20_000) * 1e6
     f = _lines(tmp_path / "floats.txt", [repr(x) for x in arr.tolist()])

@@ -222,6 +222,21 @@ def test_long_lists_go_in_chunks_with_global_indices():
     with pytest.raises(ValueError, match=r"counts\[550000\]"):
         cm.update_many([str(i) for i in range(600_000)], counts=counts)
     assert cm.total == 550_000
+    # Ones into a Count-Min: the chunks before a bad item stay counted.
+    cm = tidemark.CountMin(0.01, 0.01)
+    ones = [str(i) for i in range(600_000)]
+    ones[500_000] = 1.5j
+    with pytest.raises(TypeError, match=r"items\[500000\]"):
+        cm.update_many(ones)
+    assert cm.total == 2**18  # the first chunk; the bad item's chunk is not counted
+    # A long list (three chunks, copied while the previous is hashed) gives the sketch of
+    # item-by-item updates.
+    items = [f"u{i}" for i in range(700_000)]
+    many, one = tidemark.HyperLogLog(12), tidemark.HyperLogLog(12)
+    many.update_many(items)
+    for x in items:
+        one.update(x)
+    assert many.to_bytes() == one.to_bytes()
     t = tuple(str(i) for i in range(300_000))
     a, b = tidemark.HyperLogLog(12), tidemark.HyperLogLog(12)
     a.update_many(t)

@@ -172,10 +172,10 @@ def test_fallback_paths_give_the_same_sketch(env):
     code = (
         "import sys, numpy as np, tidemark\n"
         "h = tidemark.HyperLogLog(12)\n"
-        "h.update_many(['w%d' % i for i in range(200_000)] + ['é', '🦀'])\n"
+        "h.update_many(['w%d' % i for i in range(600_000)] + ['é', '🦀'])\n"
         "h.update_many(np.arange(300_000, dtype=np.int64) * 31)\n"
         "c = tidemark.CountMin(0.01, 0.01)\n"
-        "c.update_many(['w%d' % (i % 777) for i in range(200_000)])\n"
+        "c.update_many(['w%d' % (i % 777) for i in range(600_000)])\n"
         "c.update_many(np.arange(300_000, dtype=np.int64) % 1000)\n"
         "c.update_many(np.arange(100_000, dtype=np.int64), counts=3)\n"
         "sys.stdout.buffer.write(h.to_bytes() + c.to_bytes())\n"

@@ -6,7 +6,13 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple, Union
 
-from ._tidemark import Estimate, _format_time, _parse_duration, _parse_time, _Store
+from ._tidemark import (  # type: ignore[import-not-found]  # the compiled extension
+    Estimate,
+    _format_time,
+    _parse_duration,
+    _parse_time,
+    _Store,
+)
 
 Duration = Union[str, int, _dt.timedelta]
 When = Union[str, int, float, _dt.datetime]
@@ -59,7 +65,7 @@ class Answer:
     def to_pandas(self):
         """A DataFrame with the columns of ``tidemark query --json``: one row per key (per
         heavy item for a frequency metric). Needs pandas."""
-        import pandas as pd
+        import pandas as pd  # type: ignore[import-untyped]  # optional
 
         records = []
         for r in self.rows:

@@ -142,3 +142,49 @@ fn bad_flags_and_bad_files_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.txt:2"));
 }
+
+#[test]
+fn binary_integers_hash_as_their_eight_bytes() {
+    // Integers across the range, negative ones as two's complement, some repeated.
+    let xs: Vec<i128> = (0..5_000i128)
+        .map(|i| (i * 7_919) % 3_001 - 1_000)
+        .chain([i64::MIN as i128, u64::MAX as i128, 0])
+        .collect();
+    let input: String = xs.iter().map(|x| format!("{x}\n")).collect();
+    let saved = temp("binary.tdmk");
+    let out = tidemark(
+        &[
+            "distinct",
+            "--precision",
+            "12",
+            "--binary-integers",
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+        input.as_bytes(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The model: the library's insert_u64 of each word.
+    let mut model = tidemark::cardinality::Hll::new(12).unwrap();
+    for &x in &xs {
+        model.insert_u64(if x < 0 { x as i64 as u64 } else { x as u64 });
+    }
+    assert_eq!(std::fs::read(&saved).unwrap(), model.to_bytes());
+    let distinct = xs.iter().collect::<HashSet<_>>().len() as f64;
+    let r = one_json(&tidemark(
+        &["distinct", "--binary-integers", "--json"],
+        input.as_bytes(),
+    ));
+    assert!(r["low"].as_f64().unwrap() <= distinct && distinct <= r["high"].as_f64().unwrap());
+    // Not an integer: named with its line; not with --redis.
+    let out = tidemark(&["distinct", "--binary-integers"], "1\n2\nx3\n");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(":3") && err.contains("x3"), "{err}");
+    let out = tidemark(&["distinct", "--binary-integers", "--redis"], "1\n");
+    assert_eq!(out.status.code(), Some(2));
+}

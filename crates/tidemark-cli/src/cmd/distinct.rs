@@ -46,6 +46,11 @@ pub struct Args {
     /// With --window: print the estimate every T ticks, not only at the end.
     #[arg(long, value_name = "T")]
     pub every: Option<u64>,
+    /// Each line is an integer (in [-2^63, 2^64)), hashed as its eight little-endian bytes
+    /// (negative ones as two's complement) instead of its text: Python's
+    /// `update_many(array, integers="binary")` builds the same sketch.
+    #[arg(long)]
+    pub binary_integers: bool,
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -59,6 +64,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Err(UsageError::flag(
             "--confidence",
             format!("expected a number in (0, 1), got {}", args.confidence),
+        ));
+    }
+    if args.binary_integers && (args.merge || args.redis || args.window.is_some()) {
+        return Err(UsageError::flag(
+            "--binary-integers",
+            "not with --merge, --redis or --window (lines of items for one sketch)",
         ));
     }
     if let Some(window) = args.window {
@@ -131,8 +142,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             Hll::new(args.precision.unwrap_or(14)).expect("precision checked above")
         };
-        for_each_line(&args.files, |_, line| {
-            h.insert(line.as_bytes());
+        for_each_line(&args.files, |loc, line| {
+            if args.binary_integers {
+                h.insert_u64(binary_word(line).ok_or_else(|| {
+                    loc.error(format!(
+                        "--binary-integers: expected an integer in [-2^63, 2^64), got {line:?}"
+                    ))
+                })?);
+            } else {
+                h.insert(line.as_bytes());
+            }
             Ok(())
         })?;
         h
@@ -157,6 +176,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
 /// their magic. Sketches of different precisions merge at the smallest (each register of a
 /// finer sketch folds into the coarser one); that loses accuracy, so it is said on stderr.
+/// A line's integer as the 64-bit word it hashes as (a negative one as two's complement).
+fn binary_word(line: &str) -> Option<u64> {
+    let t = line.trim();
+    t.parse::<u64>()
+        .ok()
+        .or_else(|| t.parse::<i64>().ok().map(|x| x as u64))
+}
+
 fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
     let mut acc: Option<Hll> = None;
     let mut precisions: Vec<(u8, String)> = Vec::new();
