@@ -489,13 +489,7 @@ impl PyHeavy {
                 format!("expected PHI in (0, 1], got {phi}"),
             ));
         }
-        let mut cm = CountMin::new(epsilon, delta, Model::CashRegister)
-            .map_err(|e| param_error(e, NAMES))?;
-        if conservative {
-            cm = cm
-                .conservative()
-                .map_err(|e| value_error("conservative", e))?;
-        }
+        let cm = candidates_sketch(epsilon, delta, conservative)?;
         let inner = HeavyHitters::with_sketch(phi, cm).map_err(|e| param_error(e, NAMES))?;
         Ok(PyHeavy { inner })
     }
@@ -517,20 +511,13 @@ impl PyHeavy {
         items: &Bound<'_, PyAny>,
         counts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
-        let counts = counts_for(&batch, counts)?;
         let h = &mut self.inner;
-        py.allow_threads(|| update_batch(&batch, &counts, |b, c| h.insert(b, c)))
-            .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
+        update_counted(py, items, counts, |b, c| h.insert(b, c))
     }
 
     /// The heavy hitters, most frequent first: `[(item, Estimate)]`.
     fn heavy_hitters(&self, py: Python<'_>) -> Vec<(PyObject, PyEstimate)> {
-        self.inner
-            .heavy_hitters()
-            .into_iter()
-            .map(|(i, e)| (item_object(py, &i), e.into()))
-            .collect()
+        named(py, self.inner.heavy_hitters())
     }
 
     /// `item`'s estimated frequency.
@@ -582,13 +569,7 @@ impl PyTopK {
         if k == 0 {
             return Err(value_error("k", "expected at least 1, got 0"));
         }
-        let mut cm = CountMin::new(epsilon, delta, Model::CashRegister)
-            .map_err(|e| param_error(e, NAMES))?;
-        if conservative {
-            cm = cm
-                .conservative()
-                .map_err(|e| value_error("conservative", e))?;
-        }
+        let cm = candidates_sketch(epsilon, delta, conservative)?;
         let inner = TopK::with_sketch(k, cm).map_err(|e| param_error(e, NAMES))?;
         Ok(PyTopK { inner })
     }
@@ -610,20 +591,13 @@ impl PyTopK {
         items: &Bound<'_, PyAny>,
         counts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let batch = extract_batch(items, "items")?;
-        let counts = counts_for(&batch, counts)?;
         let t = &mut self.inner;
-        py.allow_threads(|| update_batch(&batch, &counts, |b, c| t.insert(b, c)))
-            .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
+        update_counted(py, items, counts, |b, c| t.insert(b, c))
     }
 
     /// The k best, most frequent first: `[(item, Estimate)]`.
     fn top(&self, py: Python<'_>) -> Vec<(PyObject, PyEstimate)> {
-        self.inner
-            .top()
-            .into_iter()
-            .map(|(i, e)| (item_object(py, &i), e.into()))
-            .collect()
+        named(py, self.inner.top())
     }
 
     /// `item`'s estimated frequency.
@@ -642,6 +616,40 @@ impl PyTopK {
     fn __repr__(&self) -> String {
         format!("TopK(total={})", self.inner.sketch().total())
     }
+}
+
+/// The Count-Min sketch behind heavy hitters or top-k: a cash register, conservative if asked.
+fn candidates_sketch(epsilon: f64, delta: f64, conservative: bool) -> PyResult<CountMin> {
+    let cm =
+        CountMin::new(epsilon, delta, Model::CashRegister).map_err(|e| param_error(e, NAMES))?;
+    if conservative {
+        cm.conservative()
+            .map_err(|e| value_error("conservative", e))
+    } else {
+        Ok(cm)
+    }
+}
+
+/// Items with their counts (`count 1 each, or counts[i]`) inserted by `insert`, with the GIL
+/// released; an error names the count's index.
+fn update_counted(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    counts: Option<&Bound<'_, PyAny>>,
+    insert: impl FnMut(&[u8], i64) -> Result<(), FrequencyError> + Send,
+) -> PyResult<()> {
+    let batch = extract_batch(items, "items")?;
+    let counts = counts_for(&batch, counts)?;
+    py.allow_threads(|| update_batch(&batch, &counts, insert))
+        .map_err(|(i, e)| freq_error(e, &format!("counts[{i}]")))
+}
+
+/// Named items for Python: `[(item, Estimate)]`.
+fn named(py: Python<'_>, items: Vec<(Vec<u8>, tidemark::Estimate)>) -> Vec<(PyObject, PyEstimate)> {
+    items
+        .into_iter()
+        .map(|(i, e)| (item_object(py, &i), e.into()))
+        .collect()
 }
 
 /// Decodes either Count-Min kind.
