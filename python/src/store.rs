@@ -11,13 +11,15 @@ use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
 use crate::{value_error, PyEstimate};
 
-/// A row: key, estimate, buckets merged, heavy items `[(item, Estimate)]`, events.
+/// A row: key, estimate, buckets merged, heavy items `[(item, Estimate)]`, events, and
+/// whether an open bucket is in it.
 type Row = (
     String,
     PyEstimate,
     u64,
     Vec<(String, PyEstimate)>,
     Option<u64>,
+    bool,
 );
 
 /// A store written by `tidemark run`, opened read-only (a running writer may hold it).
@@ -76,6 +78,7 @@ impl PyStore {
                     r.buckets,
                     r.items.into_iter().map(|(i, e)| (i, e.into())).collect(),
                     r.events,
+                    r.partial,
                 )
             })
             .collect();

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._tidemark import (  # type: ignore[import-not-found]  # the compiled extension
     Estimate,
@@ -29,6 +30,9 @@ class Row:
     items: List[Tuple[str, Estimate]] = field(default_factory=list)
     #: A frequency metric's events of the key in the window (exact); None otherwise.
     events: Optional[int] = None
+    #: Whether the window holds a bucket still open (a run left it open for more input): the
+    #: answer so far, as of that run's last checkpoint.
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,31 +50,37 @@ class Answer:
     @property
     def start(self) -> str:
         """Window start as RFC 3339."""
-        return _format_time(self.start_ms)
+        return str(_format_time(self.start_ms))
 
     @property
     def end(self) -> str:
         """Window end as RFC 3339."""
-        return _format_time(self.end_ms)
+        return str(_format_time(self.end_ms))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Row]:
         return iter(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Row:
         return self.rows[i]
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """A DataFrame with the columns of ``tidemark query --json``: one row per key (per
         heavy item for a frequency metric). Needs pandas."""
         import pandas as pd  # type: ignore[import-untyped]  # optional
 
-        records = []
+        records: List[Dict[str, Any]] = []
         for r in self.rows:
             # "from" and "to" as the CLI names them (docs/output.md): RFC 3339 strings.
-            common = {"metric": self.metric, "key": r.key, "from": self.start, "to": self.end}
+            common: Dict[str, Any] = {
+                "metric": self.metric,
+                "key": r.key,
+                "from": self.start,
+                "to": self.end,
+                "partial": r.partial,
+            }
             if r.events is not None:
                 if r.items:
                     for item, e in r.items:
@@ -87,7 +97,7 @@ class Answer:
         return pd.DataFrame.from_records(records)
 
 
-def _fields(e: Estimate) -> dict:
+def _fields(e: Estimate) -> Dict[str, Any]:
     return dict(
         estimate=e.value, low=e.low, high=e.high, confidence=e.confidence, method=e.method
     )
@@ -101,7 +111,7 @@ def _window_ms(window: Duration) -> int:
     elif isinstance(window, int):
         ms = window
     elif isinstance(window, str):
-        return _parse_duration(window)
+        return int(_parse_duration(window))
     else:
         raise TypeError(f"window: expected a duration like '5m', a timedelta or ms, got {type(window).__name__}")
     if ms <= 0:
@@ -115,7 +125,7 @@ def _at_ms(at: When) -> int:
             raise ValueError("at: expected an aware datetime (with a tzinfo), got a naive one")
         ms = round(at.timestamp() * 1000)
     elif isinstance(at, str):
-        return _parse_time(at)
+        return int(_parse_time(at))
     elif isinstance(at, (int, float)) and not isinstance(at, bool):
         ms = round(at * 1000)
     else:
@@ -133,7 +143,7 @@ class Store:
     >>> store.query("fanout", window="5m", top=10).to_pandas()   # doctest: +SKIP
     """
 
-    def __init__(self, path) -> None:
+    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
         self._inner = _Store(str(path))
 
     @property
@@ -167,7 +177,10 @@ class Store:
             kind=kind,
             start_ms=start,
             end_ms=end,
-            rows=[Row(key=r[0], estimate=r[1], buckets=r[2], items=r[3], events=r[4]) for r in rows],
+            rows=[
+                Row(key=r[0], estimate=r[1], buckets=r[2], items=r[3], events=r[4], partial=r[5])
+                for r in rows
+            ],
         )
 
     def __repr__(self) -> str:
