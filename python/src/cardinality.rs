@@ -98,6 +98,7 @@ impl PyHll {
     #[pyo3(signature = (item, *, integers = "text"))]
     fn update(&mut self, item: &Bound<'_, PyAny>, integers: &str) -> PyResult<()> {
         if binary_integers(integers)? {
+            no_binary_in_redis(&self.inner)?;
             let x = binary_word(item)?;
             self.inner.insert_u64(x);
         } else {
@@ -121,6 +122,7 @@ impl PyHll {
         let h = &mut self.inner;
         let hasher = h.hasher();
         if binary_integers(integers)? {
+            no_binary_in_redis(h)?;
             return for_each_word_chunk(items, "items", |batch| {
                 let insert = |x| {
                     h.insert_hash(x);
@@ -563,5 +565,17 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHll>()?;
     m.add_class::<PyRing>()?;
     m.add_class::<PySliding>()?;
+    Ok(())
+}
+
+/// Redis hashes what PFADD is given, text: a Redis-mode sketch takes no binary integers (as
+/// `tidemark distinct --redis` refuses `--binary-integers`).
+fn no_binary_in_redis(h: &Hll) -> PyResult<()> {
+    if h.is_redis() {
+        return Err(value_error(
+            "integers",
+            "\"binary\" is not for a Redis-mode sketch (Redis hashes the text PFADD is given)",
+        ));
+    }
     Ok(())
 }

@@ -918,15 +918,26 @@ pub fn binary_integers(integers: &str) -> PyResult<bool> {
 /// One integer item as the 64-bit word `integers="binary"` hashes: a negative one as its
 /// two's complement (as in a NumPy `int64` array), so any int in [−2^63, 2^64).
 pub fn binary_word(item: &Bound<'_, PyAny>) -> PyResult<u64> {
-    if item.is_instance_of::<PyBool>() || !item.is_instance_of::<PyInt>() {
+    // An int, or an integer that says so (`__index__`: NumPy's integer scalars); a float or
+    // a bool (which hashes as text `True` elsewhere) is refused.
+    let is_integer = !item.is_instance_of::<PyBool>()
+        && (item.is_instance_of::<PyInt>() || item.hasattr("__index__").unwrap_or(false))
+        && !item
+            .get_type()
+            .name()
+            .is_ok_and(|n| n.to_string().starts_with("bool"));
+    if !is_integer {
         return Err(PyTypeError::new_err(format!(
             "item: integers=\"binary\" takes an int, got {}",
             item.get_type().name()?
         )));
     }
-    let x: i128 = item.extract().map_err(|_| {
-        PyValueError::new_err("item: integers=\"binary\" takes an int within 64 bits")
-    })?;
+    let x: i128 = item
+        .call_method0("__index__")
+        .and_then(|i| i.extract())
+        .map_err(|_| {
+            PyValueError::new_err("item: integers=\"binary\" takes an int within 64 bits")
+        })?;
     match (i64::try_from(x), u64::try_from(x)) {
         (Ok(v), _) => Ok(v as u64),
         (_, Ok(v)) => Ok(v),
@@ -937,40 +948,39 @@ pub fn binary_word(item: &Bound<'_, PyAny>) -> PyResult<u64> {
 }
 
 /// [`for_each_chunk`] for `integers="binary"`: a list or tuple of ints is read 2^18 at a
-/// time into words ([`binary_word`]; a bad item is named by its index), anything else as its
-/// batch (a NumPy integer array is read in place).
-pub fn for_each_word_chunk(
-    obj: &Bound<'_, PyAny>,
+/// time into words ([`binary_word`]; a bad item is named by its index, and the chunks before
+/// it stay added), anything else as its batch (a NumPy integer array is read in place).
+pub fn for_each_word_chunk<'py>(
+    obj: &Bound<'py, PyAny>,
     name: &str,
     mut f: impl FnMut(&Batch<'_>) -> PyResult<()>,
 ) -> PyResult<()> {
-    let seq: Vec<Bound<'_, PyAny>> = match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
-        (Ok(l), _) => {
-            let mut words = Vec::with_capacity(LIST_CHUNK.min(l.len()));
-            let mut lo = 0;
-            while lo < l.len() {
-                words.clear();
-                for i in lo..(lo + LIST_CHUNK).min(l.len()) {
-                    let item = l.get_item(i)?;
-                    words.push(binary_word(&item).map_err(|e| at_index(e, name, i))?);
-                }
-                lo += words.len();
-                let batch = Batch::U64(std::mem::take(&mut words));
-                f(&batch)?;
-                if let Batch::U64(w) = batch {
-                    words = w;
-                }
-            }
-            return Ok(());
+    let (len, item): (usize, &dyn Fn(usize) -> PyResult<Bound<'py, PyAny>>) =
+        match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
+            (Ok(l), _) => (l.len(), &move |i| l.get_item(i)),
+            (_, Ok(t)) => (t.len(), &move |i| t.get_item(i)),
+            _ => return f(&extract_batch(obj, name)?),
+        };
+    let mut words = Vec::with_capacity(LIST_CHUNK.min(len));
+    let mut lo = 0;
+    while lo < len {
+        words.clear();
+        for i in lo..(lo + LIST_CHUNK).min(len) {
+            // A list another thread shrinks meanwhile: read what is there.
+            let Ok(x) = item(i) else { break };
+            words.push(binary_word(&x).map_err(|e| at_index(e, name, i))?);
         }
-        (_, Ok(t)) => t.iter().collect(),
-        _ => return f(&extract_batch(obj, name)?),
-    };
-    let mut words = Vec::with_capacity(seq.len());
-    for (i, item) in seq.iter().enumerate() {
-        words.push(binary_word(item).map_err(|e| at_index(e, name, i))?);
+        if words.is_empty() {
+            break;
+        }
+        lo += words.len();
+        let batch = Batch::U64(std::mem::take(&mut words));
+        f(&batch)?;
+        if let Batch::U64(w) = batch {
+            words = w;
+        }
     }
-    f(&Batch::U64(words))
+    Ok(())
 }
 
 /// An item's error, named by the batch and the item's index.
@@ -1001,11 +1011,22 @@ pub fn for_each_chunk_overlapped<E: Send>(
     let len = match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
         (Ok(l), _) => l.len(),
         (_, Ok(t)) => t.len(),
-        _ => {
-            let batch = extract_batch(obj, name)?;
-            return Ok(py.allow_threads(|| work(&batch)));
-        }
+        _ => 0,
     };
+    if len <= LIST_CHUNK || !parallel() {
+        // One chunk (or one thread asked for): nothing to overlap, no thread to start.
+        let mut worked = Ok(());
+        for_each_chunk(obj, name, |_, batch| {
+            worked = py.allow_threads(|| work(batch));
+            match worked {
+                Ok(()) => Ok(()),
+                // Stop copying: the work refused a chunk.
+                Err(_) => Err(PyValueError::new_err("")),
+            }
+        })
+        .or_else(|e| if worked.is_err() { Ok(()) } else { Err(e) })?;
+        return Ok(worked);
+    }
     let item = |i: usize| -> Option<Bound<'_, PyAny>> {
         match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
             (Ok(l), _) => l.get_item(i).ok(),
@@ -1014,8 +1035,9 @@ pub fn for_each_chunk_overlapped<E: Send>(
         }
     };
     std::thread::scope(|s| {
-        // One chunk in flight while the next is copied: two chunks of memory at most.
-        let (to_worker, chunks) = std::sync::mpsc::sync_channel::<Batch<'static>>(1);
+        // A rendezvous: the worker holds one chunk while the next is copied, two chunks of
+        // memory at most.
+        let (to_worker, chunks) = std::sync::mpsc::sync_channel::<Batch<'static>>(0);
         let worker = s.spawn(move || {
             for batch in chunks {
                 work(&batch)?;

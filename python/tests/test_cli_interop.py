@@ -55,7 +55,7 @@ def test_binary_integers_equal_the_cli_exactly(cli, tmp_path):
     f = _lines(tmp_path / "ints.txt", arr.tolist())
     cli("distinct", "--precision", 12, "--binary-integers", "--save", tmp_path / "cli.tdmk", f)
     want = (tmp_path / "cli.tdmk").read_bytes()
-    for items in (arr, arr.tolist(), arr.astype(np.uint64)):
+    for items in (arr, arr.tolist(), tuple(arr.tolist()), list(arr), arr.astype(np.uint64)):
         h = tidemark.HyperLogLog(12)
         h.update_many(items, integers="binary")
         assert h.to_bytes() == want
@@ -83,7 +83,12 @@ def test_binary_integers_refuse_what_is_not_an_integer():
         h.update(2**64, integers="binary")
     with pytest.raises(ValueError, match="integers"):
         h.update_many([1], integers="decimal")
+    with pytest.raises(TypeError, match=r"items\[1\]"):
+        h.update_many((1, True), integers="binary")
     assert h.estimate().value == 0
+    # Redis hashes PFADD's text: a Redis-mode sketch takes no binary integers.
+    with pytest.raises(ValueError, match="Redis"):
+        tidemark.HyperLogLog(redis=True).update_many([1], integers="binary")
 
 
 def test_distinct_p12_equals_cli_exactly_on_floats(cli, tmp_path):
