@@ -572,8 +572,7 @@ fn objects_into<'py>(
     offset: usize,
 ) -> PyResult<()> {
     for (i, item) in iter.enumerate() {
-        push_item(&item, data)
-            .map_err(|e| PyTypeError::new_err(format!("{name}[{}]: {}", offset + i, e)))?;
+        push_item(&item, data).map_err(|e| at_index(e, name, offset + i))?;
         ends.push(data.len());
     }
     Ok(())
@@ -983,15 +982,17 @@ pub fn for_each_word_chunk<'py>(
     Ok(())
 }
 
-/// An item's error, named by the batch and the item's index.
+/// An item's error, named by the batch and the item's index (the message without its type's
+/// name, which the new error carries: a `ValueError` stays one, anything else is a
+/// `TypeError`).
 fn at_index(e: PyErr, name: &str, i: usize) -> PyErr {
     Python::with_gil(|py| {
         let message = e.value(py).to_string();
         let message = message.strip_prefix("item: ").unwrap_or(&message);
-        if e.is_instance_of::<PyTypeError>(py) {
-            PyTypeError::new_err(format!("{name}[{i}]: {message}"))
-        } else {
+        if e.is_instance_of::<PyValueError>(py) {
             PyValueError::new_err(format!("{name}[{i}]: {message}"))
+        } else {
+            PyTypeError::new_err(format!("{name}[{i}]: {message}"))
         }
     })
 }
