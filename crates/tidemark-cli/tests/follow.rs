@@ -112,6 +112,59 @@ fn append(path: &Path, text: &str) {
     f.write_all(text.as_bytes()).unwrap();
 }
 
+/// Starts `tidemark run --follow` on `log`.
+fn follow(config: &Path, db: &Path, log: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--follow",
+            "--quiet",
+            "--config",
+            s(config),
+            "--db",
+            s(db),
+        ])
+        .arg(log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Stops a follower with SIGTERM: it must exit cleanly, having committed.
+fn stop(child: std::process::Child) {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "SIGTERM stops the follower in order: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The store of one run over records `0..n`, in order, in `dir`, dumped.
+fn one_run(config: &Path, dir: &Path, n: u64) -> Dump {
+    let all = dir.join("all.csv");
+    std::fs::write(&all, format!("{HEADER}{}", lines(0, n))).unwrap();
+    let db = dir.join("one.db");
+    let args = [
+        "run",
+        "--quiet",
+        "--config",
+        s(config),
+        "--db",
+        s(&db),
+        s(&all),
+    ];
+    ok(&tidemark(&args, ""));
+    dump(&db)
+}
+
 #[test]
 fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
     let d = dir("follow-rotate");
@@ -120,21 +173,7 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
     let log = d.join("log.csv");
     let db = d.join("f.db");
     std::fs::write(&log, format!("{HEADER}{}", lines(0, 300))).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--follow",
-            "--quiet",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db),
-        ])
-        .arg(&log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = follow(&config, &db, &log);
     wait_for(&db, 300);
 
     // Appended, the last line in two writes: it is read once, whole.
@@ -157,33 +196,9 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
     append(&log, &lines(700, 800));
     wait_for(&db, 800);
 
-    let pid = child.id().to_string();
-    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "SIGTERM stops the follower in order: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
+    stop(child);
     // One run over the same lines, in the same order.
-    let all = d.join("all.csv");
-    std::fs::write(&all, format!("{HEADER}{}", lines(0, 800))).unwrap();
-    let db2 = d.join("one.db");
-    ok(&tidemark(
-        &[
-            "run",
-            "--quiet",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db2),
-            s(&all),
-        ],
-        "",
-    ));
-    let (followed, one) = (dump(&db), dump(&db2));
+    let (followed, one) = (dump(&db), one_run(&config, &d, 800));
     assert_eq!(followed.2, 800);
     assert_eq!(followed.1, one.1, "counters differ");
     assert!(
@@ -321,21 +336,7 @@ fn a_followed_path_missing_for_a_while_and_a_header_written_in_parts_lose_nothin
     assert!(!db.exists());
 
     // Started before the file exists; the file's header arrives in two writes.
-    let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--follow",
-            "--quiet",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db),
-        ])
-        .arg(&log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = follow(&config, &db, &log);
     std::thread::sleep(Duration::from_millis(300));
     append(&log, "ts,sr");
     std::thread::sleep(Duration::from_millis(300));
@@ -352,33 +353,8 @@ fn a_followed_path_missing_for_a_while_and_a_header_written_in_parts_lose_nothin
     std::thread::sleep(Duration::from_millis(300));
     append(&log, &format!("{HEADER}{}", lines(120, 200)));
     wait_for(&db, 200);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let all = d.join("all.csv");
-    std::fs::write(&all, format!("{HEADER}{}", lines(0, 200))).unwrap();
-    let db2 = d.join("one.db");
-    ok(&tidemark(
-        &[
-            "run",
-            "--quiet",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db2),
-            s(&all),
-        ],
-        "",
-    ));
-    let (followed, one) = (dump(&db), dump(&db2));
+    stop(child);
+    let (followed, one) = (dump(&db), one_run(&config, &d, 200));
     assert_eq!((followed.1, followed.2), (one.1, one.2));
     assert_eq!(followed.0, one.0);
     std::fs::remove_dir_all(&d).unwrap();

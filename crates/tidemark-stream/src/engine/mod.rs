@@ -291,6 +291,44 @@ struct MetricState {
     early_limit: f64,
 }
 
+/// A close, as its alert lines name it.
+struct Close {
+    metric: usize,
+    /// The bucket closing, and the window it ends: `[window_start, end)`.
+    start: u64,
+    window_start: u64,
+    end: u64,
+    /// The event time of the record whose time closed it.
+    at: u64,
+}
+
+impl Close {
+    /// An alert line of this close: a key's rule `(index, rule, limit)` with its estimate.
+    fn line(
+        &self,
+        key: &[u8],
+        (rule, r, limit): (usize, &crate::config::AlertRule, f64),
+        estimate: Estimate,
+        item: Option<&[u8]>,
+        phase: Phase,
+    ) -> Alert {
+        Alert {
+            metric: self.metric,
+            rule,
+            key: key.into(),
+            bucket: self.start,
+            window_start: self.window_start,
+            window_end: self.end,
+            estimate,
+            item: item.map(Into::into),
+            threshold: r.above,
+            limit,
+            phase,
+            at: self.at,
+        }
+    }
+}
+
 /// One event as an early alert reads it.
 struct Event<'a> {
     metric: usize,
@@ -608,22 +646,18 @@ impl Engine {
             return 0;
         };
         let mut raised = 0;
+        // Raised now, for the close to come: the line names that close's bucket and window.
+        let close = Close {
+            metric: ev.metric,
+            start: next,
+            window_start: end.saturating_sub(cfg.window),
+            end,
+            at: ev.time,
+        };
         step_early(&cfg.alerts, shape, &mut ks.streak, &est, |rule, limit| {
             raised += 1;
-            alerts.push(Alert {
-                metric: ev.metric,
-                rule,
-                key: ev.key.into(),
-                bucket: next,
-                window_start: end.saturating_sub(cfg.window),
-                window_end: end,
-                estimate: est,
-                item: None,
-                threshold: cfg.alerts[rule].above,
-                limit,
-                phase: Phase::Early,
-                at: ev.time,
-            });
+            let rule = (rule, &cfg.alerts[rule], limit);
+            alerts.push(close.line(ev.key, rule, est, None, Phase::Early));
         });
         if raised > 0 {
             ks.row_dirty = true;
@@ -771,6 +805,13 @@ impl Engine {
     fn close_bucket(m: &mut MetricState, i: usize, start: u64, at: u64, out: &mut Outputs) {
         let width = m.cfg.bucket;
         let end = start + width;
+        let close = Close {
+            metric: i,
+            start,
+            window_start: end.saturating_sub(m.cfg.window),
+            end,
+            at,
+        };
         // Keys spilled with this bucket open: the store moves their rows into the metric.
         m.counters.buckets += spill::close(&mut m.spill, i, start, out);
         // Keys in the table's order; this close's alerts are put in key order below, so the
@@ -832,20 +873,13 @@ impl Engine {
                 for (rule, r) in m.cfg.alerts.iter().enumerate() {
                     let w = ks.streak[rule];
                     if w & alert::EARLY != 0 && w & !alert::EARLY < r.consecutive {
-                        out.alerts.push(Alert {
-                            metric: i,
-                            rule,
-                            key: key.as_bytes().into(),
-                            bucket: start,
-                            window_start: end.saturating_sub(m.cfg.window),
-                            window_end: end,
-                            estimate: Estimate::exact(0.0),
-                            item: None,
-                            threshold: r.above,
-                            limit: m.shape.limit(r),
-                            phase: Phase::Withdrawn,
-                            at,
-                        });
+                        out.alerts.push(close.line(
+                            key.as_bytes(),
+                            (rule, r, m.shape.limit(r)),
+                            Estimate::exact(0.0),
+                            None,
+                            Phase::Withdrawn,
+                        ));
                     }
                 }
                 ks.window = None;
@@ -906,20 +940,9 @@ impl Engine {
             let mut alert =
                 |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>, phase: Phase| {
                     counters.alerts += u64::from(phase.raises());
-                    out.alerts.push(Alert {
-                        metric: i,
-                        rule,
-                        key: key.as_bytes().into(),
-                        bucket: start,
-                        window_start: end.saturating_sub(m.cfg.window),
-                        window_end: end,
-                        estimate,
-                        item: item.map(Into::into),
-                        threshold: rules[rule].above,
-                        limit,
-                        phase,
-                        at,
-                    });
+                    let rule = (rule, &rules[rule], limit);
+                    out.alerts
+                        .push(close.line(key.as_bytes(), rule, estimate, item, phase));
                 };
             match &window {
                 // Each item the window names is its own subject: a second source hammering a
