@@ -590,41 +590,83 @@ pub fn for_each_chunk(
     name: &str,
     mut f: impl FnMut(usize, &Batch<'_>) -> PyResult<()>,
 ) -> PyResult<()> {
-    if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
-        let batch = extract_batch(obj, name)?;
-        return f(0, &batch);
-    }
-    let n = obj.len()?;
-    let mut data = Vec::new();
-    let mut ends = Vec::with_capacity(LIST_CHUNK.min(n));
-    let mut lo = 0;
-    while lo < n {
-        let hi = (lo + LIST_CHUNK).min(n);
-        data.clear();
-        ends.clear();
-        if let Ok(list) = obj.downcast::<PyList>() {
-            // Another thread may shrink the list between chunks: read what is there.
-            let hi = hi.min(list.len());
-            let items = (lo..hi).filter_map(|i| list.get_item(i).ok());
-            objects_into(&mut data, &mut ends, items, name, lo)?;
-        } else {
-            let t = obj.downcast::<PyTuple>()?;
-            let items = (lo..hi).filter_map(|i| t.get_item(i).ok());
-            objects_into(&mut data, &mut ends, items, name, lo)?;
-        }
-        if ends.is_empty() {
-            break;
-        }
-        let batch = Batch::Bytes { data, ends };
+    let Some(mut chunks) = Chunks::of(obj, name) else {
+        return f(0, &extract_batch(obj, name)?);
+    };
+    while let Some((lo, batch)) = chunks.next()? {
         f(lo, &batch)?;
-        let Batch::Bytes { data: d, ends: e } = batch else {
-            unreachable!("`batch` is the Batch::Bytes built three lines above, unchanged by `f`, which only borrows it")
-        };
-        data = d;
-        ends = e;
-        lo = hi;
+        chunks.recycle(batch);
     }
     Ok(())
+}
+
+/// A list or tuple copied out [`LIST_CHUNK`] items at a time, each chunk a [`Batch::Bytes`]
+/// of its own (so that it can cross to another thread). A list is read up to the length it
+/// had at the start; if another thread shrinks it meanwhile, what is there.
+struct Chunks<'a, 'py> {
+    obj: &'a Bound<'py, PyAny>,
+    name: &'a str,
+    len: usize,
+    lo: usize,
+    /// The buffers of a chunk done with, for the next.
+    spare: Option<(Vec<u8>, Vec<usize>)>,
+}
+
+impl<'a, 'py> Chunks<'a, 'py> {
+    /// The chunks of `obj`, if it is a list or a tuple.
+    fn of(obj: &'a Bound<'py, PyAny>, name: &'a str) -> Option<Self> {
+        let len = match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
+            (Ok(l), _) => l.len(),
+            (_, Ok(t)) => t.len(),
+            _ => return None,
+        };
+        Some(Chunks {
+            obj,
+            name,
+            len,
+            lo: 0,
+            spare: None,
+        })
+    }
+
+    fn item(&self, i: usize) -> Option<Bound<'py, PyAny>> {
+        match (
+            self.obj.downcast::<PyList>(),
+            self.obj.downcast::<PyTuple>(),
+        ) {
+            (Ok(l), _) => l.get_item(i).ok(),
+            (_, Ok(t)) => t.get_item(i).ok(),
+            _ => None,
+        }
+    }
+
+    /// The next chunk and the index of its first item; an invalid item is an error naming
+    /// its index.
+    fn next(&mut self) -> PyResult<Option<(usize, Batch<'static>)>> {
+        if self.lo >= self.len {
+            return Ok(None);
+        }
+        let hi = (self.lo + LIST_CHUNK).min(self.len);
+        let (mut data, mut ends) = self.spare.take().unwrap_or_default();
+        data.clear();
+        ends.clear();
+        let items = (self.lo..hi).map_while(|i| self.item(i));
+        objects_into(&mut data, &mut ends, items, self.name, self.lo)?;
+        if ends.is_empty() {
+            self.lo = self.len;
+            return Ok(None);
+        }
+        let lo = self.lo;
+        self.lo += ends.len();
+        Ok(Some((lo, Batch::Bytes { data, ends })))
+    }
+
+    /// Takes a chunk's buffers back for the next.
+    fn recycle(&mut self, batch: Batch<'_>) {
+        if let Batch::Bytes { data, ends } = batch {
+            self.spare = Some((data, ends));
+        }
+    }
 }
 
 /// A NumPy array (anything with `dtype` and `tobytes`), one-dimensional; `None` for other
@@ -1009,59 +1051,41 @@ pub fn for_each_chunk_overlapped<E: Send>(
     name: &str,
     mut work: impl FnMut(&Batch<'_>) -> Result<(), E> + Send,
 ) -> PyResult<Result<(), E>> {
-    let len = match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
-        (Ok(l), _) => l.len(),
-        (_, Ok(t)) => t.len(),
-        _ => 0,
+    let Some(mut chunks) = Chunks::of(obj, name) else {
+        let batch = extract_batch(obj, name)?;
+        return Ok(py.allow_threads(|| work(&batch)));
     };
-    if len <= LIST_CHUNK || !parallel() {
+    if chunks.len <= LIST_CHUNK || !parallel() {
         // One chunk (or one thread asked for): nothing to overlap, no thread to start.
-        let mut worked = Ok(());
-        for_each_chunk(obj, name, |_, batch| {
-            worked = py.allow_threads(|| work(batch));
-            match worked {
-                Ok(()) => Ok(()),
-                // Stop copying: the work refused a chunk.
-                Err(_) => Err(PyValueError::new_err("")),
+        while let Some((_, batch)) = chunks.next()? {
+            if let Err(e) = py.allow_threads(|| work(&batch)) {
+                return Ok(Err(e));
             }
-        })
-        .or_else(|e| if worked.is_err() { Ok(()) } else { Err(e) })?;
-        return Ok(worked);
-    }
-    let item = |i: usize| -> Option<Bound<'_, PyAny>> {
-        match (obj.downcast::<PyList>(), obj.downcast::<PyTuple>()) {
-            (Ok(l), _) => l.get_item(i).ok(),
-            (_, Ok(t)) => t.get_item(i).ok(),
-            _ => None,
+            chunks.recycle(batch);
         }
-    };
+        return Ok(Ok(()));
+    }
     std::thread::scope(|s| {
         // A rendezvous: the worker holds one chunk while the next is copied, two chunks of
         // memory at most.
-        let (to_worker, chunks) = std::sync::mpsc::sync_channel::<Batch<'static>>(0);
+        let (to_worker, received) = std::sync::mpsc::sync_channel::<Batch<'static>>(0);
         let worker = s.spawn(move || {
-            for batch in chunks {
+            for batch in received {
                 work(&batch)?;
             }
             Ok(())
         });
-        let mut lo = 0;
-        let mut result = Ok(());
-        while lo < len {
-            let hi = (lo + LIST_CHUNK).min(len);
-            let mut data = Vec::new();
-            let mut ends = Vec::with_capacity(hi - lo);
-            // A list another thread shrinks between chunks: read what is there.
-            let items = (lo..hi).map_while(&item);
-            if let Err(e) = objects_into(&mut data, &mut ends, items, name, lo) {
-                result = Err(e);
-                break;
-            }
-            if ends.is_empty() {
-                break;
-            }
-            lo += ends.len();
-            let batch = Batch::Bytes { data, ends };
+        let mut copied = Ok(());
+        loop {
+            let batch = match chunks.next() {
+                Ok(Some((_, batch))) => batch,
+                Ok(None) => break,
+                Err(e) => {
+                    copied = Err(e);
+                    break;
+                }
+            };
+            // The worker stopped (its work refused a chunk): nothing more to send.
             if py.allow_threads(|| to_worker.send(batch)).is_err() {
                 break;
             }
@@ -1072,6 +1096,6 @@ pub fn for_each_chunk_overlapped<E: Send>(
             Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        result.map(|()| worked)
+        copied.map(|()| worked)
     })
 }
