@@ -41,7 +41,8 @@ use crate::config::Config;
 use crate::engine::{Alert, Counters, Engine, MetricShape, Outputs, StateTable};
 use crate::record::{Extractor, Record};
 use crate::store::{
-    Batch, BucketRef, Meta, PromoteRef, RollupRef, StateRef, Store, StoreRows, SweepRef, TableNames,
+    Batch, BucketRef, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, StoreRows, SweepRef,
+    TableNames,
 };
 use crate::time::MAX_TIME;
 use crate::{EngineError, RunError};
@@ -342,9 +343,7 @@ pub fn run(
     let mut view = store.view().map_err(RunError::Store)?;
     let mut spill_at = budget / 3;
     let checkpoint = config.checkpoint;
-    let checkpoint_every = Duration::from_millis(checkpoint.interval);
-    let mut since_checkpoint = 0u64;
-    let mut last_checkpoint = Instant::now();
+    let mut interval = Interval::new(Duration::from_millis(checkpoint.interval));
     let max_ahead = config.input.max_ahead;
 
     let total_bytes: u64 = opts
@@ -400,12 +399,10 @@ pub fn run(
                     stopped = true;
                     break;
                 }
-                if since_checkpoint > 0 && last_checkpoint.elapsed() >= checkpoint_every {
-                    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                    view = store.view().map_err(RunError::Store)?;
+                if interval.idle_due() {
+                    view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                     report.commits += 1;
-                    since_checkpoint = 0;
-                    last_checkpoint = Instant::now();
+                    interval.restart();
                 }
                 std::thread::sleep(follow.poll);
             }
@@ -611,11 +608,9 @@ pub fn run(
                     Followed::Truncated => {
                         // Read again from its start, from a checkpoint that says so.
                         set_position(&mut state, &mut source, 0, 0)?;
-                        commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                        view = store.view().map_err(RunError::Store)?;
+                        view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                         report.commits += 1;
-                        since_checkpoint = 0;
-                        last_checkpoint = Instant::now();
+                        interval.restart();
                         inputs.push_front(input.clone());
                         unfinished = Some((0, 0));
                         break;
@@ -626,13 +621,12 @@ pub fn run(
                             break;
                         }
                         // Idle: what was read is committed as often as while reading.
-                        if since_checkpoint > 0 && last_checkpoint.elapsed() >= checkpoint_every {
+                        if interval.idle_due() {
                             set_position(&mut state, &mut source, lines.offset, lines.line)?;
-                            commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                            view = store.view().map_err(RunError::Store)?;
+                            view =
+                                commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                             report.commits += 1;
-                            since_checkpoint = 0;
-                            last_checkpoint = Instant::now();
+                            interval.restart();
                         }
                         std::thread::sleep(follow.poll);
                     }
@@ -676,7 +670,7 @@ pub fn run(
             if engine.has_alerts() && !undecided {
                 commit_ctx.emit(engine.take_alerts(), on_alert);
             }
-            since_checkpoint += 1;
+            interval.since += 1;
             // Past the budget's trigger, a checkpoint makes every key clean, and the least
             // recently active quiet ones leave memory.
             // (Every 1,024 records of the run, not of the checkpoint interval: checkpoints
@@ -684,20 +678,17 @@ pub fn run(
             let over = report.records_this_run % 1024 == 0 && engine.memory() as u64 > spill_at;
             if !undecided
                 && (over
-                    || since_checkpoint >= checkpoint.records
-                    || (since_checkpoint % 64 == 0
-                        && last_checkpoint.elapsed() >= checkpoint_every))
+                    || interval.since >= checkpoint.records
+                    || (interval.since % 64 == 0 && interval.elapsed()))
             {
                 set_position(&mut state, &mut source, end, number)?;
-                commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
-                view = store.view().map_err(RunError::Store)?;
+                view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                 if over {
                     spill_at = spill(&mut engine, budget)?;
                     report.spills += 1;
                 }
                 report.commits += 1;
-                since_checkpoint = 0;
-                last_checkpoint = Instant::now();
+                interval.restart();
                 if let Some(p) = opts.progress.as_mut() {
                     p(bytes_before + end, total_bytes);
                 }
@@ -984,7 +975,52 @@ struct CommitCtx<'a> {
     tables: &'a TableNames,
 }
 
+/// The checkpoint interval: records since the last checkpoint, and when it was.
+struct Interval {
+    since: u64,
+    last: Instant,
+    every: Duration,
+}
+
+impl Interval {
+    fn new(every: Duration) -> Interval {
+        Interval {
+            since: 0,
+            last: Instant::now(),
+            every,
+        }
+    }
+
+    /// Whether the wall-clock interval has passed since the last checkpoint.
+    fn elapsed(&self) -> bool {
+        self.last.elapsed() >= self.every
+    }
+
+    /// Whether a run waiting for input has something to commit, and the interval passed.
+    fn idle_due(&self) -> bool {
+        self.since > 0 && self.elapsed()
+    }
+
+    fn restart(&mut self) {
+        self.since = 0;
+        self.last = Instant::now();
+    }
+}
+
 impl CommitCtx<'_> {
+    /// [`CommitCtx::commit`], then a read view of what it committed (keys spilled are read
+    /// back through it until the next checkpoint).
+    fn checkpoint(
+        &mut self,
+        store: &mut dyn Store,
+        engine: &mut Engine,
+        state: &mut RunState,
+        on_alert: &mut dyn FnMut(&AlertOut),
+    ) -> Result<Box<dyn ReadTxn>, RunError> {
+        self.commit(store, engine, state, on_alert)?;
+        store.view().map_err(RunError::Store)
+    }
+
     fn emit(&self, alerts: Vec<Alert>, on_alert: &mut dyn FnMut(&AlertOut)) {
         for alert in alerts {
             on_alert(&AlertOut {
