@@ -921,7 +921,8 @@ consecutive = 2
         // Early alerts are for count and distinct metrics.
         let e = err_of(&format!("{text}early = true\n"));
         assert!(e.contains("`metric[0].alert[0].early`"), "{e}");
-        let early = Config::from_toml(&format!("{GOOD}early = true\n")).unwrap();
+        let early = Config::from_toml(&format!("{GOOD}early = true\n"))
+            .expect("early = true is valid on a distinct metric");
         assert!(early.metrics[0].alerts[0].early);
     }
 
@@ -939,7 +940,7 @@ consecutive = 2
     fn the_reference_is_a_valid_config_naming_every_key() {
         // Valid: keys are refused when unknown, so the reference documents no key that is not
         // read; and it names each key the parser reads (commented where another kind's).
-        let c = Config::from_toml(REFERENCE).unwrap();
+        let c = Config::from_toml(REFERENCE).expect("the printed reference is a valid config");
         assert_eq!(c.metrics.len(), 1);
         for key in [
             "format",

@@ -623,28 +623,26 @@ impl Engine {
         if ks.early_bound <= early_limit || !early_due(&cfg.alerts, &ks.streak) {
             return 0;
         }
-        match &mut ks.running {
+        let running: &Running = match &mut ks.running {
             Some(r) if r.end() == end => {
                 if ev.start < end {
                     r.add(ev.item, ev.bytes);
                 }
+                r
             }
-            // Built from the buckets, which hold the event already.
             r => {
-                *r = Some(Box::new(Running::build(
-                    ks.window.as_ref(),
-                    end,
-                    cfg.window,
-                )))
+                // One per event over-counts repeated items: the exact bound before a sketch.
+                let from = end.saturating_sub(cfg.window);
+                ks.early_bound = running::bound(ks.window.as_ref(), &ks.open, from, end);
+                if ks.early_bound <= early_limit {
+                    return 0;
+                }
+                // Built from the buckets, which hold the event already.
+                let built = Running::build(shape, ks.window.as_ref(), &ks.open, end, cfg.window);
+                r.insert(Box::new(built))
             }
-        }
-        let Some(running) = &mut ks.running else {
-            return 0;
         };
-        let window = ks.window.as_ref();
-        let Some(est) = running.estimate(shape, window, &ks.open, cfg.window, early_limit) else {
-            return 0;
-        };
+        let est = running.estimate(&ks.open, cfg.window);
         let mut raised = 0;
         // Raised now, for the close to come: the line names that close's bucket and window.
         let close = Close {
@@ -918,16 +916,7 @@ impl Engine {
                             ks.items.clear();
                             None
                         } else {
-                            // From an empty summary: the window's estimator is a merged
-                            // sketch's, whether its buckets were built here or read back.
-                            let mut acc = m.shape.empty(r[0].0);
-                            for (_, s) in r.iter() {
-                                acc.merge(s).expect(
-                                    "a metric's buckets share its shape: built by it, or \
-                                     decoded by it (decoding refuses another precision, ε, δ \
-                                     or φ), so their merge cannot be refused",
-                                );
-                            }
+                            let acc = m.shape.merged(r[0].0, r.iter().map(|(_, s)| s));
                             Some((acc.estimate(), Some(acc)))
                         }
                     }

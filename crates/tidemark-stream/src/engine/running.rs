@@ -2,14 +2,13 @@
 //! bucket, whichever key holds it) will evaluate, `[end − window, end)`, kept up to date
 //! between closes for early alerts.
 //!
-//! It is derived state, never stored: built at a key's first event that could raise an early
-//! alert after a close (from the closed buckets in that range and the open ones), fed each
-//! event after that, and dropped at every close (the next event builds it again). For a count
-//! metric it is the closed part's estimate, to which the open buckets' exact counts are added
-//! per event. For a distinct metric it starts as a bound — the sum of the buckets' exact
-//! counts, which no union of them passes — and becomes a sketch of the range's items only
-//! once that bound passes the smallest early limit: most keys stay far below every limit and
-//! cost an addition per event, not a merge per bucket and an estimate per event.
+//! It is derived state, never stored, in two steps. The key's state holds a [`bound`] on the
+//! window's count — the buckets' exact counts summed, plus one per event since — which most
+//! keys never take past the smallest early limit: an addition per event. Past it (and the
+//! exact bound past it too), a [`Running`] estimate is built from the buckets and fed each
+//! event after: for a count metric the closed part's estimate, to which the open buckets'
+//! exact counts are added; for a distinct metric a sketch of the window's items. A close drops
+//! both (the next event builds them again).
 
 use tidemark::Estimate;
 
@@ -28,30 +27,38 @@ pub(super) struct Running {
 enum Base {
     /// The closed buckets' count in the window; the open buckets are added when estimated.
     Count(Estimate),
-    /// A distinct window's closed buckets' bound (∞ if one is an estimate); the open buckets'
-    /// are added when estimated.
-    Bound(f64),
     /// A distinct window's items: its closed and open buckets merged, and every event since.
     Sketch(Summary),
 }
 
 impl Running {
-    /// The running window ending at `end`, of `span` ms, from a key's closed buckets: a
-    /// distinct window's only as a bound ([`Running::estimate`] builds its sketch when
-    /// needed).
-    pub(super) fn build(window: Option<&WindowState>, end: u64, span: u64) -> Running {
+    /// The running window ending at `end`, of `span` ms, from a key's closed and open buckets.
+    pub(super) fn build(
+        shape: &MetricShape,
+        window: Option<&WindowState>,
+        open: &OpenBuckets,
+        end: u64,
+        span: u64,
+    ) -> Running {
         let from = end.saturating_sub(span);
-        let base = match window {
-            Some(WindowState::Hist(h)) => Base::Count(h.estimate_from(from)),
-            Some(WindowState::Ring(r)) => Base::Bound(
-                r.iter()
-                    .filter(|(s, _)| (from..end).contains(s))
-                    .map(|(_, b)| b.upper())
-                    .sum(),
-            ),
-            // No bucket closed yet: a count or distinct window of its open buckets alone
-            // (both kinds' open buckets bound themselves while exact).
-            None => Base::Bound(0.0),
+        let inside = |s: &u64| (from..end).contains(s);
+        let base = match (window, open.iter().next().map(|o| &o.summary)) {
+            (Some(WindowState::Hist(h)), _) => Base::Count(h.estimate_from(from)),
+            (None, Some(Summary::Count(_))) => Base::Count(Estimate::exact(0.0)),
+            (ring, _) => {
+                let closed = match ring {
+                    Some(WindowState::Ring(r)) => Some(r),
+                    _ => None,
+                };
+                let parts = closed
+                    .into_iter()
+                    .flatten()
+                    .map(|(s, b)| (*s, b))
+                    .chain(open.iter().map(|o| (o.start, &o.summary)))
+                    .filter(|(s, _)| inside(s))
+                    .map(|(_, b)| b);
+                Base::Sketch(shape.merged(from, parts))
+            }
         };
         Running { end, base }
     }
@@ -61,7 +68,7 @@ impl Running {
         self.end
     }
 
-    /// Adds an event of a bucket inside the window (the other forms read the open buckets
+    /// Adds an event of a bucket inside the window (a count metric reads its open buckets
     /// when estimated instead).
     pub(super) fn add(&mut self, item: u64, bytes: &[u8]) {
         if let Base::Sketch(s) = &mut self.base {
@@ -69,47 +76,23 @@ impl Running {
         }
     }
 
-    /// The running window's estimate, given the key's closed and open buckets; `None` while a
-    /// bound says it is at most `below` (no early rule can fire).
-    pub(super) fn estimate(
-        &mut self,
-        shape: &MetricShape,
-        window: Option<&WindowState>,
-        open: &OpenBuckets,
-        span: u64,
-        below: f64,
-    ) -> Option<Estimate> {
-        let (from, end) = (self.end.saturating_sub(span), self.end);
-        let open_upper = || -> f64 {
-            open.iter()
-                .filter(|o| (from..end).contains(&o.start))
-                .map(|o| o.summary.upper())
-                .sum()
-        };
+    /// The running window's estimate, given the key's open buckets.
+    pub(super) fn estimate(&self, open: &OpenBuckets, span: u64) -> Estimate {
         match &self.base {
-            Base::Sketch(s) => Some(s.estimate()),
+            Base::Sketch(s) => s.estimate(),
             Base::Count(closed) => {
-                let open = open_upper();
-                Some(Estimate {
+                let from = self.end.saturating_sub(span);
+                let open: f64 = open
+                    .iter()
+                    .filter(|o| (from..self.end).contains(&o.start))
+                    .map(|o| o.summary.upper())
+                    .sum();
+                Estimate {
                     value: closed.value + open,
                     low: closed.low + open,
                     high: closed.high + open,
                     ..*closed
-                })
-            }
-            Base::Bound(closed) => {
-                let bound = closed + open_upper();
-                if bound <= below {
-                    return None;
                 }
-                if let Some(Summary::Count(_)) = open.iter().next().map(|o| &o.summary) {
-                    // A count window with no closed bucket: its open counts are exact.
-                    return Some(Estimate::exact(bound));
-                }
-                let sketch = sketch(shape, window, open, from, end);
-                let e = sketch.estimate();
-                self.base = Base::Sketch(sketch);
-                Some(e)
             }
         }
     }
@@ -118,7 +101,7 @@ impl Running {
     pub(super) fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Running>()
             + match &self.base {
-                Base::Count(_) | Base::Bound(_) => 0,
+                Base::Count(_) => 0,
                 Base::Sketch(s) => s.heap_bytes(),
             }
     }
@@ -144,31 +127,4 @@ pub(super) fn bound(window: Option<&WindowState>, open: &OpenBuckets, from: u64,
             .filter(|o| inside(&o.start))
             .map(|o| o.summary.upper())
             .sum::<f64>()
-}
-
-/// The summary of the buckets in `[from, end)`, closed and open, merged.
-fn sketch(
-    shape: &MetricShape,
-    window: Option<&WindowState>,
-    open: &OpenBuckets,
-    from: u64,
-    end: u64,
-) -> Summary {
-    let mut acc = shape.empty(from);
-    let closed = match window {
-        Some(WindowState::Ring(r)) => Some(r),
-        _ => None,
-    };
-    let parts = closed
-        .into_iter()
-        .flatten()
-        .map(|(s, b)| (*s, b))
-        .chain(open.iter().map(|o| (o.start, &o.summary)));
-    for (_, b) in parts.filter(|(s, _)| (from..end).contains(s)) {
-        acc.merge(b).expect(
-            "a metric's buckets share its shape: built by it, or decoded by it, so their merge \
-             cannot be refused",
-        );
-    }
-    acc
 }

@@ -116,9 +116,9 @@ impl Summary {
 pub struct MetricShape {
     kind: Kind,
     width: u64,
-    /// An empty distinct bucket to clone: building a HyperLogLog from scratch costs more
-    /// than copying one.
-    empty_distinct: Option<DistinctBucket>,
+    /// An empty bucket to clone (a count bucket takes its start instead): building a
+    /// HyperLogLog from scratch costs more than copying one.
+    empty: Summary,
 }
 
 /// Summaries with a ring of closed buckets as their live window (merged at each close).
@@ -132,9 +132,14 @@ impl MetricShape {
         MetricShape {
             kind: m.kind,
             width: m.bucket,
-            empty_distinct: match m.kind {
-                Kind::Distinct { precision } => Some(DistinctBucket::new(precision)),
-                _ => None,
+            empty: match m.kind {
+                Kind::Count { .. } => Summary::Count(CountBucket::new(0, m.bucket)),
+                Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
+                Kind::Frequency {
+                    epsilon,
+                    delta,
+                    phi,
+                } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
             },
         }
     }
@@ -184,19 +189,28 @@ impl MetricShape {
 
     /// An empty summary for the bucket starting at `start`.
     pub fn empty(&self, start: u64) -> Summary {
-        match self.kind {
-            Kind::Count { .. } => Summary::Count(CountBucket::new(start, self.width)),
-            Kind::Distinct { .. } => Summary::Distinct(
-                self.empty_distinct
-                    .clone()
-                    .expect("MetricShape::of builds the empty bucket of every distinct metric, and rollup_of starts from of"),
-            ),
-            Kind::Frequency {
-                epsilon,
-                delta,
-                phi,
-            } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
+        match &self.empty {
+            Summary::Count(_) => Summary::Count(CountBucket::new(start, self.width)),
+            other => other.clone(),
         }
+    }
+
+    /// `parts` — summaries of this shape — merged into an empty one starting at `start`: a
+    /// window's summary, whose estimator is a merged sketch's however its buckets came (built
+    /// here, or read back).
+    pub(crate) fn merged<'a>(
+        &self,
+        start: u64,
+        parts: impl IntoIterator<Item = &'a Summary>,
+    ) -> Summary {
+        let mut acc = self.empty(start);
+        for s in parts {
+            acc.merge(s).expect(
+                "a metric's summaries all have its shape: built by it, or decoded by it (which \
+                 refuses another kind, precision, ε, δ or φ), so no input makes a merge refuse",
+            );
+        }
+        acc
     }
 
     /// Decodes a stored summary of the bucket starting at `start`.

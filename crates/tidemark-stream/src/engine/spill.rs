@@ -358,19 +358,15 @@ struct KeyRow {
 }
 
 fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> {
-    if bytes.len() < 8 {
+    let Some((body, sum)) = bytes.split_last_chunk::<8>() else {
         return Err(Reader::invalid(
             "key row",
             0,
             "at least 8 bytes",
             bytes.len() as u64,
         ));
-    }
-    let (body, sum) = bytes.split_at(bytes.len() - 8);
-    let sum = u64::from_le_bytes(
-        sum.try_into()
-            .expect("split at length − 8 after checking the length is at least 8"),
-    );
+    };
+    let sum = u64::from_le_bytes(*sum);
     if xxh3_64(body) != sum {
         return Err(Reader::invalid(
             "key row checksum",
