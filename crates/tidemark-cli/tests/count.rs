@@ -1,7 +1,7 @@
 //! `tidemark count` end to end: answers, JSON fields, and errors that name file, line or flag.
 
 mod common;
-use common::{json_lines, tidemark};
+use common::{json_lines, ok, tidemark};
 
 #[test]
 fn counts_arrivals_with_a_bracket_holding_the_truth() {
@@ -12,11 +12,7 @@ fn counts_arrivals_with_a_bracket_holding_the_truth() {
         .collect();
     let truth = (900..1_000).filter(|i| i % 3 == 0).count() as f64;
     let out = tidemark(&["count", "--window", "100", "--json"], &input);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let rows = json_lines(&out);
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
@@ -88,11 +84,7 @@ fn a_decreasing_tick_is_refused_and_left_out() {
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let r = &json_lines(&out)[0];
     assert_eq!(r["lines"], 4);
     assert_eq!(r["refused"], 1);
@@ -143,11 +135,7 @@ fn a_blank_line_is_no_record_in_any_command() {
     // `count` refused it, `freq` skipped it, `distinct` counted it as an item: every command
     // now skips it, as `run` does (and a bad line after it keeps its own line number).
     let out = tidemark(&["count", "--window", "10", "--json"], "1\n\n0\n1\r\n\n");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     assert_eq!(json_lines(&out)[0]["estimate"].as_f64(), Some(2.0));
     let out = tidemark(&["distinct", "--json"], "a\n\nb\n\n");
     assert_eq!(json_lines(&out)[0]["estimate"].as_f64(), Some(2.0));

@@ -2,17 +2,13 @@
 //! sketches (native and Redis) merging into the union, and errors that exit 2.
 
 mod common;
-use common::{lines, temp, tidemark};
+use common::{lines, ok, temp, tidemark};
 
 use std::collections::HashSet;
 use std::process::Output;
 
 fn one_json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(out);
     let text = String::from_utf8(out.stdout.clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
@@ -163,11 +159,7 @@ fn binary_integers_hash_as_their_eight_bytes() {
         ],
         input.as_bytes(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     // The model: the library's insert_u64 of each word.
     let mut model = tidemark::cardinality::Hll::new(12).unwrap();
     for &x in &xs {

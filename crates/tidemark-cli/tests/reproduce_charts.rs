@@ -1,6 +1,10 @@
 //! `tidemark reproduce --out`: a plate's CSV and charts are written and are what they say.
 
+mod common;
+
 use std::process::Command;
+
+use common::ok;
 
 #[test]
 fn a_small_plate_writes_csv_svg_and_png_with_its_series() {
@@ -11,11 +15,7 @@ fn a_small_plate_writes_csv_svg_and_png_with_its_series() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
 
     // The CSV holds the same twenty rows the command printed, with a header.
     let csv = std::fs::read_to_string(dir.join("histogram-twenty.csv")).unwrap();

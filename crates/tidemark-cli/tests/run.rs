@@ -108,11 +108,7 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let expected = dump(&whole);
     let spilled = d.join("spilled.db");
     let args = [
@@ -229,11 +225,7 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
         &["run", "--config", s(&config), "--db", s(&whole), "--quiet"],
         &csv,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let expected = dump(&whole);
     let alerts_whole = String::from_utf8(out.stdout).unwrap();
     let fanout_alerts = alerts_whole.matches("\"metric\":\"fanout\"").count();
@@ -283,11 +275,7 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
         &["run", "--config", s(&config), "--db", s(&killed), "--quiet"],
         &csv,
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let got = dump(&killed);
     assert_eq!(
         got.1, expected.1,
@@ -378,11 +366,7 @@ fn a_malformed_line_stops_the_run_or_is_skipped_and_nothing_committed_is_lost() 
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in.csv:201"), "{err}");
     assert!(err.contains("1 bad lines"), "{err}");
@@ -425,11 +409,7 @@ fn a_malformed_line_stops_the_run_or_is_skipped_and_nothing_committed_is_lost() 
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -489,11 +469,7 @@ fn query_top_and_flag_errors() {
     })
     .to_csv();
     let out = tidemark(&["run", "--config", s(&config), "--db", s(&db)], &csv);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let alert: serde_json::Value = serde_json::from_str(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -539,11 +515,7 @@ fn query_top_and_flag_errors() {
         ],
         "",
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -633,11 +605,7 @@ fn query_top_and_flag_errors() {
 #[test]
 fn demo_flags_the_scanner_not_the_health_checker() {
     let out = tidemark(&["demo", "--minutes", "12", "--json"], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -690,11 +658,7 @@ fn the_examples_run_and_a_store_refuses_another_config() {
     jsonl.push_str("{\"time\": \"2024-01-01T00:00:10Z\", \"user\": \"u0\", \"path\": \"/late\"}\n");
     let db = d.join("r.db");
     let out = tidemark(&["run", "--config", s(&requests), "--db", s(&db)], &jsonl);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     // One per metric, each on its metric's line of the summary.
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches(" 1 merged late").count(), 2, "{err}");
@@ -840,11 +804,7 @@ fn demo_writes_its_chart() {
     let d = dir("run-chart");
     let svg = d.join("fanout.svg");
     let out = tidemark(&["demo", "--minutes", "8", "--chart", s(&svg)], "");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("ALERT 10.9.0.1"), "{text}");
     let chart = std::fs::read_to_string(&svg).unwrap();
@@ -874,11 +834,7 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
         let mut full = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
         full.extend_from_slice(args);
         let out = tidemark(&full, stdin);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out);
     };
     run(&["--keep-open", s(&a)], "");
     assert_eq!(records(&db), 100);
