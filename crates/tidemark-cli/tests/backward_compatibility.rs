@@ -1,6 +1,10 @@
-//! A store written before the store's digests and the run state's file identities (state
-//! version 2) still resumes: the same file, grown, is read on from where that run stopped,
-//! and the store answers as one run over the whole file by this version does.
+//! Stores written by earlier versions still answer and resume:
+//! - one written before the store's digests and the run state's file identities (state
+//!   version 2): the same file, grown, is read on from where that run stopped, and the store
+//!   answers as one run over the whole file by this version does;
+//! - one of every metric kind written before bucket values took their stored form (every value
+//!   an envelope): it answers as the version that wrote it did, and, resumed on more input,
+//!   as one run over all of it by this version does, while the values it adds are short.
 
 mod common;
 
@@ -86,5 +90,149 @@ fn a_version_2_store_resumes_and_answers_as_a_fresh_run() {
     };
     assert_eq!(records("old.db"), 10_909);
     assert_eq!(records("new.db"), 10_909);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The queries recorded beside `all-kinds-format-2.db`, each with the answer of the version
+/// that wrote it.
+fn recorded_answers(root: &std::path::Path) -> Vec<(Vec<String>, String)> {
+    let text =
+        std::fs::read_to_string(root.join("testdata/stores/all-kinds-format-2.answers.jsonl"))
+            .unwrap();
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let args = v["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            (args, v["stdout"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_store_of_envelopes_answers_as_before_and_resumes_as_a_fresh_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = root.join("testdata/stores/all-kinds.toml");
+    let config = config.to_str().unwrap();
+    let d = std::env::temp_dir().join(format!("tidemark-compat3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    ok(&tidemark_in(
+        &d,
+        &[
+            "demo",
+            "--users",
+            "10",
+            "--minutes",
+            "70",
+            "--emit",
+            "full.csv",
+        ],
+    ));
+    // The 24,608 flows the old store read, and the rest under the same header.
+    let full = std::fs::read_to_string(d.join("full.csv")).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    assert_eq!(
+        lines.len(),
+        27_512,
+        "the seeded log changed: the fixture needs remaking"
+    );
+    let read = lines[..24_609].join("\n") + "\n";
+    let rest = format!("{}\n{}\n", lines[0], lines[24_609..].join("\n"));
+    std::fs::write(d.join("x.csv"), read).unwrap();
+    std::fs::write(d.join("rest.csv"), rest).unwrap();
+    std::fs::copy(
+        root.join("testdata/stores/all-kinds-format-2.db"),
+        d.join("old.db"),
+    )
+    .unwrap();
+    let answer = |db: &str, args: &[String]| {
+        let mut all = vec!["query", "--db", db, "--json"];
+        all.extend(args.iter().map(String::as_str));
+        let o = tidemark_in(&d, &all);
+        ok(&o);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let recorded = recorded_answers(&root);
+    assert!(recorded.len() >= 15);
+    for (args, then) in &recorded {
+        assert!(!then.is_empty(), "{args:?}");
+        assert_eq!(&answer("old.db", args), then, "{args:?}");
+    }
+    ok(&tidemark_in(
+        &d,
+        &[
+            "run",
+            "--config",
+            config,
+            "--db",
+            "old.db",
+            "--keep-open",
+            "--quiet",
+            "rest.csv",
+        ],
+    ));
+    ok(&tidemark_in(
+        &d,
+        &[
+            "run",
+            "--config",
+            config,
+            "--db",
+            "new.db",
+            "--keep-open",
+            "--quiet",
+            "x.csv",
+            "rest.csv",
+        ],
+    ));
+    let check = |db: &str| {
+        let o = tidemark_in(&d, &["check", "--db", db, "--json"]);
+        ok(&o);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (old, new) = (check("old.db"), check("new.db"));
+    assert_eq!(old["records"].as_u64(), Some(27_511));
+    assert_eq!(new["records"].as_u64(), Some(27_511));
+    let later: Vec<Vec<String>> = ["1700004200", "1700004500"]
+        .iter()
+        .flat_map(|at| {
+            [("flows", "10m"), ("fanout", "5m"), ("ports", "5m")].map(|(m, w)| {
+                ["--metric", m, "--window", w, "--at", at]
+                    .map(String::from)
+                    .to_vec()
+            })
+        })
+        .collect();
+    for args in recorded.iter().map(|(a, _)| a).chain(&later) {
+        let (a, b) = (answer("old.db", args), answer("new.db", args));
+        assert!(!b.is_empty(), "{args:?}");
+        assert_eq!(a, b, "{args:?}");
+    }
+    // The fresh store's values are in their stored form: an exact count bucket is a tag, a
+    // count of at most three bytes and a checksum (its envelope took 86 bytes), a distinct
+    // bucket its hashes and about 6 bytes (the envelope added 62).
+    let per_bucket = |report: &serde_json::Value, name: &str| {
+        let t = report["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        t["value_bytes"].as_f64().unwrap() / t["buckets"].as_f64().unwrap()
+    };
+    assert!(per_bucket(&new, "flows") <= 8.0, "{new}");
+    assert!(
+        per_bucket(&old, "flows") > 20.0,
+        "the old buckets are still envelopes: {old}"
+    );
+    assert!(
+        per_bucket(&new, "fanout") < per_bucket(&old, "fanout") - 20.0,
+        "{new} {old}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -12,11 +12,24 @@ use crate::engine::{Engine, MetricShape};
 use crate::pipeline::RunState;
 use crate::store::{Store, StoreRows};
 
+/// What a check found in the buckets of one stored name (a metric or a rollup).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableReport {
+    /// The metric's or rollup's name.
+    pub name: String,
+    /// Buckets read.
+    pub buckets: u64,
+    /// Buckets that decoded.
+    pub decoded: u64,
+    /// The bytes of their stored values (keys and the file's own overhead not counted).
+    pub bytes: u64,
+}
+
 /// What a check found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckReport {
-    /// Per stored name (metric or rollup): the buckets read and how many decoded.
-    pub tables: Vec<(String, u64, u64)>,
+    /// Per stored name (metric or rollup): what was read.
+    pub tables: Vec<TableReport>,
     /// Records counted by the runs that wrote the store.
     pub records: u64,
     /// Everything found wrong, each naming where.
@@ -78,10 +91,11 @@ pub fn check(store: &dyn Store) -> CheckReport {
         let shapes = std::iter::once((m.name.clone(), MetricShape::of(m)))
             .chain(m.rollup_name().zip(MetricShape::rollup_of(m)));
         for (name, shape) in shapes {
-            let (mut read, mut good) = (0u64, 0u64);
+            let (mut read, mut good, mut value_bytes) = (0u64, 0u64, 0u64);
             let mut bad: Vec<String> = Vec::new();
             let scanned = store.scan(&name, 0, u64::MAX, &mut |key, start, bytes| {
                 read += 1;
+                value_bytes += bytes.len() as u64;
                 match shape.decode(bytes, start) {
                     Ok(_) => good += 1,
                     Err(e) if bad.len() < 10 => bad.push(format!(
@@ -103,7 +117,12 @@ pub fn check(store: &dyn Store) -> CheckReport {
                     ));
                 }
             }
-            r.tables.push((name, read, good));
+            r.tables.push(TableReport {
+                name,
+                buckets: read,
+                decoded: good,
+                bytes: value_bytes,
+            });
         }
     }
     r

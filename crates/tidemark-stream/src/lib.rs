@@ -13,6 +13,7 @@
 //! - [`engine`]: the pure operator — events in; closed buckets, late merges, alerts out.
 //! - [`summary`]: the [`summary::BucketSummary`] trait and the metric kinds behind it.
 //! - [`store`]: the [`store::Store`] trait, the redb file and an in-memory store.
+//! - [`stored`]: a bucket's bytes at rest (the envelope without what the metric implies).
 //! - [`check`]: verifying every value a store holds.
 //! - [`pipeline`]: the runner that reads input, drives the engine, commits, and resumes after
 //!   a crash without counting anything twice.
@@ -80,6 +81,7 @@ pub mod pipeline;
 pub mod query;
 pub mod record;
 pub mod store;
+pub mod stored;
 pub mod summary;
 pub mod time;
 

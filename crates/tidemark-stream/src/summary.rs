@@ -60,6 +60,16 @@ impl CountBucket {
         }
     }
 
+    /// A bucket holding `count` events (at most [`MAX_BUCKET_COUNT`], as a stored count is
+    /// checked to be).
+    pub fn holding(start: u64, width: u64, count: u64) -> CountBucket {
+        debug_assert!(count <= MAX_BUCKET_COUNT);
+        CountBucket {
+            count,
+            ..CountBucket::new(start, width)
+        }
+    }
+
     /// The number of events.
     pub fn count(&self) -> u64 {
         self.count

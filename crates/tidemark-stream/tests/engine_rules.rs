@@ -12,7 +12,7 @@ use tidemark_stream::engine::Summary;
 use tidemark_stream::engine::{Engine, NoRows, Outputs, StateTable};
 use tidemark_stream::pipeline::{self, RunOptions, RunState};
 use tidemark_stream::store::{MemStore, Store, StoreRows};
-use tidemark_stream::summary::CountBucket;
+use tidemark_stream::stored::{self, Stored};
 
 fn count_config(late: &str, alert: &str) -> Config {
     Config::from_toml(&format!(
@@ -34,13 +34,18 @@ late = "{late}"
     .unwrap()
 }
 
+/// A count bucket's events, from its stored form (a count, never an envelope).
+fn stored_count(bytes: &[u8]) -> u64 {
+    match stored::read(bytes).unwrap() {
+        Stored::Count(n) => n,
+        _ => panic!("a count bucket is stored as its count"),
+    }
+}
+
 fn counts(out: &Outputs) -> BTreeMap<(Vec<u8>, u64), u64> {
     out.closed
         .iter()
-        .map(|b| {
-            let c = CountBucket::from_bytes(&b.bytes, b.start, 10_000).unwrap();
-            ((b.key.to_vec(), b.start), c.count())
-        })
+        .map(|b| ((b.key.to_vec(), b.start), stored_count(&b.bytes)))
         .collect()
 }
 
@@ -94,10 +99,7 @@ fn too_late_events_under_merge_go_to_their_stored_bucket_only() {
     let merges: Vec<(Vec<u8>, u64, u64)> = out
         .late_merges
         .iter()
-        .map(|b| {
-            let c = CountBucket::from_bytes(&b.bytes, b.start, 10_000).unwrap();
-            (b.key.to_vec(), b.start, c.count())
-        })
+        .map(|b| (b.key.to_vec(), b.start, stored_count(&b.bytes)))
         .collect();
     assert_eq!(
         merges,
@@ -349,7 +351,7 @@ fn drive_spilling(
                 Some(old) => {
                     let mut s = shape.decode(old, b.start).unwrap();
                     s.merge(&add).unwrap();
-                    s.to_bytes()
+                    s.to_stored()
                 }
                 None => b.bytes.clone(),
             };

@@ -69,16 +69,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "healthy": report.is_healthy(),
                 "pages": pages,
                 "records": report.records,
-                "tables": report.tables.iter().map(|(n, read, good)| json!({
-                    "name": n, "buckets": read, "decoded": good
+                "tables": report.tables.iter().map(|t| json!({
+                    "name": t.name, "buckets": t.buckets, "decoded": t.decoded, "value_bytes": t.bytes
                 })).collect::<Vec<_>>(),
                 "problems": report.problems,
             })
         );
     } else {
         println!("store {}: pages {pages}", args.db.display());
-        for (name, read, good) in &report.tables {
-            println!("  {name}: {read} buckets, {good} decoded");
+        for t in &report.tables {
+            println!(
+                "  {}: {} buckets, {} decoded, {} bytes of values",
+                t.name, t.buckets, t.decoded, t.bytes
+            );
         }
         println!("  {} records counted", report.records);
         for p in &report.problems {

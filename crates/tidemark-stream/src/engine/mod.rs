@@ -470,7 +470,7 @@ impl Engine {
                             metric,
                             key: key.as_bytes().into(),
                             start,
-                            bytes: s.to_bytes(),
+                            bytes: s.to_stored(),
                             rollup,
                         }),
                 );
@@ -827,7 +827,7 @@ impl Engine {
             if let Some(s) = ks.open.pop_first_at(start) {
                 m.counters.buckets += 1;
                 ks.row_dirty = true;
-                let bytes = s.to_bytes();
+                let bytes = s.to_stored();
                 out.bytes += bytes.len() + key.as_bytes().len() + 64;
                 out.closed.push(ClosedBucket {
                     metric: i,

@@ -5,6 +5,7 @@
 use tidemark::{DecodeError, Estimate};
 
 use crate::config::{AlertRule, Config, Kind, MetricConfig};
+use crate::stored::{self, Prototype, Stored};
 use crate::summary::{BucketSummary, CountBucket, DistinctBucket, FrequencyBucket};
 
 /// One key's summary of one bucket, of whichever kind its metric is.
@@ -66,12 +67,12 @@ impl Summary {
         }
     }
 
-    /// The encoded bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The bytes the store keeps ([`crate::stored`]): a count, or the envelope's body.
+    pub fn to_stored(&self) -> Vec<u8> {
         match self {
-            Summary::Count(c) => c.to_bytes(),
-            Summary::Distinct(d) => d.to_bytes(),
-            Summary::Frequency(f) => f.to_bytes(),
+            Summary::Count(c) => stored::count(c.count()),
+            Summary::Distinct(d) => stored::body(&d.to_bytes()),
+            Summary::Frequency(f) => stored::body(&f.to_bytes()),
         }
     }
 
@@ -119,6 +120,8 @@ pub struct MetricShape {
     /// An empty bucket to clone (a count bucket takes its start instead): building a
     /// HyperLogLog from scratch costs more than copying one.
     empty: Summary,
+    /// What a stored body omits: the envelope fields of the metric's summaries.
+    prototype: Prototype,
 }
 
 /// Summaries with a ring of closed buckets as their live window (merged at each close).
@@ -129,27 +132,35 @@ pub(crate) fn rings(kind: Kind) -> bool {
 impl MetricShape {
     /// The shape of a configured metric.
     pub fn of(m: &MetricConfig) -> MetricShape {
+        MetricShape::with_width(m.kind, m.bucket)
+    }
+
+    fn with_width(kind: Kind, width: u64) -> MetricShape {
+        let empty = match kind {
+            Kind::Count { .. } => Summary::Count(CountBucket::new(0, width)),
+            Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
+            Kind::Frequency {
+                epsilon,
+                delta,
+                phi,
+            } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
+        };
+        let prototype = Prototype::of(&match &empty {
+            Summary::Count(c) => c.to_bytes(),
+            Summary::Distinct(d) => d.to_bytes(),
+            Summary::Frequency(f) => f.to_bytes(),
+        });
         MetricShape {
-            kind: m.kind,
-            width: m.bucket,
-            empty: match m.kind {
-                Kind::Count { .. } => Summary::Count(CountBucket::new(0, m.bucket)),
-                Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
-                Kind::Frequency {
-                    epsilon,
-                    delta,
-                    phi,
-                } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
-            },
+            kind,
+            width,
+            empty,
+            prototype,
         }
     }
 
     /// The shape of a metric's rollup buckets (the rollup width), if it has rollups.
     pub fn rollup_of(m: &MetricConfig) -> Option<MetricShape> {
-        let w = m.rollup?;
-        let mut s = MetricShape::of(m);
-        s.width = w;
-        Some(s)
+        Some(MetricShape::with_width(m.kind, m.rollup?))
     }
 
     /// The metric and shape a stored name denotes: a metric's name, or its rollup name
@@ -213,8 +224,34 @@ impl MetricShape {
         acc
     }
 
-    /// Decodes a stored summary of the bucket starting at `start`.
+    /// Decodes a stored summary of the bucket starting at `start`: its stored form
+    /// ([`crate::stored`]) or, from stores written before it, a whole envelope.
     pub fn decode(&self, bytes: &[u8], start: u64) -> Result<Summary, DecodeError> {
+        let expanded;
+        let bytes = match stored::read(bytes)? {
+            Stored::Envelope(e) => e,
+            Stored::Body(b) => {
+                expanded = self.prototype.expand(b)?;
+                &expanded
+            }
+            Stored::Exact(hashes) => {
+                expanded = self.prototype.expand_exact(hashes)?;
+                &expanded
+            }
+            Stored::Count(n) => {
+                return match self.kind {
+                    Kind::Count { .. } => {
+                        Ok(Summary::Count(CountBucket::holding(start, self.width, n)))
+                    }
+                    _ => Err(DecodeError::Invalid {
+                        field: "stored tag",
+                        offset: 0,
+                        expected: "a summary's body: the metric is not a count",
+                        got: 2,
+                    }),
+                };
+            }
+        };
         match self.kind {
             Kind::Count { .. } => Ok(Summary::Count(CountBucket::from_bytes(
                 bytes, start, self.width,

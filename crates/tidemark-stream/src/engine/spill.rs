@@ -498,7 +498,7 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
                 StateTable::Open,
                 o.start,
                 key,
-                Some(o.summary.to_bytes()),
+                Some(o.summary.to_stored()),
             ));
         }
     }

@@ -1106,7 +1106,7 @@ impl CommitCtx<'_> {
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
             let m = &config.metrics[i];
             let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
-            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_bytes())
+            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_stored())
         };
         let merge = |metric: &str, start: u64, old: Option<&[u8]>, add: &[u8]| {
             let (_, shape) = MetricShape::for_name(config, metric)
@@ -1118,7 +1118,7 @@ impl CommitCtx<'_> {
             };
             let b = shape.decode(add, start).map_err(|e| e.to_string())?;
             a.merge(&b).map_err(|e| e.to_string())?;
-            Ok(a.to_bytes())
+            Ok(a.to_stored())
         };
         let t = self.tables;
         let promote: Vec<PromoteRef<'_>> = out

@@ -15,7 +15,12 @@ const STATE: &str = "state";
 const FORMAT: &str = "format";
 /// A hash of the config, fingerprint and state together: damage to the metadata is found.
 const SEAL: &str = "seal";
+/// Format 2: the store keeps digests and a seal.
 const DIGESTED: u64 = 2;
+/// Format 3: as 2, and bucket values may be in their stored form ([`crate::stored`]); a
+/// build that reads only format 2 refuses the store by this number rather than misreading a
+/// value.
+const STORED_FORMS: u64 = 3;
 
 /// The digests' table for a metric's stored name.
 fn digest_table(table: &str) -> String {
@@ -48,9 +53,9 @@ fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
         )),
         None => Ok(false),
         Some(v) => match u64_of(&v, FORMAT)? {
-            DIGESTED => Ok(true),
+            DIGESTED | STORED_FORMS => Ok(true),
             other => Err(StoreError::damaged(format!(
-                "unknown store format {other} (this tidemark writes {DIGESTED}): a newer \
+                "unknown store format {other} (this tidemark writes {STORED_FORMS}): a newer \
                  tidemark wrote it, or the metadata is damaged"
             ))),
         },
@@ -238,7 +243,7 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
     t.set_meta(FINGERPRINT, &fp)?;
     t.set_meta(STATE, &m.state)?;
     if on {
-        t.set_meta(FORMAT, &DIGESTED.to_le_bytes())?;
+        t.set_meta(FORMAT, &STORED_FORMS.to_le_bytes())?;
         t.set_meta(
             SEAL,
             &seal(m.config.as_bytes(), &fp, &m.state).to_le_bytes(),
@@ -639,5 +644,29 @@ mod tests {
         let r = scan_by_key_verified(&Stuck, "m", None, 0, 120_000, 60_000, &mut |_, _| seen += 1);
         assert!(matches!(r, Err(StoreError::Damaged { .. })), "{r:?}");
         assert!(seen < 10);
+    }
+
+    #[test]
+    fn formats_2_and_3_keep_digests_and_an_unknown_format_is_refused() {
+        use crate::store::{MemStore, Store};
+        for (format, expected) in [(2u64, Some(true)), (3, Some(true)), (4, None), (1, None)] {
+            let mut store = MemStore::default();
+            store
+                .write(&mut |t| t.set_meta(FORMAT, &format.to_le_bytes()))
+                .unwrap();
+            let view = store.view().unwrap();
+            let got = digested(&*view);
+            assert_eq!(
+                got.as_ref().ok().copied(),
+                expected,
+                "format {format}: {got:?}"
+            );
+            if expected.is_none() {
+                assert!(got
+                    .unwrap_err()
+                    .to_string()
+                    .contains(&format!("format {format}")));
+            }
+        }
     }
 }
