@@ -98,10 +98,7 @@ pub struct PyCountMin {
 impl PyCountMin {
     /// An empty sketch that merges into this one (same hasher, shape, model), or None.
     fn twin(&mut self) -> Option<CountMin> {
-        let cm = &self.inner;
-        let t = CountMin::with_dimensions(cm.width(), cm.depth(), cm.model())
-            .ok()?
-            .with_hasher(cm.hasher());
+        let t = self.inner.emptied();
         // Merging an empty sketch changes nothing and checks that the merge will succeed.
         self.inner.merge(&t).ok()?;
         Some(t)

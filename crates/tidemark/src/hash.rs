@@ -119,7 +119,11 @@ impl ItemHasher {
     #[inline]
     pub fn hash(&self, item: &[u8]) -> u64 {
         match self.id {
-            HashId::Xxh3 => xxhash_rust::xxh3::xxh3_64_with_seed(item, self.seed),
+            HashId::Xxh3 => match <[u8; 8]>::try_from(item) {
+                // Eight bytes (a u64, an IPv4 pair, a timestamp) take the inlined path.
+                Ok(eight) => xxh3_eight(u64::from_le_bytes(eight), self.seed),
+                Err(_) => xxhash_rust::xxh3::xxh3_64_with_seed(item, self.seed),
+            },
             HashId::Murmur64A => murmur64a(item, self.seed),
         }
     }
@@ -130,6 +134,28 @@ impl ItemHasher {
     pub fn hash_u64(&self, item: u64) -> u64 {
         self.hash(&item.to_le_bytes())
     }
+}
+
+/// XXH3-64 of exactly eight bytes (`x` little-endian) with `seed`, written from the XXH3
+/// specification's 4-to-8-byte path so that it inlines where it is used (the library call
+/// does not cross the crate boundary, and its length dispatch is most of an 8-byte hash):
+/// the seed's low half, byte-swapped, is folded into its high half; the two 4-byte halves
+/// of the input, swapped, are XORed with two words of the default secret minus the seed;
+/// then the "rrmxmx" finalizer. Equal to `xxh3_64_with_seed(&x.to_le_bytes(), seed)` (a
+/// test checks it against the library).
+#[inline(always)]
+fn xxh3_eight(x: u64, seed: u64) -> u64 {
+    // The default secret's words at bytes 8 and 16, XORed.
+    const SECRET_8_XOR_16: u64 = 0x1cad_21f7_2c81_017c ^ 0xdb97_9083_e96d_d4de;
+    const MX2: u64 = 0x9fb2_1c65_1e98_df25;
+    let seed = seed ^ ((seed as u32).swap_bytes() as u64) << 32;
+    let bitflip = SECRET_8_XOR_16.wrapping_sub(seed);
+    let mut h = x.rotate_left(32) ^ bitflip;
+    h ^= h.rotate_left(49) ^ h.rotate_left(24);
+    h = h.wrapping_mul(MX2);
+    h ^= (h >> 35).wrapping_add(8);
+    h = h.wrapping_mul(MX2);
+    h ^ (h >> 28)
 }
 
 /// MurmurHash64A (Austin Appleby, public domain), written from its published description:
@@ -165,6 +191,11 @@ pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
 /// future family can never be mistaken for this one. (1 was Carter–Wegman mod `2^61 − 1`,
 /// written by an earlier build of format version 1 and no longer read.)
 pub const PAIRWISE_FAMILY_ID: u8 = 2;
+
+/// The identifier of the multiply-shift rows over an item hash
+/// ([`PairwiseHash::multiply_shift`]), recorded in Count-Min encodings like
+/// [`PAIRWISE_FAMILY_ID`].
+pub const MULTIPLY_SHIFT_FAMILY_ID: u8 = 3;
 
 /// One function of the multiply-add-shift family on 64-bit keys split into two 32-bit
 /// halves, `h(x) = ⌊((a·x_lo + b·x_hi + c) mod 2^64) / 2^32⌋` with `a`, `b`, `c` 64-bit,
@@ -257,6 +288,20 @@ impl PairwiseHash {
             >> 32) as u32
     }
 
+    /// `⌊((a | 1)·x mod 2^64) / 2^32⌋`: Dietzfelbinger's multiply-shift with this function's
+    /// multiplier made odd, one multiplication where [`PairwiseHash::value`] takes two.
+    ///
+    /// Meant for keys that already are uniform 64-bit item hashes: `x ↦ (a | 1)·x mod 2^64`
+    /// is a bijection, so the value of a uniform key is uniform, and two items' values are
+    /// independent because their hashes are. Rows with different multipliers are then
+    /// different views of one hash (their joint behaviour is heuristic, as for any rows
+    /// derived from one hash); keys that are not hashes (a dyadic layer's integers) need the
+    /// pairwise family.
+    #[inline]
+    pub fn multiply_shift(&self, x: u64) -> u32 {
+        (x.wrapping_mul(self.a | 1) >> 32) as u32
+    }
+
     /// The column of `x` among `w ≤ 2^32`: `⌊value(x)·w / 2^32⌋`, in `[0, w)`.
     #[inline]
     pub fn column(&self, x: u64, w: usize) -> usize {
@@ -284,6 +329,21 @@ mod tests {
         }
         assert_eq!(HashId::from_byte(0), None);
         assert_eq!(HashId::from_byte(3), None);
+    }
+
+    #[test]
+    fn the_eight_byte_path_is_the_library_xxh3() {
+        let mut state = 7u64;
+        let mut values = vec![0u64, 1, u64::MAX, 0x8000_0000_0000_0000, 0xffff_ffff];
+        values.extend((0..10_000).map(|_| splitmix64(&mut state)));
+        for seeds in values.chunks(2) {
+            let (x, seed) = (seeds[0], *seeds.last().unwrap());
+            for s in [seed, 0, DEFAULT_SEED] {
+                let library = xxhash_rust::xxh3::xxh3_64_with_seed(&x.to_le_bytes(), s);
+                assert_eq!(xxh3_eight(x, s), library, "x = {x:#x}, seed = {s:#x}");
+                assert_eq!(ItemHasher::new(HashId::Xxh3, s).hash_u64(x), library);
+            }
+        }
     }
 
     #[test]

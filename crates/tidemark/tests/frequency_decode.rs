@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tidemark::codec::{self, Family, Writer};
-use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, ItemCounts, Model};
+use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, ItemCounts, Model, RowFamily};
 use tidemark::{DecodeError, ItemHasher};
 
 fn sample_plain(model: Model) -> CountMin {
@@ -64,25 +64,66 @@ fn round_trips_are_identity() {
 #[test]
 fn a_hand_built_plain_sketch_decodes_as_written() {
     // Width 1: every item lands in column 0, so each row's one counter is the total.
-    let mut params = Writer::new();
-    params.u8(0).u8(2).u8(0).u32(1).u8(2); // plain, multiply-add-shift, cash register, w 1, d 2
     let mut payload = Writer::new();
     payload.i64(42).u64(42).i64(42).i64(42);
-    let bytes = codec::encode(
-        Family::CountMin,
-        0,
-        ItemHasher::default(),
-        params.bytes(),
-        payload.bytes(),
-    );
-    let cm = CountMin::from_bytes(&bytes).unwrap();
-    assert_eq!((cm.width(), cm.depth(), cm.total()), (1, 2, 42));
-    assert_eq!(cm.point(b"anything").value, 42.0);
-    // The same sketch built by updates encodes to the same bytes.
+    let sketch = |family: u8| {
+        let mut params = Writer::new();
+        params.u8(0).u8(family).u8(0).u32(1).u8(2); // plain, rows, cash register, w 1, d 2
+        let bytes = codec::encode(
+            Family::CountMin,
+            0,
+            ItemHasher::default(),
+            params.bytes(),
+            payload.bytes(),
+        );
+        (CountMin::from_bytes(&bytes), bytes)
+    };
+    for (byte, family) in [(2, RowFamily::Pairwise), (3, RowFamily::MultiplyShift)] {
+        let cm = sketch(byte).0.unwrap();
+        assert_eq!((cm.width(), cm.depth(), cm.total()), (1, 2, 42));
+        assert_eq!(cm.point(b"anything").value, 42.0);
+        assert_eq!(cm.row_family(), family);
+        assert_eq!(cm.emptied().row_family(), family);
+    }
+    // The same sketch built by updates encodes to the same bytes: new sketches take the
+    // multiply-shift rows.
+    let (_, bytes) = sketch(3);
     let mut built = CountMin::with_dimensions(1, 2, Model::CashRegister).unwrap();
     built.update(b"x", 40).unwrap();
     built.update(b"y", 2).unwrap();
     assert_eq!(built.to_bytes(), bytes);
+    // Sketches of the two families do not merge; no other family byte is read.
+    let mut old = sketch(2).0.unwrap();
+    assert!(old.merge(&built).is_err());
+    assert!(built.merge(&sketch(2).0.unwrap()).is_err());
+    for byte in [0u8, 1, 4, 255] {
+        assert!(
+            matches!(
+                sketch(byte).0,
+                Err(DecodeError::Invalid {
+                    field: "row-hash family",
+                    ..
+                })
+            ),
+            "family byte {byte}"
+        );
+    }
+    // A dyadic sketch's layers key by integers: only the pairwise rows are read there.
+    let mut dyadic = sample_dyadic().to_bytes();
+    assert_eq!(dyadic[codec::HEADER_LEN + 1], 2);
+    dyadic[codec::HEADER_LEN + 1] = 3;
+    let end = dyadic.len() - codec::CHECKSUM_LEN;
+    let sum = codec::checksum_of(&dyadic[..end]);
+    dyadic[end..].copy_from_slice(&sum.to_le_bytes());
+    assert!(matches!(
+        DyadicCountMin::from_bytes(&dyadic),
+        Err(DecodeError::Invalid {
+            field: "row-hash family",
+            ..
+        })
+    ));
+    let mut params = Writer::new();
+    params.u8(0).u8(2).u8(0).u32(1).u8(2);
     // A row that does not sum to the total is refused.
     let mut payload = Writer::new();
     payload.i64(42).u64(42).i64(42).i64(41);

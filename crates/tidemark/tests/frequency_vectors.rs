@@ -9,9 +9,16 @@
 
 use std::collections::HashMap;
 
-use tidemark::frequency::{CountMin, DyadicCountMin, Model};
+use tidemark::frequency::{CountMin, DyadicCountMin, Model, RowFamily};
 
+/// A plain sketch with multiply-shift rows (family byte 3), as this build makes them.
 const PLAIN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/vectors/countmin_multiply_shift_v1.bin"
+);
+/// The same stream's plain sketch with pairwise rows (family byte 2), written by the builds
+/// before the multiply-shift rows: read, never written again.
+const PLAIN_PAIRWISE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/vectors/countmin_v1.bin"
 );
@@ -40,7 +47,7 @@ fn build() -> (CountMin, DyadicCountMin) {
 /// only when a new format version is introduced
 /// (`cargo test -p tidemark --test frequency_vectors -- --ignored write_vectors`).
 #[test]
-#[ignore = "a tool: rewrites testdata/vectors/countmin*_v1.bin; run only for a new format version"]
+#[ignore = "a tool: rewrites testdata/vectors/countmin_{multiply_shift,dyadic}_v1.bin; run only for a new format version"]
 fn write_vectors() {
     let (cm, dy) = build();
     std::fs::write(PLAIN, cm.to_bytes()).unwrap();
@@ -52,7 +59,7 @@ fn write_vectors() {
 #[test]
 fn this_build_writes_the_committed_bytes() {
     let (cm, dy) = build();
-    let plain = std::fs::read(PLAIN).expect("testdata/vectors/countmin_v1.bin is committed");
+    let plain = std::fs::read(PLAIN).expect("the multiply-shift vector is committed");
     assert!(
         cm.to_bytes() == plain,
         "Count-Min format v1 changed: bump the version"
@@ -70,13 +77,22 @@ fn committed_vectors_decode_and_answer() {
     let exact: HashMap<u64, i64> = stream().into_iter().collect();
     let total: i64 = exact.values().sum();
 
-    let bytes = std::fs::read(PLAIN).expect("testdata/vectors/countmin_v1.bin is committed");
-    let cm = CountMin::from_bytes(&bytes).unwrap();
-    assert_eq!(cm.to_bytes(), bytes);
-    assert_eq!((cm.width(), cm.depth(), cm.total()), (64, 3, total));
-    // Counters laid by other row functions would under-count some item.
-    for (&x, &c) in &exact {
-        assert!(cm.point(&x.to_le_bytes()).value >= c as f64, "item {x}");
+    for (path, family) in [
+        (PLAIN, RowFamily::MultiplyShift),
+        (PLAIN_PAIRWISE, RowFamily::Pairwise),
+    ] {
+        let bytes = std::fs::read(path).expect("the plain vectors are committed");
+        let cm = CountMin::from_bytes(&bytes).unwrap();
+        assert_eq!(cm.to_bytes(), bytes);
+        assert_eq!(cm.row_family(), family);
+        assert_eq!((cm.width(), cm.depth(), cm.total()), (64, 3, total));
+        // Counters laid by other row functions would under-count some item.
+        for (&x, &c) in &exact {
+            assert!(
+                cm.point(&x.to_le_bytes()).value >= c as f64,
+                "{path}: item {x}"
+            );
+        }
     }
 
     let bytes =

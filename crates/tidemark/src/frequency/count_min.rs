@@ -1,5 +1,6 @@
 //! [`CountMin`]: point queries, merge, subtract and inner products.
 
+use super::table::RowFamily;
 use super::table::{Table, MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
 use super::{FrequencyError, Model};
 use crate::error::{MergeError, ParamError};
@@ -116,6 +117,17 @@ impl CountMin {
         depth: usize,
         model: Model,
     ) -> Result<CountMin, ParamError> {
+        CountMin::with_rows(width, depth, model, RowFamily::MultiplyShift)
+    }
+
+    /// A sketch of `width × depth` whose rows are of `family` (the pairwise family for
+    /// summaries whose stored sketches used it).
+    pub(crate) fn with_rows(
+        width: usize,
+        depth: usize,
+        model: Model,
+        family: RowFamily,
+    ) -> Result<CountMin, ParamError> {
         check_dimensions(width, depth)?;
         let hasher = ItemHasher::default();
         Ok(CountMin {
@@ -125,6 +137,7 @@ impl CountMin {
             table: Table::new(
                 width,
                 PairwiseHash::rows(hasher.seed(), PLAIN_STREAM, depth),
+                family,
             ),
             total: 0,
             mass: 0,
@@ -139,10 +152,30 @@ impl CountMin {
             hasher,
             model: self.model,
             conservative: self.conservative,
-            table: Table::new(self.width(), rows),
+            table: Table::new(self.width(), rows, self.table.family),
             total: 0,
             mass: 0,
         }
+    }
+
+    /// An empty sketch that merges into this one: the same shape, hasher, model, update rule
+    /// and row functions.
+    pub fn emptied(&self) -> CountMin {
+        CountMin {
+            hasher: self.hasher,
+            model: self.model,
+            conservative: self.conservative,
+            table: Table::new(self.width(), self.table.rows.clone(), self.table.family),
+            total: 0,
+            mass: 0,
+        }
+    }
+
+    /// How an item's hash picks its column in each row. Sketches built by this version use
+    /// [`RowFamily::MultiplyShift`]; those read from earlier encodings keep
+    /// [`RowFamily::Pairwise`]. The two do not merge.
+    pub fn row_family(&self) -> RowFamily {
+        self.table.family
     }
 
     /// The same (empty) sketch with conservative update, for the cash-register model only.
@@ -343,6 +376,15 @@ impl CountMin {
                 ),
             ],
         )?;
+        if self.table.family != other.table.family {
+            return Err(MergeError::Incompatible {
+                field: "row-hash family (2: pairwise, sketches written before 2026-12-01; 3: \
+                        multiply-shift)",
+                ours: self.table.family.id() as u64,
+                theirs: other.table.family.id() as u64,
+            }
+            .into());
+        }
         if self.table.rows != other.table.rows {
             return Err(MergeError::Incompatible {
                 field: "row hashes",

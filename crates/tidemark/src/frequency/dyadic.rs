@@ -3,6 +3,7 @@
 use std::collections::BinaryHeap;
 
 use super::count_min::{add_mass, check_dimensions, delta_of, dimensions, epsilon_of};
+use super::table::RowFamily;
 use super::table::{Table, MAX_COUNTERS};
 use super::{FrequencyError, Model};
 use crate::error::{MergeError, ParamError};
@@ -131,7 +132,11 @@ impl DyadicCountMin {
                 if layer_is_exact(bits, l, width, depth) {
                     Layer::Exact(vec![0; 1 << (bits - l)])
                 } else {
-                    Layer::Sketch(Table::new(width, layer_rows(hasher.seed(), l, depth)))
+                    Layer::Sketch(Table::new(
+                        width,
+                        layer_rows(hasher.seed(), l, depth),
+                        RowFamily::Pairwise,
+                    ))
                 }
             })
             .collect();

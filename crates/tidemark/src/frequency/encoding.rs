@@ -3,8 +3,10 @@
 //! ```text
 //! Count-Min (family 32), flags bit 0 = conservative update (plain, cash register only)
 //!   params:  kind u8 (0 plain CountMin, 1 DyadicCountMin),
-//!            row-hash family u8 (2 = multiply-add-shift on two 32-bit halves, multiply-shift
-//!                               columns; 1, Carter–Wegman, is no longer read),
+//!            row-hash family u8 (2 = multiply-add-shift on two 32-bit halves of the key;
+//!                               3 = multiply-shift of the item hash, plain sketches only;
+//!                               columns by multiply-high, or the top bits for a
+//!                               power-of-two width; 1, Carter–Wegman, is no longer read),
 //!            model u8 (0 cash register, 1 non-negative turnstile, 2 general turnstile),
 //!            width u32 (1..=2^26), depth u8 (1..=64), width × depth ≤ 2^27,
 //!            dyadic only: bits u8 (1..=60; model 0 or 1)
@@ -24,10 +26,11 @@
 
 use super::count_min::CountMin;
 use super::dyadic::{layer_is_exact, layer_rows, DyadicCountMin, Layer, MAX_BITS};
+use super::table::RowFamily;
 use super::table::{Table, MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
 use super::Model;
 use crate::codec::{self, Family, Reader, Writer};
-use crate::hash::{PairwiseHash, PAIRWISE_FAMILY_ID};
+use crate::hash::PairwiseHash;
 use crate::DecodeError;
 
 const FLAG_CONSERVATIVE: u8 = 1;
@@ -44,9 +47,9 @@ pub enum Decoded {
     Dyadic(DyadicCountMin),
 }
 
-fn header(w: &mut Writer, kind: u8, model: Model, width: usize, depth: usize) {
+fn header(w: &mut Writer, kind: u8, family: RowFamily, model: Model, width: usize, depth: usize) {
     w.u8(kind)
-        .u8(PAIRWISE_FAMILY_ID)
+        .u8(family.id())
         .u8(model as u8)
         .u32(width as u32)
         .u8(depth as u8);
@@ -70,6 +73,7 @@ impl CountMin {
         header(
             &mut params,
             KIND_PLAIN,
+            self.row_family(),
             self.model,
             self.width(),
             self.depth(),
@@ -106,7 +110,14 @@ impl DyadicCountMin {
     /// Encodes the layers in the envelope.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut params = Writer::new();
-        header(&mut params, KIND_DYADIC, self.model, self.width, self.depth);
+        header(
+            &mut params,
+            KIND_DYADIC,
+            RowFamily::Pairwise,
+            self.model,
+            self.width,
+            self.depth,
+        );
         params.u8(self.bits as u8);
         let blocks: Vec<&[i64]> = self
             .layers
@@ -227,15 +238,20 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     }
     let conservative = env.flags & FLAG_CONSERVATIVE != 0;
     let foff = p.offset();
-    let family = p.u8("row-hash family")?;
-    if family != PAIRWISE_FAMILY_ID {
-        return Err(Reader::invalid(
-            "row-hash family",
-            foff,
-            "2 (multiply-add-shift; 1 was Carter–Wegman, no longer read)",
-            family as u64,
-        ));
-    }
+    let family_byte = p.u8("row-hash family")?;
+    let family = match (RowFamily::from_id(family_byte), kind) {
+        (Some(RowFamily::Pairwise), _) => RowFamily::Pairwise,
+        (Some(RowFamily::MultiplyShift), KIND_PLAIN) => RowFamily::MultiplyShift,
+        _ => {
+            return Err(Reader::invalid(
+                "row-hash family",
+                foff,
+                "2 (multiply-add-shift), or 3 (multiply-shift) for a plain sketch; 1 was \
+                 Carter–Wegman, no longer read",
+                family_byte as u64,
+            ))
+        }
+    };
     let moff = p.offset();
     let model_byte = p.u8("model")?;
     let model = Model::from_byte(model_byte).ok_or(Reader::invalid(
@@ -317,6 +333,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             table: Table::from_parts(
                 width,
                 PairwiseHash::rows(hasher.seed(), super::count_min::PLAIN_STREAM, depth),
+                family,
                 counters,
             ),
             total,
@@ -337,6 +354,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             layers.push(Layer::Sketch(Table::from_parts(
                 width,
                 layer_rows(hasher.seed(), l, depth),
+                RowFamily::Pairwise,
                 counters,
             )));
         }

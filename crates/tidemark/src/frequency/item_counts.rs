@@ -58,7 +58,7 @@
 use std::collections::HashMap;
 
 use super::count_min::{check_dimensions, delta_of, dimensions, epsilon_of};
-use super::{CountMin, Model};
+use super::{CountMin, Model, RowFamily};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::error::{DecodeError, MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
@@ -215,8 +215,15 @@ impl ItemCounts {
     }
 
     fn empty_sketch(&self) -> CountMin {
-        CountMin::with_dimensions(self.width, self.depth, Model::CashRegister)
-            .expect("dimensions checked at construction")
+        // Pairwise rows: stored summaries of earlier versions used them, and a window merges
+        // those with new ones.
+        CountMin::with_rows(
+            self.width,
+            self.depth,
+            Model::CashRegister,
+            RowFamily::Pairwise,
+        )
+        .expect("dimensions checked at construction")
     }
 
     /// Moves the exact table into a sketch; the items reaching `φN` become the candidates.

@@ -105,7 +105,7 @@ pub use dyadic::{DyadicCountMin, MAX_BITS};
 pub use encoding::{decode, Decoded};
 pub use heavy::{HeavyHitters, TopK};
 pub use item_counts::{ItemCounts, MAX_ITEM_LEN};
-pub use table::{MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
+pub use table::{RowFamily, MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
 
 use core::fmt;
 

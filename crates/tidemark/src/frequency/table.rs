@@ -3,7 +3,7 @@
 //! Everything above it (models, bounds, items, layers) lives in [`super::CountMin`] and
 //! [`super::DyadicCountMin`]; the table only adds, reads and combines counters by key.
 
-use crate::hash::PairwiseHash;
+use crate::hash::{PairwiseHash, MULTIPLY_SHIFT_FAMILY_ID, PAIRWISE_FAMILY_ID};
 
 /// The most rows a table may have.
 pub const MAX_DEPTH: usize = 64;
@@ -12,11 +12,41 @@ pub const MAX_WIDTH: usize = 1 << 26;
 /// The most counters a table may have (1 GiB of `i64`).
 pub const MAX_COUNTERS: usize = 1 << 27;
 
+/// How a key picks its column in each row: the row functions' family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFamily {
+    /// [`PairwiseHash::value`]: pairwise independent on any 64-bit key. Dyadic layers key
+    /// by integers, and Count-Min sketches written before the multiply-shift rows used it.
+    Pairwise,
+    /// [`PairwiseHash::multiply_shift`] of the item hash: one multiplication a row.
+    MultiplyShift,
+}
+
+impl RowFamily {
+    /// The family's byte in the Count-Min encoding.
+    pub(crate) fn id(self) -> u8 {
+        match self {
+            RowFamily::Pairwise => PAIRWISE_FAMILY_ID,
+            RowFamily::MultiplyShift => MULTIPLY_SHIFT_FAMILY_ID,
+        }
+    }
+
+    /// The family of an encoding's byte.
+    pub(crate) fn from_id(id: u8) -> Option<RowFamily> {
+        match id {
+            PAIRWISE_FAMILY_ID => Some(RowFamily::Pairwise),
+            MULTIPLY_SHIFT_FAMILY_ID => Some(RowFamily::MultiplyShift),
+            _ => None,
+        }
+    }
+}
+
 /// `d` rows of `w` signed counters, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Table {
     pub(crate) width: usize,
     pub(crate) rows: Vec<PairwiseHash>,
+    pub(crate) family: RowFamily,
     pub(crate) counters: Vec<i64>,
     /// `32 − log2 w` when `w ≥ 2` is a power of two, else 0: then `⌊h·w/2^32⌋ = h >> shift`,
     /// the same column for one multiplication less per row.
@@ -25,13 +55,18 @@ pub(crate) struct Table {
 
 impl Table {
     /// A zeroed table; the caller has validated `width` and `rows.len()`.
-    pub(crate) fn new(width: usize, rows: Vec<PairwiseHash>) -> Table {
+    pub(crate) fn new(width: usize, rows: Vec<PairwiseHash>, family: RowFamily) -> Table {
         let counters = vec![0; width * rows.len()];
-        Table::from_parts(width, rows, counters)
+        Table::from_parts(width, rows, family, counters)
     }
 
     /// A table over given counters (`width × rows.len()` of them, validated by the caller).
-    pub(crate) fn from_parts(width: usize, rows: Vec<PairwiseHash>, counters: Vec<i64>) -> Table {
+    pub(crate) fn from_parts(
+        width: usize,
+        rows: Vec<PairwiseHash>,
+        family: RowFamily,
+        counters: Vec<i64>,
+    ) -> Table {
         debug_assert_eq!(counters.len(), width * rows.len());
         let shift = if width >= 2 && width.is_power_of_two() {
             32 - width.trailing_zeros()
@@ -41,6 +76,7 @@ impl Table {
         Table {
             width,
             rows,
+            family,
             counters,
             shift,
         }
@@ -49,11 +85,11 @@ impl Table {
     /// The column of `key` in the row of `h`.
     #[inline(always)]
     fn column(&self, h: &PairwiseHash, key: u64) -> usize {
-        if self.shift != 0 {
-            (h.value(key) >> self.shift) as usize
-        } else {
-            h.column(key, self.width)
-        }
+        let v = match self.family {
+            RowFamily::Pairwise => h.value(key),
+            RowFamily::MultiplyShift => h.multiply_shift(key),
+        };
+        reduce(v, self.width, self.shift)
     }
 
     pub(crate) fn depth(&self) -> usize {
@@ -72,18 +108,32 @@ impl Table {
     /// Adds `c` to `key`'s counter in every row (wrapping: callers bound the mass first).
     #[inline]
     pub(crate) fn add(&mut self, key: u64, c: i64) {
-        let w = self.width;
-        if self.shift != 0 {
-            let shift = self.shift;
-            for (row, h) in self.counters.chunks_exact_mut(w).zip(&self.rows) {
-                let cell = &mut row[(h.value(key) >> shift) as usize];
-                *cell = cell.wrapping_add(c);
+        // One loop per family and width kind, so the row loop carries no branch.
+        match (self.family, self.shift != 0) {
+            (RowFamily::MultiplyShift, true) => {
+                self.add_with(key, c, |h, k, _, s| (h.multiply_shift(k) >> s) as usize)
             }
-        } else {
-            for (row, h) in self.counters.chunks_exact_mut(w).zip(&self.rows) {
-                let cell = &mut row[h.column(key, w)];
-                *cell = cell.wrapping_add(c);
+            (RowFamily::MultiplyShift, false) => {
+                self.add_with(key, c, |h, k, w, _| reduce(h.multiply_shift(k), w, 0))
             }
+            (RowFamily::Pairwise, true) => {
+                self.add_with(key, c, |h, k, _, s| (h.value(k) >> s) as usize)
+            }
+            (RowFamily::Pairwise, false) => self.add_with(key, c, |h, k, w, _| h.column(k, w)),
+        }
+    }
+
+    #[inline(always)]
+    fn add_with(
+        &mut self,
+        key: u64,
+        c: i64,
+        col: impl Fn(&PairwiseHash, u64, usize, u32) -> usize,
+    ) {
+        let (w, shift) = (self.width, self.shift);
+        for (row, h) in self.counters.chunks_exact_mut(w).zip(&self.rows) {
+            let cell = &mut row[col(h, key, w, shift)];
+            *cell = cell.wrapping_add(c);
         }
     }
 
@@ -134,7 +184,7 @@ impl Table {
 
     /// Same shape and the same functions.
     pub(crate) fn same_shape(&self, other: &Table) -> bool {
-        self.width == other.width && self.rows == other.rows
+        self.width == other.width && self.rows == other.rows && self.family == other.family
     }
 
     /// The minimum over rows of the row-wise dot products.
@@ -153,6 +203,17 @@ impl Table {
     }
 }
 
+/// A 32-bit row value's column among `w`: its top bits when `shift` is nonzero (`w` a power
+/// of two, `shift = 32 − log2 w`), else `⌊v·w / 2^32⌋`.
+#[inline(always)]
+fn reduce(v: u32, w: usize, shift: u32) -> usize {
+    if shift != 0 {
+        (v >> shift) as usize
+    } else {
+        ((v as u64 * w as u64) >> 32) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,11 +221,16 @@ mod tests {
     #[test]
     fn power_of_two_shift_picks_the_multiply_shift_column() {
         for w in [1usize, 2, 3, 1024, 2048, 2719, 1 << 26] {
-            let t = Table::new(w, PairwiseHash::rows(3, 0, 4));
+            let t = Table::new(w, PairwiseHash::rows(3, 0, 4), RowFamily::Pairwise);
+            let m = Table::new(w, PairwiseHash::rows(3, 0, 4), RowFamily::MultiplyShift);
             for x in [0u64, 1, 99, u64::MAX, 0x0123_4567_89ab_cdef] {
                 for h in &t.rows {
                     let col = t.column(h, x);
                     assert_eq!(col, h.column(x, w), "w = {w}, x = {x}");
+                    assert!(col < w);
+                    let col = m.column(h, x);
+                    let v = h.multiply_shift(x) as u64;
+                    assert_eq!(col as u64, (v * w as u64) >> 32, "w = {w}, x = {x}");
                     assert!(col < w);
                 }
             }
