@@ -346,6 +346,24 @@ mod row_hash {
             });
     }
 
+    /// The rows new sketches use: one multiplication of the item hash a row.
+    #[divan::bench]
+    fn multiply_shift_of_hash(bencher: Bencher) {
+        let keys = keys();
+        let rows = PairwiseHash::rows(1, 0, D);
+        bencher
+            .counter(ItemsCount::new(keys.len()))
+            .bench_local(|| {
+                let mut s = 0usize;
+                for &x in &keys {
+                    for h in &rows {
+                        s = s.wrapping_add((h.multiply_shift(divan::black_box(x)) >> 21) as usize);
+                    }
+                }
+                s
+            });
+    }
+
     #[divan::bench]
     fn carter_wegman_mod_p(bencher: Bencher) {
         let keys = keys();
