@@ -20,28 +20,38 @@ fn tidemark_in(dir: &std::path::Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-#[test]
-fn a_version_2_store_resumes_and_answers_as_a_fresh_run() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let config = root.join("examples/fanout.toml");
-    let config = config.to_str().unwrap();
-    let d = std::env::temp_dir().join(format!("tidemark-compat-{}", std::process::id()));
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh directory for one test, and the seeded demo log of `users` and `minutes` in it.
+fn dir_with_log(tag: &str, users: &str, minutes: &str, log: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tidemark-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    // The log the old store was written from (the generator is seeded), grown past the
-    // 3,000 flows it had read.
     ok(&tidemark_in(
         &d,
         &[
             "demo",
             "--users",
-            "50",
+            users,
             "--minutes",
-            "10",
+            minutes,
             "--emit",
-            "x.csv",
+            log,
         ],
     ));
+    d
+}
+
+#[test]
+fn a_version_2_store_resumes_and_answers_as_a_fresh_run() {
+    let root = repo_root();
+    let config = root.join("examples/fanout.toml");
+    let config = config.to_str().unwrap();
+    // The log the old store was written from (the generator is seeded), grown past the
+    // 3,000 flows it had read.
+    let d = dir_with_log("compat", "50", "10", "x.csv");
     std::fs::copy(
         root.join("testdata/stores/fanout-state-v2.db"),
         d.join("old.db"),
@@ -115,24 +125,10 @@ fn recorded_answers(root: &std::path::Path) -> Vec<(Vec<String>, String)> {
 
 #[test]
 fn a_store_of_envelopes_answers_as_before_and_resumes_as_a_fresh_run() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = repo_root();
     let config = root.join("testdata/stores/all-kinds.toml");
     let config = config.to_str().unwrap();
-    let d = std::env::temp_dir().join(format!("tidemark-compat3-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    ok(&tidemark_in(
-        &d,
-        &[
-            "demo",
-            "--users",
-            "10",
-            "--minutes",
-            "70",
-            "--emit",
-            "full.csv",
-        ],
-    ));
+    let d = dir_with_log("compat3", "10", "70", "full.csv");
     // The 24,608 flows the old store read, and the rest under the same header.
     let full = std::fs::read_to_string(d.join("full.csv")).unwrap();
     let lines: Vec<&str> = full.lines().collect();
