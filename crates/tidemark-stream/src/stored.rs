@@ -160,7 +160,8 @@ fn exact_hashes<'a>(e: &codec::Envelope<'a>) -> Option<&'a [u8]> {
     let n = u64::from_le_bytes(*n);
     let whole = rep == HLL_EXACT
         && hashes.len() as u64 == n.checked_mul(8)?
-        && f64::from_le_bytes(*hip) == n as f64;
+        // Bits, not values: a HIP of −0.0 (which decoders accept) must not come back as +0.0.
+        && f64::from_le_bytes(*hip).to_bits() == (n as f64).to_bits();
     whole.then_some(hashes)
 }
 

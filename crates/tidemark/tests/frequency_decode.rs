@@ -96,6 +96,9 @@ fn a_hand_built_plain_sketch_decodes_as_written() {
     let mut old = sketch(2).0.unwrap();
     assert!(old.merge(&built).is_err());
     assert!(built.merge(&sketch(2).0.unwrap()).is_err());
+    // A join says why: the family, not the width.
+    let join = built.inner_product(&old).unwrap_err().to_string();
+    assert!(join.contains("row-hash family"), "{join}");
     for byte in [0u8, 1, 4, 255] {
         assert!(
             matches!(
@@ -282,4 +285,49 @@ proptest! {
             }
         }
     }
+}
+
+/// Item counts keep the pairwise rows (their stored buckets merge across versions): a nested
+/// sketch of the multiply-shift family is refused at decode, so no merge meets it later.
+#[test]
+fn item_counts_refuse_a_nested_sketch_of_other_rows() {
+    let mut c = ItemCounts::new(0.05, 0.05, 0.1).unwrap();
+    for i in 0..(c.exact_limit() as u32 + 50) {
+        c.insert(&i.to_le_bytes());
+    }
+    assert!(!c.is_exact());
+    let good = c.to_bytes();
+    assert!(ItemCounts::from_bytes(&good).is_ok());
+    // The nested envelope: the second magic; its row-family byte, then both checksums.
+    let nested = good[4..]
+        .windows(4)
+        .position(|w| w == codec::MAGIC)
+        .map(|i| i + 4)
+        .expect("a sketch-mode summary nests a Count-Min envelope");
+    let params_len = u32::from_le_bytes(good[nested + 16..nested + 20].try_into().unwrap());
+    let payload_len = u64::from_le_bytes(good[nested + 20..nested + 28].try_into().unwrap());
+    let end = nested + codec::HEADER_LEN + params_len as usize + payload_len as usize;
+    let mut bad = good.clone();
+    assert_eq!(bad[nested + codec::HEADER_LEN + 1], 2, "pairwise rows");
+    bad[nested + codec::HEADER_LEN + 1] = 3;
+    let sum = codec::checksum_of(&bad[nested..end]);
+    bad[end..end + 8].copy_from_slice(&sum.to_le_bytes());
+    let outer = bad.len() - codec::CHECKSUM_LEN;
+    let sum = codec::checksum_of(&bad[..outer]);
+    bad[outer..].copy_from_slice(&sum.to_le_bytes());
+    // The nested sketch alone is a valid multiply-shift Count-Min …
+    assert_eq!(
+        CountMin::from_bytes(&bad[nested..end + 8])
+            .unwrap()
+            .row_family(),
+        RowFamily::MultiplyShift
+    );
+    // … which the summary refuses.
+    assert!(matches!(
+        ItemCounts::from_bytes(&bad),
+        Err(DecodeError::Invalid {
+            field: "sketch",
+            ..
+        })
+    ));
 }

@@ -21,6 +21,11 @@ const DIGESTED: u64 = 2;
 /// build that reads only format 2 refuses the store by this number rather than misreading a
 /// value.
 const STORED_FORMS: u64 = 3;
+/// Format 4: a store written before digests (none, and no seal) whose newer values are in
+/// their stored form: builds that read format 2 or older digested stores refuse it by this
+/// number. (Builds from before digests read no format key at all: they meet the new values
+/// as undecodable bytes, an error naming the value.)
+const UNDIGESTED_STORED_FORMS: u64 = 4;
 
 /// The digests' table for a metric's stored name.
 fn digest_table(table: &str) -> String {
@@ -54,6 +59,7 @@ fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
         None => Ok(false),
         Some(v) => match u64_of(&v, FORMAT)? {
             DIGESTED | STORED_FORMS => Ok(true),
+            UNDIGESTED_STORED_FORMS => Ok(false),
             other => Err(StoreError::damaged(format!(
                 "unknown store format {other} (this tidemark writes {STORED_FORMS}): a newer \
                  tidemark wrote it, or the metadata is damaged"
@@ -248,6 +254,8 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
             SEAL,
             &seal(m.config.as_bytes(), &fp, &m.state).to_le_bytes(),
         )?;
+    } else {
+        t.set_meta(FORMAT, &UNDIGESTED_STORED_FORMS.to_le_bytes())?;
     }
     Ok(())
 }
@@ -647,9 +655,15 @@ mod tests {
     }
 
     #[test]
-    fn formats_2_and_3_keep_digests_and_an_unknown_format_is_refused() {
+    fn formats_2_and_3_keep_digests_4_does_not_and_an_unknown_format_is_refused() {
         use crate::store::{MemStore, Store};
-        for (format, expected) in [(2u64, Some(true)), (3, Some(true)), (4, None), (1, None)] {
+        for (format, expected) in [
+            (2u64, Some(true)),
+            (3, Some(true)),
+            (4, Some(false)),
+            (5, None),
+            (1, None),
+        ] {
             let mut store = MemStore::default();
             store
                 .write(&mut |t| t.set_meta(FORMAT, &format.to_le_bytes()))

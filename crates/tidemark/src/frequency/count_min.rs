@@ -376,6 +376,13 @@ impl CountMin {
                 ),
             ],
         )?;
+        self.same_rows(other)
+    }
+
+    /// Why `other`'s row functions are not this sketch's, if they are not: another family
+    /// (named, as sketches saved before the multiply-shift rows are refused by it), or other
+    /// functions of it.
+    fn same_rows(&self, other: &CountMin) -> Result<(), FrequencyError> {
         if self.table.family != other.table.family {
             return Err(MergeError::Incompatible {
                 field: "row-hash family (2: pairwise, sketches written before 2026-12-01; 3: \
@@ -463,15 +470,12 @@ impl CountMin {
     /// over rows of the row-wise dot products. It never under-counts, and
     /// `[max(0, value − ε‖a‖₁‖b‖₁), value]` holds the truth with probability `1 − δ`.
     pub fn inner_product(&self, other: &CountMin) -> Result<Estimate, FrequencyError> {
-        MergeError::check(self.hasher, other.hasher, &[])?;
-        if !self.table.same_shape(&other.table) {
-            return Err(MergeError::Incompatible {
-                field: "width or row hashes",
-                ours: self.width() as u64,
-                theirs: other.width() as u64,
-            }
-            .into());
-        }
+        MergeError::check(
+            self.hasher,
+            other.hasher,
+            &[("width", self.width() as u64, other.width() as u64)],
+        )?;
+        self.same_rows(other)?;
         if self.model == Model::GeneralTurnstile || other.model == Model::GeneralTurnstile {
             return Err(FrequencyError::Unsupported {
                 operation: "inner product",

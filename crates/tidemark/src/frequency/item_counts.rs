@@ -603,11 +603,13 @@ impl ItemCounts {
                 || cm.model() != Model::CashRegister
                 || cm.is_conservative()
                 || cm.hasher() != hasher
+                || cm.row_family() != RowFamily::Pairwise
             {
                 return Err(Reader::invalid(
                     "sketch",
                     len_off,
-                    "a plain cash-register Count-Min of the summary's ε and δ, native hash",
+                    "a plain cash-register Count-Min of the summary's ε and δ, native hash, \
+                     pairwise rows",
                     cm.width() as u64,
                 ));
             }

@@ -182,11 +182,6 @@ impl Table {
         }
     }
 
-    /// Same shape and the same functions.
-    pub(crate) fn same_shape(&self, other: &Table) -> bool {
-        self.width == other.width && self.rows == other.rows && self.family == other.family
-    }
-
     /// The minimum over rows of the row-wise dot products.
     pub(crate) fn inner_product(&self, other: &Table) -> i128 {
         self.counters
