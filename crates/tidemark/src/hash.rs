@@ -299,7 +299,13 @@ impl PairwiseHash {
     /// pairwise family.
     #[inline]
     pub fn multiply_shift(&self, x: u64) -> u32 {
-        (x.wrapping_mul(self.a | 1) >> 32) as u32
+        (x.wrapping_mul(self.odd_multiplier()) >> 32) as u32
+    }
+
+    /// The odd multiplier of [`PairwiseHash::multiply_shift`], `a | 1`.
+    #[inline]
+    pub fn odd_multiplier(&self) -> u64 {
+        self.a | 1
     }
 
     /// The column of `x` among `w ≤ 2^32`: `⌊value(x)·w / 2^32⌋`, in `[0, w)`.

@@ -47,6 +47,9 @@ pub(crate) struct Table {
     pub(crate) width: usize,
     pub(crate) rows: Vec<PairwiseHash>,
     pub(crate) family: RowFamily,
+    /// The rows' odd multipliers, `a | 1` (the multiply-shift family's update loop reads them
+    /// here rather than from the rows' three coefficients; empty for the pairwise family).
+    multipliers: Vec<u64>,
     pub(crate) counters: Vec<i64>,
     /// `32 − log2 w` when `w ≥ 2` is a power of two, else 0: then `⌊h·w/2^32⌋ = h >> shift`,
     /// the same column for one multiplication less per row.
@@ -73,10 +76,15 @@ impl Table {
         } else {
             0
         };
+        let multipliers = match family {
+            RowFamily::MultiplyShift => rows.iter().map(PairwiseHash::odd_multiplier).collect(),
+            RowFamily::Pairwise => Vec::new(),
+        };
         Table {
             width,
             rows,
             family,
+            multipliers,
             counters,
             shift,
         }
@@ -111,7 +119,14 @@ impl Table {
         // One loop per family and width kind, so the row loop carries no branch.
         match (self.family, self.shift != 0) {
             (RowFamily::MultiplyShift, true) => {
-                self.add_with(key, c, |h, k, _, s| (h.multiply_shift(k) >> s) as usize)
+                // The column is the product's top log2(w) bits: one shift.
+                let (w, s) = (self.width, 32 + self.shift);
+                let mut row = 0;
+                for &m in &self.multipliers {
+                    let cell = &mut self.counters[row + (key.wrapping_mul(m) >> s) as usize];
+                    *cell = cell.wrapping_add(c);
+                    row += w;
+                }
             }
             (RowFamily::MultiplyShift, false) => {
                 self.add_with(key, c, |h, k, w, _| reduce(h.multiply_shift(k), w, 0))
@@ -130,32 +145,38 @@ impl Table {
         c: i64,
         col: impl Fn(&PairwiseHash, u64, usize, u32) -> usize,
     ) {
+        // A running row offset into the flat counters: `chunks_exact_mut(w)` would divide by
+        // the width at every update, a fifth of the update's time.
         let (w, shift) = (self.width, self.shift);
-        for (row, h) in self.counters.chunks_exact_mut(w).zip(&self.rows) {
-            let cell = &mut row[col(h, key, w, shift)];
+        let mut row = 0;
+        for h in &self.rows {
+            let cell = &mut self.counters[row + col(h, key, w, shift)];
             *cell = cell.wrapping_add(c);
+            row += w;
         }
+    }
+
+    /// `key`'s counter in each row, in row order (flat offsets: no division by the width).
+    #[inline]
+    fn values(&self, key: u64) -> impl Iterator<Item = i64> + '_ {
+        self.rows
+            .iter()
+            .enumerate()
+            .map(move |(j, h)| self.counters[j * self.width + self.column(h, key)])
     }
 
     /// The smallest of `key`'s counters.
     #[inline]
     pub(crate) fn min(&self, key: u64) -> i64 {
-        let (w, x) = (self.width, key);
-        self.counters
-            .chunks_exact(w)
-            .zip(&self.rows)
-            .map(|(row, h)| row[self.column(h, x)])
-            .min()
-            .unwrap_or(0)
+        self.values(key).min().unwrap_or(0)
     }
 
     /// The median of `key`'s counters (for even `d`, the mean of the two middle ones).
     pub(crate) fn median(&self, key: u64) -> f64 {
         let d = self.depth();
-        let (w, x) = (self.width, key);
         let mut vals = [0i64; MAX_DEPTH];
-        for ((row, h), v) in self.counters.chunks_exact(w).zip(&self.rows).zip(&mut vals) {
-            *v = row[self.column(h, x)];
+        for (v, c) in vals.iter_mut().zip(self.values(key)) {
+            *v = c;
         }
         let vals = &mut vals[..d];
         vals.sort_unstable();
