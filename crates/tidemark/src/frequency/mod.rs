@@ -18,14 +18,21 @@
 //!
 //! # The sketch
 //!
-//! A `d × w` matrix of counters, `w = ⌈e/ε⌉`, `d = ⌈ln(1/δ)⌉`, and `d` functions `h_j` from a
-//! pairwise-independent family. An update `(i, c)` adds `c` to `count[j][h_j(i)]` in every
-//! row: `d` counters touched, whatever the matrix's size. The functions are Dietzfelbinger's
-//! multiply-add-shift `⌊((a·x + b) mod 2^128) / 2^64⌋` (strongly universal, hence pairwise
-//! independent) mapped onto `w` columns, with `x` the item's 64-bit hash
-//! ([`crate::hash::PairwiseHash`] has the family and the proof of its pairwise independence);
-//! the `d` pairs `(a, b)` derive from the hasher's seed, so a sketch stores only the seed, and
-//! sketches of different hashers, seeds, widths or depths refuse to merge.
+//! A `d × w` matrix of counters, `w = ⌈e/ε⌉`, `d = ⌈ln(1/δ)⌉`, and `d` functions `h_j`. An
+//! update `(i, c)` adds `c` to `count[j][h_j(i)]` in every row: `d` counters touched, whatever
+//! the matrix's size. The theorems need each `h_j` pairwise independent and the rows drawn
+//! independently. Two families ([`RowFamily`]), both applied to `x`, the item's 64-bit hash:
+//! - multiply-shift (new sketches): the top bits of `(a_j | 1)·x mod 2^64`, one multiplication
+//!   a row. Multiplying by an odd constant is a bijection, so for a uniform hash each column is
+//!   uniform and two items' columns are independent as their hashes are; the rows are different
+//!   views of one hash, whose independence `tests/frequency_accuracy.rs` measures;
+//! - Dietzfelbinger's multiply-add-shift on the hash's two 32-bit halves (strongly universal,
+//!   hence pairwise independent on any key, proof at [`crate::hash::PairwiseHash`]): dyadic
+//!   layers, whose keys are integers rather than hashes, item counts, and sketches written
+//!   before the multiply-shift rows.
+//!
+//! The coefficients derive from the hasher's seed, so a sketch stores only the seed, and
+//! sketches of different hashers, seeds, widths, depths or row families refuse to merge.
 //!
 //! # Point queries (Theorems 1 and 2)
 //!
