@@ -325,3 +325,42 @@ fn an_empty_sketch_with_a_newest_tick_is_refused() {
         );
     }
 }
+
+/// A sliding sketch's base never passes its horizon, and no pair's tick passes 2^64 − 1:
+/// bytes that say otherwise are refused (they would have measured offsets from the wrong end,
+/// or overflowed, once used).
+#[test]
+fn a_sliding_sketch_with_its_base_past_its_horizon_or_a_tick_past_the_end_is_refused() {
+    let mut s = SlidingHll::new(4, 50).unwrap();
+    s.insert_u64(7, 100).unwrap();
+    let bytes = s.to_bytes();
+    let env = codec::decode(&bytes).unwrap();
+    // Payload: base u64, has-newest u8, newest u64, horizon u64, then per register a count
+    // u8 and its pairs (u32 offset, u8 rank).
+    let payload = env.payload.to_vec();
+    let reseal = |p: &[u8]| codec::encode(env.family, env.flags, env.hasher, env.params, p);
+    assert!(SlidingHll::from_bytes(&reseal(&payload)).is_ok());
+    // Base 100 with the horizon left at 0.
+    let mut bad = payload.clone();
+    bad[..8].copy_from_slice(&100u64.to_le_bytes());
+    assert!(matches!(
+        SlidingHll::from_bytes(&reseal(&bad)),
+        Err(DecodeError::Invalid {
+            field: "horizon",
+            ..
+        })
+    ));
+    // Base, newest and horizon near the end of time, and a pair whose offset would pass it.
+    let mut bad = payload.clone();
+    let end = u64::MAX - 1;
+    bad[..8].copy_from_slice(&end.to_le_bytes());
+    bad[9..17].copy_from_slice(&u64::MAX.to_le_bytes());
+    bad[17..25].copy_from_slice(&end.to_le_bytes());
+    let first = (25..bad.len()).find(|&i| bad[i] != 0).unwrap();
+    assert_eq!(bad[first], 1, "one pair, in the register of item 7");
+    bad[first + 1..first + 5].copy_from_slice(&5u32.to_le_bytes());
+    assert!(matches!(
+        SlidingHll::from_bytes(&reseal(&bad)),
+        Err(DecodeError::Invalid { field: "pair", .. })
+    ));
+}

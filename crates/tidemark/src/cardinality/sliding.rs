@@ -36,7 +36,7 @@
 //! next older pair beside it in another; the older pairs go in blocks of 16 registers, a
 //! block's lists one after another in one vector, in register order, beside one length byte a
 //! register. So the sketch holds 4 bytes a pair, 2 more a register and 24 a block (plus a
-//! vector's spare capacity, kept to a sixteenth and four pairs), where fixed slots would hold
+//! vector's spare capacity, cut to a sixteenth and four pairs at each expiry), where fixed slots would hold
 //! room for pairs most registers never have (the previous layout, 16-byte slots of three
 //! pairs and a pool, held 1.7 times as much at the reference scenario).
 //!
@@ -481,7 +481,8 @@ impl SlidingHll {
                 return Err(SlidingError::QueryBeforeNewest { now, newest });
             }
         }
-        let from = (now + 1).saturating_sub(window);
+        // The window's first tick, `now − window + 1`, without passing 2^64 − 1 on the way.
+        let from = now.saturating_sub(window - 1);
         if from < self.horizon {
             return Err(SlidingError::Expired {
                 from,
@@ -489,7 +490,8 @@ impl SlidingHll {
             });
         }
         let mut regs = vec![0u8; self.lens.len()];
-        if from >= self.base + (MAX_RETENTION + 1) {
+        // `from ≥ horizon ≥ base` (checked above; rebasing keeps the base at most the horizon).
+        if from - self.base > MAX_RETENTION {
             return Ok(regs); // the whole window is newer than anything held
         }
         let cut = from.saturating_sub(self.base);
@@ -810,6 +812,16 @@ mod tests {
         assert!(SlidingHll::new(3, 10).is_err());
         assert!(SlidingHll::new(12, 0).is_err());
         assert!(SlidingHll::new(12, MAX_RETENTION + 1).is_err());
+    }
+
+    #[test]
+    fn windows_at_the_end_of_time_do_not_overflow() {
+        let mut s = SlidingHll::new(4, 10).unwrap();
+        assert_eq!(s.count(u64::MAX, 1).unwrap().value, 0.0);
+        s.insert_u64(1, u64::MAX - 1).unwrap();
+        assert_eq!(s.count(u64::MAX - 1, 1).unwrap().value.round(), 1.0);
+        assert_eq!(s.count(u64::MAX, 10).unwrap().value.round(), 1.0);
+        assert_eq!(s.count(u64::MAX, 1).unwrap().value, 0.0);
     }
 
     #[test]

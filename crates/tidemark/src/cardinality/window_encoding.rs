@@ -102,7 +102,19 @@ impl SlidingHll {
                 newest_tick,
             ));
         }
+        let hoff = r.offset();
         let horizon = r.u64("horizon")?;
+        // Expiring moves the horizon, rebasing moves the base only up to it: an encoding
+        // with the base past the horizon was not written by a sketch, and its offsets would
+        // be measured from the wrong end.
+        if horizon < base {
+            return Err(Reader::invalid(
+                "horizon",
+                hoff,
+                "at or after the base",
+                horizon,
+            ));
+        }
         let m = 1usize << p;
         if r.remaining() < m {
             return Err(DecodeError::Truncated {
@@ -131,11 +143,13 @@ impl SlidingHll {
                 let toff = r.offset();
                 let offset = r.u32("tick offset")?;
                 let rank = r.u8("rank")?;
-                let tick = base + offset as u64;
+                let tick = base.saturating_add(offset as u64);
                 let ordered = prev.is_none_or(|(po, pr)| offset > po && rank < pr)
                     && rank >= 1
                     && rank <= top;
-                let inside = tick <= newest_tick && tick >= horizon;
+                // (An offset that overflows the base reads as u64::MAX, past any newest tick
+                // a base can have: refused here.)
+                let inside = tick <= newest_tick && tick >= horizon && tick - base == offset as u64;
                 if !ordered || !inside {
                     return Err(Reader::invalid(
                         "pair",
