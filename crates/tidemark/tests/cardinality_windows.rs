@@ -364,3 +364,26 @@ fn a_sliding_sketch_with_its_base_past_its_horizon_or_a_tick_past_the_end_is_ref
         Err(DecodeError::Invalid { field: "pair", .. })
     ));
 }
+
+/// A ring at the last ticks of time: inserts, refusals, windows, merges and its encoding
+/// work there as anywhere (sums that passed 2^64 − 1 used to overflow).
+#[test]
+fn a_ring_at_the_end_of_time_inserts_counts_merges_and_encodes() {
+    let mut r = RingWindow::new(12, 1, 60).unwrap();
+    assert_eq!(r.count(u64::MAX, 1).unwrap().value, 0.0);
+    r.insert_u64(1, u64::MAX).unwrap();
+    r.insert_u64(2, u64::MAX).unwrap();
+    r.insert_u64(3, u64::MAX - 59).unwrap();
+    assert!(matches!(
+        r.insert_u64(4, 0),
+        Err(RingError::TooOld { bucket: 0, oldest }) if oldest == u64::MAX - 59
+    ));
+    assert!(r.insert_u64(5, u64::MAX - 60).is_err());
+    assert_eq!(r.count(u64::MAX, 1).unwrap().value.round(), 2.0);
+    assert_eq!(r.count(u64::MAX, 60).unwrap().value.round(), 3.0);
+    let back = RingWindow::from_bytes(&r.to_bytes()).unwrap();
+    let mut merged = RingWindow::new(12, 1, 60).unwrap();
+    merged.insert_u64(9, 0).unwrap();
+    merged.merge(&back).unwrap();
+    assert_eq!(merged.count(u64::MAX, 60).unwrap().value.round(), 3.0);
+}

@@ -323,3 +323,42 @@ fn multi_window_answers_each_window() {
     }
     assert!(m.record(1).is_err());
 }
+
+/// A block counter over the longest windows holds only the blocks its events fill (it used
+/// to reserve every block of the window at construction), and one at the last ticks of time
+/// counts there as anywhere.
+#[test]
+fn block_counters_at_the_extremes_of_windows_and_time() {
+    let mut c = BlockCounter::with_block(tidemark::window::Span::Ticks(u64::MAX), 1).unwrap();
+    assert!(c.bits() > 0);
+    for t in [5u64, 6, 6, 1_000] {
+        c.record(t).unwrap();
+    }
+    assert_eq!(c.blocks().count(), 3);
+    let e = c.estimate();
+    assert_eq!((e.low, e.value, e.high), (4.0, 4.0, 4.0));
+    let mut late = BlockCounter::ticks(100, 10).unwrap();
+    late.record(u64::MAX - 5).unwrap();
+    late.record(u64::MAX).unwrap();
+    let e = late.estimate();
+    assert!(e.low <= 2.0 && 2.0 <= e.high, "{e:?}");
+}
+
+/// An exponential histogram whose clock reaches the last tick of time still holds the events
+/// inside its window, and its encoding reads back.
+#[test]
+fn an_exponential_histogram_at_the_end_of_time_keeps_its_window() {
+    let mut h = ExpHistogram::ticks(10, 0.5).unwrap();
+    h.record(u64::MAX - 5).unwrap();
+    h.record(u64::MAX).unwrap();
+    let e = h.estimate();
+    assert!(e.low <= 2.0 && 2.0 <= e.high, "{e:?}");
+    assert_eq!(e.high, 2.0);
+    let back = ExpHistogram::from_bytes(&h.to_bytes()).unwrap();
+    assert_eq!(back.estimate(), e);
+    // The window's oldest tick is now − 9: an event at now − 10 has left it.
+    let mut edge = ExpHistogram::ticks(10, 0.5).unwrap();
+    edge.record(u64::MAX - 10).unwrap();
+    edge.record(u64::MAX).unwrap();
+    assert_eq!(edge.estimate().high, 1.0);
+}

@@ -170,10 +170,11 @@ impl RingWindow {
         let bucket = tick / self.width;
         let n = self.buckets();
         if let Some(newest) = self.newest {
-            if bucket + n <= newest {
+            // `bucket + n ≤ newest`, written so that neither side passes 2^64 − 1.
+            if bucket < newest && newest - bucket >= n {
                 return Err(RingError::TooOld {
                     bucket,
-                    oldest: newest + 1 - n,
+                    oldest: newest - (n - 1),
                 });
             }
         }
@@ -220,7 +221,7 @@ impl RingWindow {
             .is_some_and(|c| c.now_bucket == now_bucket && c.window == window);
         if !valid {
             let mut merged = Hll::with_hasher(self.p, self.hasher).expect("validated at build");
-            for b in (now_bucket + 1).saturating_sub(window)..now_bucket {
+            for b in now_bucket.saturating_sub(window - 1)..now_bucket {
                 if let Some(s) = self.bucket(b) {
                     merged.merge(s).expect("one ring, one hash and precision");
                 }
@@ -268,8 +269,8 @@ impl RingWindow {
         let newest = self.newest.max(other.newest);
         let n = self.buckets();
         for slot in other.slots.iter().flatten() {
-            if newest.is_some_and(|nb| slot.bucket + n <= nb) {
-                continue;
+            if newest.is_some_and(|nb| slot.bucket < nb && nb - slot.bucket >= n) {
+                continue; // older than the merged ring reaches
             }
             let i = (slot.bucket % n) as usize;
             match &mut self.slots[i] {

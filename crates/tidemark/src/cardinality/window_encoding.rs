@@ -252,7 +252,7 @@ impl RingWindow {
             let off = r.offset();
             let bucket = r.u64("bucket")?;
             let in_ring =
-                newest.is_some_and(|nb| bucket <= nb && bucket + n > nb) && bucket % n == i;
+                newest.is_some_and(|nb| bucket <= nb && nb - bucket < n) && bucket % n == i;
             if !in_ring {
                 return Err(Reader::invalid(
                     "bucket",

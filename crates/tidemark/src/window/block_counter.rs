@@ -64,7 +64,9 @@ impl BlockCounter {
         Ok(BlockCounter {
             span,
             block,
-            ring: VecDeque::with_capacity(Self::ring_len(span.length(), block)),
+            // Grown as blocks with events arrive (at most `ring_len` of them): a window of
+            // 2^60 one-tick blocks is a valid counter, not a 16 EiB reservation.
+            ring: VecDeque::new(),
             now: 0,
             started: false,
         })
@@ -72,7 +74,7 @@ impl BlockCounter {
 
     /// The most blocks that can overlap a window.
     pub(crate) fn ring_len(window: u64, block: u64) -> usize {
-        (window.div_ceil(block) + 1) as usize
+        usize::try_from(window.div_ceil(block).saturating_add(1)).unwrap_or(usize::MAX)
     }
 
     /// The window.
@@ -154,7 +156,8 @@ impl BlockCounter {
     }
 
     fn last_time(&self, index: u64) -> u64 {
-        index * self.block + (self.block - 1)
+        // The last block may end past 2^64 − 1; no tick does.
+        (index * self.block).saturating_add(self.block - 1)
     }
 
     fn expire(&mut self) {
@@ -202,7 +205,7 @@ impl BlockCounter {
     /// Bits held, as the design charges blocks: `⌈W/B⌉ + 1` counters of `⌈log2(W + 1)⌉`
     /// bits, whatever the density.
     pub fn bits(&self) -> u64 {
-        Self::ring_len(self.span.length(), self.block) as u64
-            * ceil_log2(self.span.length() + 1).max(1) as u64
+        (Self::ring_len(self.span.length(), self.block) as u64)
+            .saturating_mul(ceil_log2(self.span.length().saturating_add(1)).max(1) as u64)
     }
 }

@@ -426,7 +426,7 @@ impl ExpHistogram {
         let inside_share = if self.now < self.span.length() || start > edge {
             1.0
         } else {
-            let span = (newest - start + 1) as f64;
+            let span = (newest - start) as f64 + 1.0;
             (newest.saturating_sub(edge)) as f64 / span
         };
         let inside = (size as f64 * inside_share).clamp(1.0, size as f64);

@@ -109,8 +109,9 @@ impl Span {
     /// Whether timestamp `t` has left the window when the clock reads `now`.
     #[inline]
     pub(crate) fn expired(self, t: u64, now: u64) -> bool {
-        // t ≤ now − W, written without underflow.
-        t.saturating_add(self.length()) <= now
+        // t ≤ now − W, written without underflow (and without saturating `t + W`, which
+        // would call everything expired once the clock reads 2^64 − 1).
+        now.checked_sub(self.length()).is_some_and(|edge| t <= edge)
     }
 }
 
