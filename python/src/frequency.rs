@@ -96,14 +96,6 @@ pub struct PyCountMin {
 }
 
 impl PyCountMin {
-    /// An empty sketch that merges into this one (same hasher, shape, model), or None.
-    fn twin(&mut self) -> Option<CountMin> {
-        let t = self.inner.emptied();
-        // Merging an empty sketch changes nothing and checks that the merge will succeed.
-        self.inner.merge(&t).ok()?;
-        Some(t)
-    }
-
     /// Adds a batch whose first item is item `offset` of the call; `counts` (all of the
     /// call's, or None for ones) is read from `offset`.
     fn apply(
@@ -187,7 +179,9 @@ impl PyCountMin {
             && n.is_some_and(|n| n >= PARALLEL_MIN)
             && self.inner.counters().len() <= 1 << 22
             && parallel();
-        if let Some(mut t) = if split { self.twin() } else { None } {
+        // A twin takes half the batch: `emptied` has this sketch's hasher, shape, model, update
+        // rule and rows, so it merges back.
+        if let Some(mut t) = split.then(|| self.inner.emptied()) {
             // Ones into two sketches: the copying of a list overlapped with the counting.
             let hasher = self.inner.hasher();
             let cm = &mut self.inner;

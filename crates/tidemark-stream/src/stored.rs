@@ -24,23 +24,22 @@
 //! and redb verifies its pages at a writer's open.
 //!
 //! ```
-//! use tidemark_stream::stored::{self, Prototype, Stored};
-//! use tidemark::cardinality::Hll;
+//! use tidemark_stream::stored::{self, Stored};
 //!
-//! let mut h = Hll::new(10).unwrap();
-//! for i in 0..5u64 {
-//!     h.insert_u64(i);
-//! }
-//! let envelope = h.to_bytes();
-//! let at_rest = stored::body(&envelope);
-//! // Five hashes, their number, a tag and a checksum: 46 bytes where the envelope took 103.
-//! assert_eq!((at_rest.len(), envelope.len()), (46, 103));
-//! let proto = Prototype::of(&Hll::new(10).unwrap().to_bytes());
-//! let Ok(Stored::Exact(hashes)) = stored::read(&at_rest) else { panic!("an exact form") };
-//! assert_eq!(proto.expand_exact(hashes).unwrap(), envelope);
+//! // A count bucket of 300 events: a tag, two LEB128 bytes and the check, where the
+//! // envelope took 86 bytes.
+//! let at_rest = stored::count(300);
+//! assert_eq!(at_rest.len(), 1 + 2 + 4);
+//! assert!(matches!(stored::read(&at_rest), Ok(Stored::Count(300))));
+//! let mut bad = at_rest.clone();
+//! bad[1] ^= 1;
+//! assert!(stored::read(&bad).is_err());
 //! ```
+//!
+//! Only the pipeline makes bodies (`body`, `Prototype::of`): they take the envelope a summary
+//! just encoded, never bytes from outside.
 
-use tidemark::codec::{self, Family, MAGIC};
+use tidemark::codec::{self, Family, Reader, MAGIC};
 use tidemark::hash::ItemHasher;
 use tidemark::DecodeError;
 
@@ -84,8 +83,11 @@ impl Prototype {
     ///
     /// # Panics
     /// If `envelope` is not a valid envelope: callers pass bytes they just encoded.
-    pub fn of(envelope: &[u8]) -> Prototype {
-        let e = codec::decode(envelope).expect("a summary just encoded is a valid envelope");
+    pub(crate) fn of(envelope: &[u8]) -> Prototype {
+        let e = codec::decode(envelope).expect(
+            "callers pass a summary's own to_bytes (the metric's prototype), which codec::encode \
+             wrote whole: no input reaches this decode",
+        );
         Prototype {
             family: e.family,
             hasher: e.hasher,
@@ -134,8 +136,11 @@ impl Prototype {
 }
 
 /// The stored form of a summary's envelope: an exact HyperLogLog's hashes, or its body.
-pub fn body(envelope: &[u8]) -> Vec<u8> {
-    let e = codec::decode(envelope).expect("a summary just encoded is a valid envelope");
+pub(crate) fn body(envelope: &[u8]) -> Vec<u8> {
+    let e = codec::decode(envelope).expect(
+        "callers pass a summary's own to_bytes, which codec::encode wrote whole: no input \
+         reaches this decode",
+    );
     if let Some(hashes) = exact_hashes(&e) {
         let mut out = vec![TAG_EXACT];
         leb128(&mut out, (hashes.len() / 8) as u64);
@@ -194,15 +199,6 @@ fn check(bytes: &[u8]) -> u32 {
     xxhash_rust::xxh3::xxh3_64(bytes) as u32
 }
 
-fn invalid(offset: usize, field: &'static str, expected: &'static str, got: u64) -> DecodeError {
-    DecodeError::Invalid {
-        field,
-        offset,
-        expected,
-        got,
-    }
-}
-
 /// Reads a stored value's tag and checksum: an envelope (by its magic), a count or a body
 /// (at least its family and flags bytes).
 pub fn read(stored: &[u8]) -> Result<Stored<'_>, DecodeError> {
@@ -245,18 +241,18 @@ pub fn read(stored: &[u8]) -> Result<Stored<'_>, DecodeError> {
             let (n, used) = read_leb128(&value[1..], most, "stored exact hashes")?;
             let hashes = &value[1 + used..];
             if hashes.len() as u64 != n * 8 {
-                return Err(invalid(
-                    1,
+                return Err(Reader::invalid(
                     "stored exact hashes",
+                    1,
                     "8 bytes for each of the n hashes",
                     hashes.len() as u64,
                 ));
             }
             Ok(Stored::Exact(hashes))
         }
-        tag => Err(invalid(
-            0,
+        tag => Err(Reader::invalid(
             "stored tag",
+            0,
             "1 (body), 2 (count) or 3 (exact)",
             tag as u64,
         )),
@@ -270,9 +266,9 @@ fn read_leb128(bytes: &[u8], most: u64, field: &'static str) -> Result<(u64, usi
     for (i, &b) in bytes.iter().enumerate() {
         // Nine groups hold 63 bits; no bound here is larger.
         if i == 9 {
-            return Err(invalid(
-                1,
+            return Err(Reader::invalid(
                 field,
+                1,
                 "a LEB128 number of at most nine bytes",
                 10,
             ));
@@ -280,10 +276,10 @@ fn read_leb128(bytes: &[u8], most: u64, field: &'static str) -> Result<(u64, usi
         v |= ((b & 0x7f) as u64) << (7 * i);
         if b & 0x80 == 0 {
             if b == 0 && i > 0 {
-                return Err(invalid(1 + i, field, "no trailing zero group", 0));
+                return Err(Reader::invalid(field, 1 + i, "no trailing zero group", 0));
             }
             if v > most {
-                return Err(invalid(1, field, "a number within its bound", v));
+                return Err(Reader::invalid(field, 1, "a number within its bound", v));
             }
             return Ok((v, i + 1));
         }
@@ -314,7 +310,7 @@ mod tests {
             MAX_BUCKET_COUNT,
         ] {
             let s = count(c);
-            match read(&s).unwrap() {
+            match read(&s).expect("a count this module just stored reads back") {
                 Stored::Count(back) => assert_eq!(back, c),
                 _ => panic!("a count read as something else"),
             }
@@ -414,6 +410,9 @@ mod tests {
                             "n = {n}: a non-exact form is short"
                         );
                         assert_eq!(stored.len(), 1 + 1 + 8 * n as usize + CHECK_LEN);
+                        // The envelope around the same hashes: 28 bytes of header, 10 of
+                        // parameters, representation, HIP and count (17), a checksum (8).
+                        assert_eq!(envelope.len(), 28 + 10 + 17 + 8 * n as usize + 8);
                         proto.expand_exact(hashes).unwrap()
                     }
                     Stored::Body(b) => {

@@ -173,9 +173,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
-/// their magic. Sketches of different precisions merge at the smallest (each register of a
-/// finer sketch folds into the coarser one); that loses accuracy, so it is said on stderr.
 /// A line's integer as the 64-bit word it hashes as (a negative one as two's complement).
 fn binary_word(line: &str) -> Option<u64> {
     let t = line.trim();
@@ -184,6 +181,9 @@ fn binary_word(line: &str) -> Option<u64> {
         .or_else(|| t.parse::<i64>().ok().map(|x| x as u64))
 }
 
+/// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
+/// their magic. Sketches of different precisions merge at the smallest (each register of a
+/// finer sketch folds into the coarser one); that loses accuracy, so it is said on stderr.
 fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
     let mut acc: Option<Hll> = None;
     let mut precisions: Vec<(u8, String)> = Vec::new();

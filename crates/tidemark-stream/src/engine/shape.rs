@@ -71,8 +71,16 @@ impl Summary {
     pub fn to_stored(&self) -> Vec<u8> {
         match self {
             Summary::Count(c) => stored::count(c.count()),
-            Summary::Distinct(d) => stored::body(&d.to_bytes()),
-            Summary::Frequency(f) => stored::body(&f.to_bytes()),
+            other => stored::body(&other.envelope()),
+        }
+    }
+
+    /// The summary's envelope.
+    fn envelope(&self) -> Vec<u8> {
+        match self {
+            Summary::Count(c) => c.to_bytes(),
+            Summary::Distinct(d) => d.to_bytes(),
+            Summary::Frequency(f) => f.to_bytes(),
         }
     }
 
@@ -145,11 +153,7 @@ impl MetricShape {
                 phi,
             } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
         };
-        let prototype = Prototype::of(&match &empty {
-            Summary::Count(c) => c.to_bytes(),
-            Summary::Distinct(d) => d.to_bytes(),
-            Summary::Frequency(f) => f.to_bytes(),
-        });
+        let prototype = Prototype::of(&empty.envelope());
         MetricShape {
             kind,
             width,
@@ -166,11 +170,22 @@ impl MetricShape {
     /// The metric and shape a stored name denotes: a metric's name, or its rollup name
     /// (`fanout@1h`).
     pub fn for_name(config: &Config, name: &str) -> Option<(usize, MetricShape)> {
+        let (i, rollup) = MetricShape::metric_of(config, name)?;
+        let m = &config.metrics[i];
+        if rollup {
+            MetricShape::rollup_of(m).map(|s| (i, s))
+        } else {
+            Some((i, MetricShape::of(m)))
+        }
+    }
+
+    /// The metric a stored name denotes, and whether the name is its rollup's.
+    pub(crate) fn metric_of(config: &Config, name: &str) -> Option<(usize, bool)> {
         config.metrics.iter().enumerate().find_map(|(i, m)| {
             if m.name == name {
-                Some((i, MetricShape::of(m)))
+                Some((i, false))
             } else if m.rollup_name().as_deref() == Some(name) {
-                MetricShape::rollup_of(m).map(|s| (i, s))
+                Some((i, true))
             } else {
                 None
             }

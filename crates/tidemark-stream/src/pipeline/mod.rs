@@ -1100,18 +1100,27 @@ impl CommitCtx<'_> {
                     .expect("only rolled-up metrics roll"),
             })
             .collect();
+        // Each metric's shape and its rollup's, built once for the commit: a shape builds and
+        // encodes its metric's empty summary (a whole Count-Min for a frequency metric).
+        let shapes: Vec<(MetricShape, Option<MetricShape>)> = config
+            .metrics
+            .iter()
+            .map(|m| (MetricShape::of(m), MetricShape::rollup_of(m)))
+            .collect();
+        let shape_of = |name: &str| match MetricShape::metric_of(config, name)? {
+            (i, false) => Some(&shapes[i].0),
+            (i, true) => shapes[i].1.as_ref(),
+        };
         let roll = |metric: &str, period: u64, parts: &[(u64, Vec<u8>)]| {
             let (i, _) = config
                 .metric(metric)
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
-            let m = &config.metrics[i];
-            let into = MetricShape::rollup_of(m).ok_or("no rollup")?;
-            Ok(MetricShape::of(m).roll(&into, period, parts)?.to_stored())
+            let (own, rolled) = &shapes[i];
+            let into = rolled.as_ref().ok_or("no rollup")?;
+            Ok(own.roll(into, period, parts)?.to_stored())
         };
         let merge = |metric: &str, start: u64, old: Option<&[u8]>, add: &[u8]| {
-            let (_, shape) = MetricShape::for_name(config, metric)
-                .ok_or_else(|| format!("no metric {metric:?}"))?;
-            let shape = &shape;
+            let shape = shape_of(metric).ok_or_else(|| format!("no metric {metric:?}"))?;
             let mut a = match old {
                 Some(old) => shape.decode(old, start).map_err(|e| e.to_string())?,
                 None => shape.empty(start),

@@ -170,8 +170,7 @@ impl RingWindow {
         let bucket = tick / self.width;
         let n = self.buckets();
         if let Some(newest) = self.newest {
-            // `bucket + n ≤ newest`, written so that neither side passes 2^64 − 1.
-            if bucket < newest && newest - bucket >= n {
+            if too_old(bucket, newest, n) {
                 return Err(RingError::TooOld {
                     bucket,
                     oldest: newest - (n - 1),
@@ -269,7 +268,7 @@ impl RingWindow {
         let newest = self.newest.max(other.newest);
         let n = self.buckets();
         for slot in other.slots.iter().flatten() {
-            if newest.is_some_and(|nb| slot.bucket < nb && nb - slot.bucket >= n) {
+            if newest.is_some_and(|nb| too_old(slot.bucket, nb, n)) {
                 continue; // older than the merged ring reaches
             }
             let i = (slot.bucket % n) as usize;
@@ -295,4 +294,10 @@ impl RingWindow {
         self.slots = slots;
         self.cache = None;
     }
+}
+
+/// Whether `bucket` has left a ring of `n` buckets whose newest is `newest` (`bucket + n ≤
+/// newest`, written so that no sum passes 2^64 − 1); a bucket newer than `newest` has not.
+pub(crate) fn too_old(bucket: u64, newest: u64, n: u64) -> bool {
+    newest.checked_sub(bucket).is_some_and(|age| age >= n)
 }

@@ -70,10 +70,12 @@ use crate::estimate::Estimate;
 use crate::hash::ItemHasher;
 use crate::ParamError;
 
-/// Registers a block holds (fewer when the sketch has fewer): `2^BLOCK_BITS`.
+/// Registers a block holds: `2^BLOCK_BITS`.
 const BLOCK_BITS: u8 = 4;
 /// `2^BLOCK_BITS`.
 const BLOCK: usize = 1 << BLOCK_BITS;
+// Every sketch has whole blocks: the smallest precision has one.
+const _: () = assert!(BLOCK_BITS <= MIN_PRECISION);
 /// The longest retention, in ticks: tick offsets take 26 bits.
 pub const MAX_RETENTION: u64 = (1 << TICK_BITS) - 1;
 
@@ -238,7 +240,7 @@ impl SlidingHll {
             heads: vec![0; 1 << p],
             tails: vec![0; 1 << p],
             lens: vec![0; 1 << p],
-            blocks: vec![Vec::new(); 1 << (p - BLOCK_BITS.min(p))],
+            blocks: vec![Vec::new(); 1 << (p - BLOCK_BITS)],
         })
     }
 
@@ -327,13 +329,9 @@ impl SlidingHll {
     /// Register `i`'s block, the offset of its older pairs in the block, and their number.
     #[inline(always)]
     fn locate(&self, i: usize) -> (usize, usize, usize) {
-        let bits = BLOCK_BITS.min(self.p);
-        let first = i >> bits << bits;
-        let start = match self.lens[first..].first_chunk::<BLOCK>() {
-            Some(block) => sum_before(block, i - first),
-            None => self.lens[first..i].iter().map(|&n| n as usize).sum(),
-        };
-        (i >> bits, start, self.lens[i] as usize)
+        let (b, j) = (i / BLOCK, i % BLOCK);
+        let block = &self.lens[b * BLOCK..(b + 1) * BLOCK];
+        (b, sum_before(block, j), self.lens[i] as usize)
     }
 
     /// Register `i`'s older pairs (all but the head).
@@ -344,13 +342,13 @@ impl SlidingHll {
     }
 
     /// Edits register `i`'s whole list through a stack copy, then stores it back.
-    fn edit(&mut self, i: usize, f: impl FnOnce(&mut ListBuf, u64)) {
+    fn edit(&mut self, i: usize, f: impl FnOnce(&mut ListBuf)) {
         let mut buf = ListBuf::default();
         buf.extend_from_slice(self.older(i));
         if self.heads[i] != 0 {
             buf.extend_from_slice(&[self.heads[i]]);
         }
-        f(&mut buf, self.base);
+        f(&mut buf);
         self.store(i, &buf);
     }
 
@@ -384,7 +382,7 @@ impl SlidingHll {
         }
         if offset_of(head) > offset {
             // Out of order: rare, through a copy.
-            self.edit(i, |list, _| insert_pair(list, offset, rank));
+            self.edit(i, |list| insert_pair(list, offset, rank));
             return;
         }
         if rank < rank_of(head) {
@@ -441,11 +439,10 @@ impl SlidingHll {
                 *head = 0;
             }
         }
-        let bits = BLOCK_BITS.min(self.p);
         let per_block = self
             .lens
-            .chunks_mut(1 << bits)
-            .zip(self.tails.chunks_mut(1 << bits));
+            .chunks_mut(BLOCK)
+            .zip(self.tails.chunks_mut(BLOCK));
         for (block, (lens, tails)) in self.blocks.iter_mut().zip(per_block) {
             // One pass over the block, moving what each list keeps down to its new place.
             let (mut read, mut write) = (0, 0);
@@ -495,11 +492,10 @@ impl SlidingHll {
             return Ok(regs); // the whole window is newer than anything held
         }
         let cut = from.saturating_sub(self.base);
-        let bits = BLOCK_BITS.min(self.p);
-        let per_register = regs.chunks_mut(1 << bits).zip(self.lens.chunks(1 << bits));
-        for (((regs, lens), heads), block) in per_register
-            .zip(self.heads.chunks(1 << bits))
-            .zip(&self.blocks)
+        // The walk of `lists()`, written out: through that iterator a count took twice as long.
+        let per_register = regs.chunks_mut(BLOCK).zip(self.lens.chunks(BLOCK));
+        for (((regs, lens), heads), block) in
+            per_register.zip(self.heads.chunks(BLOCK)).zip(&self.blocks)
         {
             let mut start = 0;
             for ((reg, &n), &head) in regs.iter_mut().zip(lens).zip(heads) {
@@ -552,15 +548,14 @@ impl SlidingHll {
     /// Every register's older pairs and head (if any), in register order: one pass over the
     /// blocks.
     fn lists(&self) -> impl Iterator<Item = (usize, &[u32], Option<&u32>)> + '_ {
-        let bits = BLOCK_BITS.min(self.p);
         self.blocks
             .iter()
-            .zip(self.lens.chunks(1 << bits))
+            .zip(self.lens.chunks(BLOCK))
             .enumerate()
             .flat_map(move |(b, (block, lens))| {
                 let mut start = 0;
                 lens.iter().enumerate().map(move |(j, &n)| {
-                    let i = (b << bits) + j;
+                    let i = b * BLOCK + j;
                     let older = &block[start..start + n as usize];
                     start += n as usize;
                     (i, older, Some(&self.heads[i]).filter(|&&h| h != 0))
@@ -601,13 +596,12 @@ impl SlidingHll {
         sketch.base = base;
         sketch.newest = newest;
         sketch.horizon = horizon;
-        let bits = BLOCK_BITS.min(sketch.p);
         for (i, list) in lists.into_iter().enumerate() {
             let Some((&(t, r), older)) = list.split_last() else {
                 continue;
             };
             sketch.heads[i] = pack(t - base, r);
-            let block = &mut sketch.blocks[i >> bits];
+            let block = &mut sketch.blocks[i / BLOCK];
             reserve(block, older.len());
             block.extend(older.iter().map(|&(t, r)| pack(t - base, r)));
             sketch.lens[i] = older.len() as u8;
@@ -664,7 +658,7 @@ impl ListBuf {
 /// each 8-byte word, masked to the lengths before `j`, is added in 16-bit lanes (none
 /// passes 4 · 2 · 61), then the lanes by one multiplication.
 #[inline]
-fn sum_before(lens: &[u8; BLOCK], j: usize) -> usize {
+fn sum_before(lens: &[u8], j: usize) -> usize {
     const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
     const LANES: u64 = 0x0001_0001_0001_0001;
     let mut lanes = 0u64;

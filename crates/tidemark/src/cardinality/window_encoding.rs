@@ -16,7 +16,7 @@
 //! ```
 
 use super::registers::max_rank;
-use super::ring::Slot;
+use super::ring::{too_old, Slot};
 use super::sliding::MAX_RETENTION;
 use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
@@ -143,21 +143,21 @@ impl SlidingHll {
                 let toff = r.offset();
                 let offset = r.u32("tick offset")?;
                 let rank = r.u8("rank")?;
-                let tick = base.saturating_add(offset as u64);
+                // A tick past 2^64 − 1 is outside any window.
+                let tick = base
+                    .checked_add(offset as u64)
+                    .filter(|&t| t <= newest_tick && t >= horizon);
                 let ordered = prev.is_none_or(|(po, pr)| offset > po && rank < pr)
                     && rank >= 1
                     && rank <= top;
-                // (An offset that overflows the base reads as u64::MAX, past any newest tick
-                // a base can have: refused here.)
-                let inside = tick <= newest_tick && tick >= horizon && tick - base == offset as u64;
-                if !ordered || !inside {
+                let (true, Some(tick)) = (ordered, tick) else {
                     return Err(Reader::invalid(
                         "pair",
                         toff,
                         "ticks increasing within [horizon, newest], ranks decreasing in 1..=65 − p",
                         offset as u64,
                     ));
-                }
+                };
                 prev = Some((offset, rank));
                 list.push((tick, rank));
             }
@@ -252,7 +252,7 @@ impl RingWindow {
             let off = r.offset();
             let bucket = r.u64("bucket")?;
             let in_ring =
-                newest.is_some_and(|nb| bucket <= nb && nb - bucket < n) && bucket % n == i;
+                newest.is_some_and(|nb| bucket <= nb && !too_old(bucket, nb, n)) && bucket % n == i;
             if !in_ring {
                 return Err(Reader::invalid(
                     "bucket",

@@ -148,24 +148,23 @@ impl CountMin {
     /// hasher's seed. Sketches of different hashers refuse to merge.
     pub fn with_hasher(self, hasher: ItemHasher) -> CountMin {
         let rows = PairwiseHash::rows(hasher.seed(), PLAIN_STREAM, self.depth());
-        CountMin {
-            hasher,
-            model: self.model,
-            conservative: self.conservative,
-            table: Table::new(self.width(), rows, self.table.family),
-            total: 0,
-            mass: 0,
-        }
+        self.blank(hasher, rows)
     }
 
     /// An empty sketch that merges into this one: the same shape, hasher, model, update rule
     /// and row functions.
     pub fn emptied(&self) -> CountMin {
+        self.blank(self.hasher, self.table.rows.clone())
+    }
+
+    /// An empty sketch of this one's shape, model, update rule and row family, hashing with
+    /// `hasher` through `rows`.
+    fn blank(&self, hasher: ItemHasher, rows: Vec<PairwiseHash>) -> CountMin {
         CountMin {
-            hasher: self.hasher,
+            hasher,
             model: self.model,
             conservative: self.conservative,
-            table: Table::new(self.width(), self.table.rows.clone(), self.table.family),
+            table: Table::new(self.width(), rows, self.table.family),
             total: 0,
             mass: 0,
         }
@@ -196,8 +195,7 @@ impl CountMin {
                 reason: "it needs the cash-register model (positive updates only)",
             });
         }
-        let hasher = self.hasher;
-        let mut cm = self.with_hasher(hasher);
+        let mut cm = self.emptied();
         cm.conservative = true;
         Ok(cm)
     }
