@@ -180,3 +180,75 @@ fn binary_integers_hash_as_their_eight_bytes() {
     let out = tidemark(&["distinct", "--binary-integers", "--redis"], "1\n");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn exaloglog_counts_saves_merges_and_windows() {
+    // Exact while small, with the sketch named.
+    let r = one_json(&tidemark(
+        &["distinct", "--sketch", "exaloglog", "--json"],
+        lines(0..100).as_bytes(),
+    ));
+    assert_eq!(r["estimate"].as_f64().unwrap(), 100.0);
+    assert_eq!(r["representation"], "exact");
+    assert_eq!(r["sketch"], "exaloglog");
+    // Dense: the martingale at p = 11, σ = 0.318/√2048 = 0.70%; 5σ is out of reach.
+    let n = 200_000u64;
+    let r = one_json(&tidemark(
+        &["distinct", "--sketch", "exaloglog", "--json"],
+        lines(0..n).as_bytes(),
+    ));
+    assert_eq!(r["representation"], "dense");
+    assert_eq!(r["method"], "exaloglog-martingale");
+    let est = r["estimate"].as_f64().unwrap();
+    assert!((est - n as f64).abs() < 5.0 * 0.0070 * n as f64, "{r}");
+    // Saved sketches merge into the union (exactly, while exact)...
+    let (a, b, h) = (temp("e1.tdmk"), temp("e2.tdmk"), temp("h.tdmk"));
+    let (a_s, b_s, h_s) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        h.to_str().unwrap(),
+    );
+    for (path, range) in [(a_s, 0..300u64), (b_s, 200..500)] {
+        ok(&tidemark(
+            &["distinct", "--sketch", "exaloglog", "--save", path],
+            lines(range).as_bytes(),
+        ));
+    }
+    let r = one_json(&tidemark(&["distinct", "--merge", a_s, b_s, "--json"], b""));
+    assert_eq!(r["estimate"].as_f64().unwrap(), 500.0);
+    assert_eq!(r["sketch"], "exaloglog");
+    // ...but not with a HyperLogLog, nor under Redis or the sliding sketch.
+    ok(&tidemark(
+        &["distinct", "--save", h_s],
+        lines(0..10).as_bytes(),
+    ));
+    let out = tidemark(&["distinct", "--merge", a_s, h_s], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("h.tdmk") && err.contains("ExaLogLog"), "{err}");
+    for extra in [&["--redis"][..], &["--window", "10", "--sliding"][..]] {
+        let mut args = vec!["distinct", "--sketch", "exaloglog"];
+        args.extend_from_slice(extra);
+        let out = tidemark(&args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--sketch"));
+    }
+    // A ring of ExaLogLogs over a window: the last 10 ticks hold items 90..100.
+    let input: String = (0..100u64).map(|t| format!("{t} item{t}\n")).collect();
+    let r = one_json(&tidemark(
+        &[
+            "distinct",
+            "--sketch",
+            "exaloglog",
+            "--window",
+            "10",
+            "--bucket",
+            "1",
+            "--json",
+        ],
+        input.as_bytes(),
+    ));
+    assert_eq!(r["estimate"].as_f64().unwrap(), 10.0);
+    assert_eq!(r["structure"], "ring");
+    assert_eq!(r["sketch"], "exaloglog");
+}

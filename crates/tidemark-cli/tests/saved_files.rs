@@ -186,7 +186,7 @@ fn a_summary_of_another_family_is_named_with_its_article() {
     let out = tidemark(&["distinct", "--merge", f.to_str().unwrap()], "");
     refused(
         &out,
-        &["holds an exponential histogram summary, not a HyperLogLog sketch"],
+        &["holds an exponential histogram summary, not a HyperLogLog or ExaLogLog sketch"],
         "distinct --merge",
     );
     // And a real HyperLogLog given to the filter reader.

@@ -96,6 +96,7 @@ struct RawMetric {
     bucket: String,
     window: String,
     precision: Option<i64>,
+    sketch: Option<String>,
     epsilon: Option<f64>,
     delta: Option<f64>,
     phi: Option<f64>,
@@ -246,13 +247,60 @@ pub fn valid_metric_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
+/// The sketch a distinct metric keeps per key and bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistinctSketch {
+    /// HyperLogLog (the default; interchangeable with Redis): standard error `1.04/√(2^p)`.
+    HyperLogLog,
+    /// ExaLogLog `(t, d) = (2, 20)`: standard error `0.362/√(2^p)` (ML) in 28 bits a
+    /// register, about 43% fewer bytes than HyperLogLog at equal error.
+    ExaLogLog,
+}
+
+impl DistinctSketch {
+    /// `hyperloglog` or `exaloglog`, as the config spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DistinctSketch::HyperLogLog => "hyperloglog",
+            DistinctSketch::ExaLogLog => "exaloglog",
+        }
+    }
+
+    /// The precision a metric gets when it names none: 12 for HyperLogLog, 9 for ExaLogLog
+    /// (the same error, 1.6%, in 1,792 bytes of registers instead of 3,072).
+    pub fn default_precision(self) -> u8 {
+        match self {
+            DistinctSketch::HyperLogLog => 12,
+            DistinctSketch::ExaLogLog => 9,
+        }
+    }
+
+    /// The relative standard error at precision `p` of the estimate a window answers with
+    /// (a merge: Ertl's estimator, or ExaLogLog's maximum likelihood).
+    pub fn rse(self, p: u8) -> f64 {
+        let m = ((1u64 << p) as f64).sqrt();
+        match self {
+            // 1.04, as alert limits have always used (Ertl's constant is 1.0390).
+            DistinctSketch::HyperLogLog => 1.04 / m,
+            DistinctSketch::ExaLogLog => {
+                tidemark::cardinality::ml_rse_constant(
+                    tidemark::cardinality::DEFAULT_T,
+                    tidemark::cardinality::DEFAULT_D,
+                ) / m
+            }
+        }
+    }
+}
+
 /// What a metric summarises per key and bucket.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
-    /// Distinct items (HyperLogLog of precision `p`).
+    /// Distinct items (a HyperLogLog or ExaLogLog of precision `p`).
     Distinct {
-        /// HyperLogLog precision: `2^p` registers, standard error `1.04/√(2^p)`.
+        /// Precision: `2^p` registers.
         precision: u8,
+        /// Which sketch.
+        sketch: DistinctSketch,
     },
     /// Events (exact per bucket; exponential histogram per key over the window).
     Count {
@@ -272,6 +320,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind as the config fingerprint spells it: its `Debug` text as it was before
+    /// distinct metrics had a choice of sketch, so that stores written then still match
+    /// their config; an ExaLogLog metric adds its sketch.
+    fn fingerprint_text(&self) -> String {
+        match self {
+            Kind::Distinct {
+                precision,
+                sketch: DistinctSketch::HyperLogLog,
+            } => format!("Distinct {{ precision: {precision} }}"),
+            other => format!("{other:?}"),
+        }
+    }
+
     /// `distinct`, `count` or `frequency`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -495,7 +556,18 @@ impl Config {
             }
             let kind = match m.kind.as_str() {
                 "distinct" => {
-                    let p = m.precision.unwrap_or(12);
+                    let sketch = match m.sketch.as_deref() {
+                        None | Some("hyperloglog") => DistinctSketch::HyperLogLog,
+                        Some("exaloglog") => DistinctSketch::ExaLogLog,
+                        Some(other) => {
+                            return Err(ConfigError::invalid(
+                                at("sketch"),
+                                "\"hyperloglog\" (the default) or \"exaloglog\"",
+                                format!("{other:?}"),
+                            ))
+                        }
+                    };
+                    let p = m.precision.unwrap_or(sketch.default_precision() as i64);
                     if !(4..=18).contains(&p) {
                         return Err(ConfigError::invalid(
                             at("precision"),
@@ -503,7 +575,10 @@ impl Config {
                             p,
                         ));
                     }
-                    Kind::Distinct { precision: p as u8 }
+                    Kind::Distinct {
+                        precision: p as u8,
+                        sketch,
+                    }
                 }
                 "count" => {
                     let e = m.epsilon.unwrap_or(0.1);
@@ -556,6 +631,7 @@ impl Config {
             };
             let misplaced = [
                 ("precision", m.precision.is_some(), "distinct"),
+                ("sketch", m.sketch.is_some(), "distinct"),
                 ("delta", m.delta.is_some(), "frequency"),
                 ("phi", m.phi.is_some(), "frequency"),
                 (
@@ -745,9 +821,9 @@ impl Config {
         );
         for m in &self.metrics {
             s.push_str(&format!(
-                "|{}:{:?}:{:?}:{:?}:{}:{}:{}:{}:{:?}:{:?}:{}",
+                "|{}:{}:{:?}:{:?}:{}:{}:{}:{}:{:?}:{:?}:{}",
                 m.name,
-                m.kind,
+                m.kind.fingerprint_text(),
                 m.key,
                 m.item,
                 m.bucket,
@@ -807,7 +883,13 @@ consecutive = 2
         assert_eq!(c.input.format, Format::Csv);
         assert_eq!(c.input.time_format, TimeFormat::EpochSeconds);
         let m = &c.metrics[0];
-        assert_eq!(m.kind, Kind::Distinct { precision: 10 });
+        assert_eq!(
+            m.kind,
+            Kind::Distinct {
+                precision: 10,
+                sketch: DistinctSketch::HyperLogLog
+            }
+        );
         assert_eq!(
             (m.bucket, m.window, m.allowed_lateness),
             (60_000, 300_000, 30_000)
@@ -815,6 +897,32 @@ consecutive = 2
         assert_eq!(m.late, LatePolicy::Merge);
         assert_eq!(m.alerts[0].consecutive, 2);
         assert_eq!(m.alerts[0].on, AlertOn::Value);
+    }
+
+    #[test]
+    fn a_distinct_metric_may_keep_an_exaloglog() {
+        let c =
+            Config::from_toml(&GOOD.replace("precision = 10", "sketch = \"exaloglog\"")).unwrap();
+        assert_eq!(
+            c.metrics[0].kind,
+            Kind::Distinct {
+                precision: 9,
+                sketch: DistinctSketch::ExaLogLog
+            }
+        );
+        let hll = Config::from_toml(&GOOD.replace("precision = 10", "precision = 9")).unwrap();
+        assert_ne!(c.fingerprint(), hll.fingerprint());
+        let e = err_of(&GOOD.replace("precision = 10", "sketch = \"cpc\""));
+        assert!(
+            e.contains("metric[0].sketch") && e.contains("exaloglog"),
+            "{e}"
+        );
+        // ExaLogLog's error at p = 7 is HyperLogLog's at p = 10, within 3%.
+        let (ell, hll) = (
+            DistinctSketch::ExaLogLog.rse(7),
+            DistinctSketch::HyperLogLog.rse(10),
+        );
+        assert!((ell / hll - 1.0).abs() < 0.03, "{ell} {hll}");
     }
 
     fn err_of(text: &str) -> String {

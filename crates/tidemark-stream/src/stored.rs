@@ -8,12 +8,13 @@
 //! ```text
 //! tag u8 = 1 (a summary's body):  family u8, flags u8, payload (the family's, FORMAT.md)
 //! tag u8 = 2 (a count bucket):    count, LEB128 (at most 2^48)
-//! tag u8 = 3 (an exact distinct): n, LEB128; then n item hashes, u64 LE
+//! tag u8 = 3 (an exact distinct): n, LEB128; then n item hashes, u64 LE (HyperLogLog or
+//!                                  ExaLogLog, as the metric's prototype says)
 //! then u32 LE: the low 32 bits of xxh3-64 of every byte before it
 //! ```
 //!
-//! Tag 3 is the commonest bucket of all, a HyperLogLog still in its exact form with its HIP
-//! estimate (which then equals n): the body would repeat n as the HIP value and as a `u64`
+//! Tag 3 is the commonest bucket of all, a HyperLogLog (or ExaLogLog) still in its exact form
+//! with its HIP (martingale) estimate, which then equals n: the body would repeat n as the HIP value and as a `u64`
 //! count, 16 bytes beside five hashes. It reads back as exactly that envelope.
 //!
 //! Reading rebuilds the envelope from the metric's prototype (its hash, seed and parameters),
@@ -51,10 +52,18 @@ const TAG_BODY: u8 = 1;
 const TAG_COUNT: u8 = 2;
 /// The tag of a HyperLogLog's exact form (with its HIP value).
 const TAG_EXACT: u8 = 3;
-/// The HyperLogLog envelope's flag bit for a HIP value present (FORMAT.md, family 16).
-const HLL_FLAG_HIP: u8 = 2;
-/// The HyperLogLog payload's representation byte of the exact form.
-const HLL_EXACT: u8 = 0;
+/// The flags of an exact distinct sketch with its running estimate, by family (FORMAT.md):
+/// HyperLogLog's HIP bit, ExaLogLog's martingale bit. Both payloads then read
+/// `representation 0 (exact), estimate f64, count u64, hashes`.
+fn exact_flags(family: Family) -> Option<u8> {
+    match family {
+        Family::Hll => Some(2),
+        Family::ExaLogLog => Some(1),
+        _ => None,
+    }
+}
+/// The representation byte of the exact form, in both families.
+const EXACT_REPR: u8 = 0;
 /// The trailing checksum's width.
 const CHECK_LEN: usize = 4;
 
@@ -95,12 +104,16 @@ impl Prototype {
         }
     }
 
-    /// The envelope of a stored exact HyperLogLog (from [`read`]): its HIP value and count
-    /// are the number of hashes. Refuses it for a metric of another family.
+    /// The envelope of a stored exact distinct sketch (from [`read`]): its running estimate
+    /// and count are the number of hashes. Refuses it for a metric of another family.
     pub fn expand_exact(&self, hashes: &[u8]) -> Result<Vec<u8>, DecodeError> {
         let n = (hashes.len() / 8) as u64;
+        let flags = exact_flags(self.family).ok_or(DecodeError::WrongFamily {
+            expected: self.family,
+            got: Family::Hll,
+        })?;
         let mut body = Vec::with_capacity(2 + 17 + hashes.len());
-        body.extend_from_slice(&[Family::Hll as u8, HLL_FLAG_HIP, HLL_EXACT]);
+        body.extend_from_slice(&[self.family as u8, flags, EXACT_REPR]);
         body.extend_from_slice(&(n as f64).to_le_bytes());
         body.extend_from_slice(&n.to_le_bytes());
         body.extend_from_slice(hashes);
@@ -153,17 +166,18 @@ pub(crate) fn body(envelope: &[u8]) -> Vec<u8> {
     seal(out)
 }
 
-/// The hashes of an exact HyperLogLog whose HIP value is its count (as every one the pipeline
-/// builds by inserting is), which [`Prototype::expand_exact`] rebuilds byte for byte.
+/// The hashes of an exact distinct sketch whose running estimate is its count (as every one
+/// the pipeline builds by inserting is), which [`Prototype::expand_exact`] rebuilds byte for
+/// byte.
 fn exact_hashes<'a>(e: &codec::Envelope<'a>) -> Option<&'a [u8]> {
-    if e.family != Family::Hll || e.flags != HLL_FLAG_HIP {
+    if exact_flags(e.family) != Some(e.flags) {
         return None;
     }
     let (&[rep], rest) = e.payload.split_first_chunk::<1>()?;
     let (hip, rest) = rest.split_first_chunk::<8>()?;
     let (n, hashes) = rest.split_first_chunk::<8>()?;
     let n = u64::from_le_bytes(*n);
-    let whole = rep == HLL_EXACT
+    let whole = rep == EXACT_REPR
         && hashes.len() as u64 == n.checked_mul(8)?
         // Bits, not values: a HIP of −0.0 (which decoders accept) must not come back as +0.0.
         && f64::from_le_bytes(*hip).to_bits() == (n as f64).to_bits();

@@ -11,7 +11,8 @@
 //!   bucket at a time: `O(k log N)` state per key instead of one counter per bucket in the
 //!   window, a guaranteed bracket, and [`ExpHistogram::upper_bound`] as the one-sided answer
 //!   for limits.
-//! - `distinct`: a HyperLogLog per bucket; merging is the register-wise maximum; the live
+//! - `distinct`: a HyperLogLog (or ExaLogLog, `sketch = "exaloglog"`) per bucket; merging is
+//!   the register-wise union; the live
 //!   window is a ring of the key's last `window / bucket` closed bucket sketches, merged at
 //!   each close.
 //! - `frequency`: [`FrequencyBucket`], the key's item counts — exact while few, then a
@@ -20,10 +21,12 @@
 //!   same ring as `distinct`) still names every item reaching φ of it. Its single answer,
 //!   for alerts and top keys, is the count of the key's most frequent item.
 
-use tidemark::cardinality::Hll;
+use tidemark::cardinality::{ExaLogLog, Hll, Representation, DEFAULT_D, DEFAULT_T};
 use tidemark::frequency::ItemCounts;
 use tidemark::window::{BlockCounter, ExpHistogram, Span};
 use tidemark::{DecodeError, Estimate, MergeError, Method};
+
+use crate::config::DistinctSketch;
 
 /// What a metric keeps per key and bucket.
 pub trait BucketSummary: Clone {
@@ -174,73 +177,161 @@ impl BucketSummary for CountBucket {
     }
 }
 
-/// The distinct items of one key in one bucket: a HyperLogLog of the metric's precision,
-/// exact while small, sparse, then dense (most keys stay small).
+/// The distinct items of one key in one bucket: a HyperLogLog (exact while small, sparse,
+/// then dense) or an ExaLogLog (exact, then dense) of the metric's precision; most keys stay
+/// small.
 #[derive(Clone, Debug)]
 pub struct DistinctBucket {
-    hll: Hll,
+    sketch: DistinctSummary,
+}
+
+/// The sketch behind a [`DistinctBucket`].
+#[derive(Clone, Debug)]
+pub enum DistinctSummary {
+    /// A HyperLogLog.
+    Hll(Hll),
+    /// An ExaLogLog `(2, 20)`.
+    ExaLogLog(ExaLogLog),
 }
 
 impl DistinctBucket {
-    /// An empty bucket of precision `p` (validated by the config: 4..=18).
+    /// An empty HyperLogLog bucket of precision `p` (validated by the config: 4..=18).
     pub fn new(p: u8) -> DistinctBucket {
-        DistinctBucket {
-            hll: Hll::new(p).expect("the config validated the precision"),
-        }
+        DistinctBucket::of(DistinctSketch::HyperLogLog, p)
     }
 
-    /// Decodes a stored bucket, refusing one of another precision (a merge would silently
-    /// fold it to the smaller precision).
-    pub fn from_bytes(bytes: &[u8], p: u8) -> Result<DistinctBucket, DecodeError> {
-        let hll = Hll::from_bytes(bytes)?;
-        if hll.precision() != p {
+    /// An empty bucket of the metric's sketch and precision (validated by the config).
+    pub fn of(sketch: DistinctSketch, p: u8) -> DistinctBucket {
+        let sketch = match sketch {
+            DistinctSketch::HyperLogLog => {
+                DistinctSummary::Hll(Hll::new(p).expect("the config validated the precision"))
+            }
+            DistinctSketch::ExaLogLog => DistinctSummary::ExaLogLog(
+                ExaLogLog::new(p).expect("the config validated the precision"),
+            ),
+        };
+        DistinctBucket { sketch }
+    }
+
+    /// Decodes a stored bucket, refusing one of another sketch, precision or hash (a merge
+    /// would silently fold it to the smaller precision).
+    pub fn from_bytes(
+        bytes: &[u8],
+        sketch: DistinctSketch,
+        p: u8,
+    ) -> Result<DistinctBucket, DecodeError> {
+        let (summary, precision, hasher) = match sketch {
+            DistinctSketch::HyperLogLog => {
+                let h = Hll::from_bytes(bytes)?;
+                let (p, hasher) = (h.precision(), h.hasher());
+                (DistinctSummary::Hll(h), p, hasher)
+            }
+            DistinctSketch::ExaLogLog => {
+                let e = ExaLogLog::from_bytes(bytes)?;
+                if (e.t(), e.d()) != (DEFAULT_T, DEFAULT_D) {
+                    return Err(DecodeError::Invalid {
+                        field: "d",
+                        offset: tidemark::codec::HEADER_LEN + 1,
+                        expected: "the pipeline's ExaLogLog (t, d) = (2, 20)",
+                        got: e.d() as u64,
+                    });
+                }
+                let (p, hasher) = (e.precision(), e.hasher());
+                (DistinctSummary::ExaLogLog(e), p, hasher)
+            }
+        };
+        if precision != p {
             return Err(DecodeError::Invalid {
                 field: "precision",
                 offset: 0,
                 expected: "the metric's precision",
-                got: hll.precision() as u64,
+                got: precision as u64,
             });
         }
-        if hll.hasher() != tidemark::ItemHasher::default() {
+        if hasher != tidemark::ItemHasher::default() {
             return Err(DecodeError::Invalid {
                 field: "hash",
                 offset: 7,
                 expected: "tidemark's native hash (xxh3, default seed)",
-                got: hll.hasher().seed(),
+                got: hasher.seed(),
             });
         }
-        Ok(DistinctBucket { hll })
+        Ok(DistinctBucket { sketch: summary })
     }
 
     /// The sketch.
-    pub fn hll(&self) -> &Hll {
-        &self.hll
+    pub fn sketch(&self) -> &DistinctSummary {
+        &self.sketch
+    }
+
+    /// Whether the sketch still counts exactly.
+    pub fn is_exact(&self) -> bool {
+        match &self.sketch {
+            DistinctSummary::Hll(h) => h.representation() == Representation::Exact,
+            DistinctSummary::ExaLogLog(e) => e.representation() == Representation::Exact,
+        }
+    }
+
+    /// Heap bytes the sketch holds.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.sketch {
+            DistinctSummary::Hll(h) => h.bytes() - std::mem::size_of::<Hll>(),
+            DistinctSummary::ExaLogLog(e) => e.bytes() - std::mem::size_of::<ExaLogLog>(),
+        }
     }
 }
 
 impl BucketSummary for DistinctBucket {
     #[inline]
     fn add(&mut self, item: u64, _bytes: &[u8]) {
-        self.hll.insert_hash(item);
+        match &mut self.sketch {
+            DistinctSummary::Hll(h) => h.insert_hash(item),
+            DistinctSummary::ExaLogLog(e) => e.insert_hash(item),
+        }
     }
 
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
-        if other.hll.precision() != self.hll.precision() {
-            return Err(MergeError::Incompatible {
-                field: "precision",
-                ours: self.hll.precision() as u64,
-                theirs: other.hll.precision() as u64,
-            });
+        match (&mut self.sketch, &other.sketch) {
+            (DistinctSummary::Hll(a), DistinctSummary::Hll(b)) => {
+                if a.precision() != b.precision() {
+                    return Err(MergeError::Incompatible {
+                        field: "precision",
+                        ours: a.precision() as u64,
+                        theirs: b.precision() as u64,
+                    });
+                }
+                a.merge(b)
+            }
+            (DistinctSummary::ExaLogLog(a), DistinctSummary::ExaLogLog(b)) => {
+                if (a.precision(), a.d()) != (b.precision(), b.d()) {
+                    return Err(MergeError::Incompatible {
+                        field: "precision",
+                        ours: a.precision() as u64,
+                        theirs: b.precision() as u64,
+                    });
+                }
+                a.merge(b)
+            }
+            (a, _) => Err(MergeError::Incompatible {
+                field: "sketch",
+                ours: matches!(a, DistinctSummary::ExaLogLog(_)) as u64,
+                theirs: matches!(other.sketch, DistinctSummary::ExaLogLog(_)) as u64,
+            }),
         }
-        self.hll.merge(&other.hll)
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        self.hll.to_bytes()
+        match &self.sketch {
+            DistinctSummary::Hll(h) => h.to_bytes(),
+            DistinctSummary::ExaLogLog(e) => e.to_bytes(),
+        }
     }
 
     fn estimate(&self) -> Estimate {
-        self.hll.estimate()
+        match &self.sketch {
+            DistinctSummary::Hll(h) => h.estimate(),
+            DistinctSummary::ExaLogLog(e) => e.estimate(),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use tidemark_stream::config::Config;
+use tidemark_stream::config::{Config, DistinctSketch};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::store::MemStore;
 use tidemark_stream::RunError;
@@ -143,8 +143,9 @@ fn assert_same(got: &Rows, want: &Rows, seed: u64) {
             None => diff.push(format!("missing {k:?}")),
             Some(x) if x != v => {
                 let show = |b: &[u8]| {
-                    tidemark_stream::summary::DistinctBucket::from_bytes(b, 8)
-                        .map(|d| format!("{:?} {}", d.hll().representation(), d.hll().estimate()))
+                    use tidemark_stream::summary::{BucketSummary, DistinctBucket};
+                    DistinctBucket::from_bytes(b, DistinctSketch::HyperLogLog, 8)
+                        .map(|d| format!("exact {} {}", d.is_exact(), d.estimate()))
                         .unwrap_or_default()
                 };
                 diff.push(format!("differs {k:?}: {} vs {}", show(x), show(v)))

@@ -2,6 +2,7 @@
 //!
 //! Run only when the format version changes: `cargo run -p tidemark --example write_vectors`.
 
+use tidemark::cardinality::ExaLogLog;
 use tidemark::window::ExpHistogram;
 
 fn main() -> std::io::Result<()> {
@@ -14,5 +15,13 @@ fn main() -> std::io::Result<()> {
         h.push(i % 3 != 0).expect("an arrivals window");
     }
     std::fs::write(format!("{dir}/exp_histogram_v1.bin"), h.to_bytes())?;
+    // ExaLogLog (2, 20, 8): exact after 40 items, dense after 5,000.
+    for (name, n) in [("exact", 40u64), ("dense", 5_000)] {
+        let mut s = ExaLogLog::new(8).expect("a valid precision");
+        for x in 0..n {
+            s.insert_u64(x);
+        }
+        std::fs::write(format!("{dir}/exaloglog_{name}_v1.bin"), s.to_bytes())?;
+    }
     Ok(())
 }

@@ -54,6 +54,10 @@ pub enum Method {
     HllHip,
     /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
     RedisPfcount,
+    /// ExaLogLog: the bias-corrected maximum-likelihood estimate (any sketch, merged or not).
+    ExaLogLogMl,
+    /// ExaLogLog: the martingale estimate of a sketch fed by one stream, unmerged.
+    ExaLogLogMartingale,
     /// Count-Min point query: the minimum over the rows (non-negative streams).
     CountMinMin,
     /// Count-Min point query: the median over the rows (general turnstile streams).
@@ -79,6 +83,8 @@ impl fmt::Display for Method {
             Method::BlockCounter => "block-counter",
             Method::HllErtl => "hll-ertl",
             Method::HllHip => "hll-hip",
+            Method::ExaLogLogMl => "exaloglog-ml",
+            Method::ExaLogLogMartingale => "exaloglog-martingale",
             Method::RedisPfcount => "redis-pfcount",
             Method::CountMinMin => "count-min",
             Method::CountMinMedian => "count-min-median",

@@ -19,6 +19,10 @@ pub enum Family {
     RingWindow = 17,
     /// The sliding HyperLogLog.
     SlidingHll = 18,
+    /// ExaLogLog (any representation).
+    ExaLogLog = 19,
+    /// A ring of per-bucket ExaLogLogs.
+    ExaLogLogRing = 20,
     /// Count-Min sketch.
     CountMin = 32,
     /// Exact item counts promoted to Count-Min with heavy-hitter candidates.
@@ -33,12 +37,14 @@ pub enum Family {
 
 impl Family {
     /// Every family, for lookups by byte.
-    pub const ALL: [Family; 10] = [
+    pub const ALL: [Family; 12] = [
         Family::ExpHistogram,
         Family::BlockCounter,
         Family::Hll,
         Family::RingWindow,
         Family::SlidingHll,
+        Family::ExaLogLog,
+        Family::ExaLogLogRing,
         Family::CountMin,
         Family::ItemCounts,
         Family::QuotientFilter,
@@ -59,6 +65,8 @@ impl Family {
             Family::Hll => "HyperLogLog",
             Family::RingWindow => "ring window",
             Family::SlidingHll => "sliding HyperLogLog",
+            Family::ExaLogLog => "ExaLogLog",
+            Family::ExaLogLogRing => "ExaLogLog ring",
             Family::CountMin => "Count-Min",
             Family::ItemCounts => "item counts",
             Family::QuotientFilter => "quotient filter",

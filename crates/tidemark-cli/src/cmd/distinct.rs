@@ -1,4 +1,5 @@
-//! `tidemark distinct`: distinct lines by HyperLogLog, or the union of saved sketches.
+//! `tidemark distinct`: distinct lines by HyperLogLog (or ExaLogLog, `--sketch exaloglog`),
+//! or the union of saved sketches.
 //!
 //! Each input line (without its line ending) is one item. `--merge` instead reads saved
 //! sketches, tidemark's own files or Redis `HYLL` values (as `GET` returns them), merges them
@@ -7,20 +8,34 @@
 
 use std::path::PathBuf;
 
-use tidemark::cardinality::{z_score, Hll};
+use tidemark::cardinality::{z_score, ExaLogLog, Hll, Representation};
 use tidemark::codec::Family;
-use tidemark::Bracket;
+use tidemark::{Bracket, Estimate};
 
 use crate::input::{for_each_line, read_saved, Saved};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
+/// Which sketch counts the distinct items.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SketchArg {
+    /// HyperLogLog: 6 bits a register at rest, standard error about 1.04/√(2^p).
+    Hyperloglog,
+    /// ExaLogLog (t, d) = (2, 20): 28 bits a register, standard error about 0.36/√(2^p)
+    /// (the same error as HyperLogLog in about 43% fewer bytes; p 11 ≈ HyperLogLog's 14).
+    Exaloglog,
+}
+
 /// Arguments of `tidemark distinct`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Precision p (4..=18): 2^p registers, standard error about 1.04/√(2^p).
+    /// Precision p (4..=18): 2^p registers (default 14, or 11 for ExaLogLog: the same error,
+    /// about 0.8%).
     #[arg(long, value_name = "P")]
     pub precision: Option<u8>,
+    /// The sketch: hyperloglog (Redis-compatible) or exaloglog.
+    #[arg(long, value_enum, default_value = "hyperloglog")]
+    pub sketch: SketchArg,
     /// Redis mode: MurmurHash64A, p = 14, counted as PFCOUNT counts; --save writes a Redis
     /// HYLL value.
     #[arg(long)]
@@ -66,6 +81,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format!("expected a number in (0, 1), got {}", args.confidence),
         ));
     }
+    if args.sketch == SketchArg::Exaloglog && (args.redis || args.sliding) {
+        return Err(UsageError::flag(
+            "--sketch",
+            "exaloglog not with --redis (Redis keeps HyperLogLogs) or --sliding (the sliding \
+             sketch is a HyperLogLog; a ring of ExaLogLogs is --window without --sliding)",
+        ));
+    }
     if args.binary_integers && (args.merge || args.redis || args.window.is_some()) {
         return Err(UsageError::flag(
             "--binary-integers",
@@ -88,6 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return super::distinct_window::run(&super::distinct_window::Options {
             window,
             precision: args.precision,
+            sketch: args.sketch,
             confidence: args.confidence,
             bucket: args.bucket,
             sliding: args.sliding,
@@ -123,6 +146,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crate::input::check_save(path)?;
     }
     let h = if args.merge {
+        if args.precision.is_some() || args.sketch != SketchArg::Hyperloglog {
+            let flag = if args.precision.is_some() {
+                "--precision"
+            } else {
+                "--sketch"
+            };
+            return Err(UsageError::flag(
+                flag,
+                "not with --merge: the sketches carry their kind and precision",
+            ));
+        }
         if args.precision.is_some() {
             return Err(UsageError::flag(
                 "--precision",
@@ -137,10 +171,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         merge_files(&args.files)?
     } else {
-        let mut h = if args.redis {
-            Hll::redis()
-        } else {
-            Hll::new(args.precision.unwrap_or(14)).expect("precision checked above")
+        let mut h = match args.sketch {
+            _ if args.redis => Sketch::Hll(Hll::redis()),
+            SketchArg::Hyperloglog => Sketch::Hll(
+                Hll::new(args.precision.unwrap_or(14)).expect("precision checked above"),
+            ),
+            SketchArg::Exaloglog => Sketch::ExaLogLog(
+                ExaLogLog::new(args.precision.unwrap_or(11)).expect("precision checked above"),
+            ),
         };
         for_each_line(&args.files, |loc, line| {
             if args.binary_integers {
@@ -160,11 +198,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_confidence(args.confidence)
         .map_err(|e| UsageError::flag("--confidence", e))?;
     if let Some(path) = &args.save {
-        let bytes = if args.redis {
-            h.to_redis()
-                .map_err(|e| UsageError::flag("--redis", format!("cannot save as Redis: {e}")))?
-        } else {
-            h.to_bytes()
+        let bytes = match &h {
+            Sketch::Hll(h) if args.redis => h
+                .to_redis()
+                .map_err(|e| UsageError::flag("--redis", format!("cannot save as Redis: {e}")))?,
+            h => h.to_bytes(),
         };
         std::fs::write(path, bytes).map_err(|e| UsageError::file(path.display(), e))?;
     }
@@ -181,20 +219,109 @@ fn binary_word(line: &str) -> Option<u64> {
         .or_else(|| t.parse::<i64>().ok().map(|x| x as u64))
 }
 
-/// Reads and merges sketch files: tidemark envelopes or Redis `HYLL` values, told apart by
-/// their magic. Sketches of different precisions merge at the smallest (each register of a
-/// finer sketch folds into the coarser one); that loses accuracy, so it is said on stderr.
-fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
-    let mut acc: Option<Hll> = None;
+/// A HyperLogLog or an ExaLogLog, as `--sketch` or the saved files say.
+enum Sketch {
+    Hll(Hll),
+    ExaLogLog(ExaLogLog),
+}
+
+impl Sketch {
+    fn insert(&mut self, item: &[u8]) {
+        match self {
+            Sketch::Hll(h) => h.insert(item),
+            Sketch::ExaLogLog(e) => e.insert(item),
+        }
+    }
+
+    fn insert_u64(&mut self, item: u64) {
+        match self {
+            Sketch::Hll(h) => h.insert_u64(item),
+            Sketch::ExaLogLog(e) => e.insert_u64(item),
+        }
+    }
+
+    fn precision(&self) -> u8 {
+        match self {
+            Sketch::Hll(h) => h.precision(),
+            Sketch::ExaLogLog(e) => e.precision(),
+        }
+    }
+
+    /// The union with `other`; a HyperLogLog and an ExaLogLog do not merge.
+    fn merge(&mut self, other: &Sketch) -> Result<(), String> {
+        match (self, other) {
+            (Sketch::Hll(a), Sketch::Hll(b)) => a.merge(b).map_err(|e| e.to_string()),
+            (Sketch::ExaLogLog(a), Sketch::ExaLogLog(b)) => a.merge(b).map_err(|e| e.to_string()),
+            (a, _) => Err(format!(
+                "cannot merge a{} with a{}: the registers mean different things",
+                a.kind(),
+                other.kind()
+            )),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Sketch::Hll(_) => " HyperLogLog",
+            Sketch::ExaLogLog(_) => "n ExaLogLog",
+        }
+    }
+
+    fn with_confidence(self, confidence: f64) -> Result<Sketch, tidemark::ParamError> {
+        Ok(match self {
+            Sketch::Hll(h) => Sketch::Hll(h.with_confidence(confidence)?),
+            Sketch::ExaLogLog(e) => Sketch::ExaLogLog(e.with_confidence(confidence)?),
+        })
+    }
+
+    fn estimate(&self) -> Estimate {
+        match self {
+            Sketch::Hll(h) => h.estimate(),
+            Sketch::ExaLogLog(e) => e.estimate(),
+        }
+    }
+
+    fn representation(&self) -> Representation {
+        match self {
+            Sketch::Hll(h) => h.representation(),
+            Sketch::ExaLogLog(e) => e.representation(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Sketch::Hll(h) => h.bytes(),
+            Sketch::ExaLogLog(e) => e.bytes(),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Sketch::Hll(h) => h.to_bytes(),
+            Sketch::ExaLogLog(e) => e.to_bytes(),
+        }
+    }
+}
+
+/// Reads and merges sketch files: tidemark envelopes (HyperLogLog or ExaLogLog) or Redis
+/// `HYLL` values, told apart by their magic. Sketches of different precisions merge at the
+/// smallest (each register of a finer sketch folds into the coarser one); that loses
+/// accuracy, so it is said on stderr.
+fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
+    let mut acc: Option<Sketch> = None;
     let mut precisions: Vec<(u8, String)> = Vec::new();
     for path in files {
         let name = path.display().to_string();
-        let h = match read_saved(path, &[Family::Hll], "a HyperLogLog sketch", true)? {
+        let families = [Family::Hll, Family::ExaLogLog];
+        let h = match read_saved(path, &families, "a HyperLogLog or ExaLogLog sketch", true)? {
             Saved::RedisHyll(bytes) => {
-                Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?
+                Sketch::Hll(Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?)
             }
+            Saved::Envelope(Family::ExaLogLog, bytes) => Sketch::ExaLogLog(
+                ExaLogLog::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?,
+            ),
             Saved::Envelope(_, bytes) => {
-                Hll::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?
+                Sketch::Hll(Hll::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?)
             }
         };
         if !precisions.iter().any(|(p, _)| *p == h.precision()) {
@@ -214,17 +341,21 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Hll> {
             .map(|(p, file)| format!("p = {p} ({file})"))
             .collect();
         let p = acc.precision();
+        let rse = match &acc {
+            Sketch::Hll(_) => 1.04,
+            Sketch::ExaLogLog(e) => tidemark::cardinality::ml_rse_constant(e.t(), e.d()),
+        };
         eprintln!(
             "tidemark: note: the sketches have different precisions: {}; the union is at \
              p = {p}, the smallest, with a standard error of about {:.2}%",
             list.join(", "),
-            104.0 / f64::from(1u32 << p).sqrt()
+            100.0 * rse / f64::from(1u32 << p).sqrt()
         );
     }
     Ok(acc)
 }
 
-fn record(h: &Hll, confidence: f64) -> Record {
+fn record(h: &Sketch, confidence: f64) -> Record {
     let e = h.estimate();
     // σ is the bracket's upper half-width over z (the lower end may be clamped at zero).
     let std_error = if e.bracket == Bracket::Guaranteed {
@@ -237,4 +368,11 @@ fn record(h: &Hll, confidence: f64) -> Record {
         .field("std_error", std_error)
         .field("representation", h.representation().name())
         .field("bytes", h.bytes() as u64)
+        .field(
+            "sketch",
+            match h {
+                Sketch::Hll(_) => "hyperloglog",
+                Sketch::ExaLogLog(_) => "exaloglog",
+            },
+        )
 }

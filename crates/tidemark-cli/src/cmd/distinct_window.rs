@@ -8,7 +8,7 @@
 //! bucket. With `--every T` the estimate is printed each time the ticks cross a multiple of
 //! `T` (at the tick just before it), and always at the end (at the newest tick).
 
-use tidemark::cardinality::{z_score, RingWindow, SlidingHll};
+use tidemark::cardinality::{z_score, BucketSketch, ExaLogLog, RingWindow, SlidingHll};
 use tidemark::{Bracket, Estimate};
 
 use std::path::PathBuf;
@@ -19,20 +19,41 @@ use crate::UsageError;
 
 enum Window {
     Ring(RingWindow),
+    ExaLogLogRing(RingWindow<ExaLogLog>),
     Sliding(SlidingHll),
+}
+
+/// A ring's answer for the last `window` ticks, in whole buckets.
+fn ring_count<S: BucketSketch>(
+    r: &mut RingWindow<S>,
+    now: u64,
+    window: u64,
+) -> anyhow::Result<Estimate> {
+    let buckets = window.div_ceil(r.width());
+    Ok(r.count(now, buckets)?)
+}
+
+/// What a ring adds to a record.
+fn ring_fields<S: BucketSketch>(r: Record, ring: &RingWindow<S>, sketch: &str) -> Record {
+    r.field("structure", "ring")
+        .field("sketch", sketch)
+        .field("buckets", ring.buckets())
+        .field("bytes", ring.bytes() as u64)
 }
 
 impl Window {
     fn insert(&mut self, item: &[u8], tick: u64) -> bool {
         match self {
             Window::Ring(r) => r.insert(item, tick).is_ok(),
+            Window::ExaLogLogRing(r) => r.insert(item, tick).is_ok(),
             Window::Sliding(s) => s.insert(item, tick).is_ok(),
         }
     }
 
     fn count(&mut self, now: u64, window: u64) -> anyhow::Result<Estimate> {
         Ok(match self {
-            Window::Ring(r) => r.count(now, window.div_ceil(r.width()))?,
+            Window::Ring(r) => ring_count(r, now, window)?,
+            Window::ExaLogLogRing(r) => ring_count(r, now, window)?,
             Window::Sliding(s) => s.count(now, window)?,
         })
     }
@@ -54,10 +75,8 @@ impl Window {
             .estimate(&e)
             .field("std_error", std_error);
         Ok(match self {
-            Window::Ring(ring) => r
-                .field("structure", "ring")
-                .field("buckets", ring.buckets())
-                .field("bytes", ring.bytes() as u64),
+            Window::Ring(ring) => ring_fields(r, ring, "hyperloglog"),
+            Window::ExaLogLogRing(ring) => ring_fields(r, ring, "exaloglog"),
             Window::Sliding(s) => {
                 let stats = s.stats();
                 r.field("structure", "sliding")
@@ -74,6 +93,7 @@ pub struct Options<'a> {
     /// `--window`: ticks.
     pub window: u64,
     pub precision: Option<u8>,
+    pub sketch: super::distinct::SketchArg,
     pub confidence: f64,
     pub bucket: Option<u64>,
     pub sliding: bool,
@@ -97,7 +117,8 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
             "expected at least 1 tick, got 0",
         ));
     }
-    let p = args.precision.unwrap_or(14);
+    let exaloglog = args.sketch == super::distinct::SketchArg::Exaloglog;
+    let p = args.precision.unwrap_or(if exaloglog { 11 } else { 14 });
     let mut w = if args.sliding {
         if args.bucket.is_some() {
             return Err(UsageError::flag("--bucket", "not with --sliding"));
@@ -119,8 +140,15 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
             .ok()
             .filter(|&n| n <= 1_000_000)
             .ok_or_else(|| UsageError::flag("--bucket", "at most 10^6 buckets a window"))?;
-        let ring = RingWindow::new(p, bucket, n).map_err(|e| UsageError::flag("--precision", e))?;
-        Window::Ring(ring)
+        if exaloglog {
+            let ring = RingWindow::exaloglog(2, 20, p, bucket, n, Default::default())
+                .map_err(|e| UsageError::flag("--precision", e))?;
+            Window::ExaLogLogRing(ring)
+        } else {
+            let ring =
+                RingWindow::new(p, bucket, n).map_err(|e| UsageError::flag("--precision", e))?;
+            Window::Ring(ring)
+        }
     };
     let mut out = Output::new(args.json);
     let mut newest: Option<u64> = None;

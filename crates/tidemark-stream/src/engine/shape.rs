@@ -41,9 +41,7 @@ impl Summary {
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {
             Summary::Count(_) => 0,
-            Summary::Distinct(d) => {
-                d.hll().bytes() - std::mem::size_of::<tidemark::cardinality::Hll>()
-            }
+            Summary::Distinct(d) => d.heap_bytes(),
             Summary::Frequency(f) => f.counts().bytes(),
         }
     }
@@ -146,7 +144,9 @@ impl MetricShape {
     fn with_width(kind: Kind, width: u64) -> MetricShape {
         let empty = match kind {
             Kind::Count { .. } => Summary::Count(CountBucket::new(0, width)),
-            Kind::Distinct { precision } => Summary::Distinct(DistinctBucket::new(precision)),
+            Kind::Distinct { precision, sketch } => {
+                Summary::Distinct(DistinctBucket::of(sketch, precision))
+            }
             Kind::Frequency {
                 epsilon,
                 delta,
@@ -271,9 +271,9 @@ impl MetricShape {
             Kind::Count { .. } => Ok(Summary::Count(CountBucket::from_bytes(
                 bytes, start, self.width,
             )?)),
-            Kind::Distinct { precision } => Ok(Summary::Distinct(DistinctBucket::from_bytes(
-                bytes, precision,
-            )?)),
+            Kind::Distinct { precision, sketch } => Ok(Summary::Distinct(
+                DistinctBucket::from_bytes(bytes, sketch, precision)?,
+            )),
             Kind::Frequency {
                 epsilon,
                 delta,
@@ -294,7 +294,7 @@ impl MetricShape {
     /// Count-Min, whose error is one-sided and bounded, not normal: alert on `low` or `high`).
     pub fn sigma_at(&self, x: f64) -> f64 {
         match self.kind {
-            Kind::Distinct { precision } => x.abs() * 1.04 / ((1u64 << precision) as f64).sqrt(),
+            Kind::Distinct { precision, sketch } => x.abs() * sketch.rse(precision),
             _ => 0.0,
         }
     }

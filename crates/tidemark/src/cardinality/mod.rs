@@ -1,4 +1,5 @@
-//! Distinct counts: HyperLogLog, exact while small, interchangeable with Redis.
+//! Distinct counts: HyperLogLog, exact while small, interchangeable with Redis; and
+//! [`ExaLogLog`], the same answers in about 43% fewer bytes.
 //!
 //! References: P. Flajolet, É. Fusy, O. Gandouet, F. Meunier, *HyperLogLog: the analysis of a
 //! near-optimal cardinality estimation algorithm*, AofA 2007; S. Heule, M. Nunkesser, A. Hall,
@@ -95,6 +96,7 @@
 //! ```
 
 mod encoding;
+mod exaloglog;
 mod hll;
 mod pfcount;
 mod redis;
@@ -104,11 +106,13 @@ mod sets;
 mod sliding;
 mod window_encoding;
 
+pub use exaloglog::estimator::{martingale_rse_constant, ml_rse_constant};
+pub use exaloglog::{ExaLogLog, DEFAULT_D, DEFAULT_T};
 pub use hll::{Hll, Representation};
 pub use pfcount::{pfcount_registers, REDIS_PRECISION, REDIS_REGISTERS};
 pub use redis::{parse_redis, RedisError, REDIS_DENSE_LEN, REDIS_HEADER_LEN};
 pub use registers::{
     estimate_registers, split, z_score, DEFAULT_CONFIDENCE, ERTL_RSE, MAX_PRECISION, MIN_PRECISION,
 };
-pub use ring::{RingError, RingWindow};
+pub use ring::{BucketSketch, RingError, RingWindow};
 pub use sliding::{SlidingError, SlidingHll, SlidingStats, MAX_RETENTION};

@@ -1,7 +1,8 @@
-//! A ring of per-bucket HyperLogLogs: distinct counts over the last `W` buckets.
+//! A ring of per-bucket sketches: distinct counts over the last `W` buckets.
 //!
-//! Time is cut into buckets of `width` ticks; each bucket gets its own [`Hll`] (starting
-//! exact, promoting as it grows), kept in a ring of `n` slots indexed by bucket mod `n`, so
+//! Time is cut into buckets of `width` ticks; each bucket gets its own sketch — an [`Hll`]
+//! by default, or an [`ExaLogLog`] ([`RingWindow::exaloglog`]), either starting exact and
+//! promoting as it grows — kept in a ring of `n` slots indexed by bucket mod `n`, so
 //! expiry is free: a slot is reset when a newer bucket reuses it. A window of the last `W ≤ n`
 //! buckets is the register-wise maximum of their sketches, which has the same error as one
 //! sketch fed the union (Flajolet et al. 2007). The merge of the window's *closed* buckets is
@@ -32,10 +33,148 @@
 
 use core::fmt;
 
-use super::Hll;
+use super::{ExaLogLog, Hll};
+use crate::codec::{Reader, Writer};
 use crate::estimate::Estimate;
+use crate::family::Family;
 use crate::hash::ItemHasher;
-use crate::{MergeError, ParamError};
+use crate::{DecodeError, MergeError, ParamError};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Hll {}
+    impl Sealed for super::ExaLogLog {}
+}
+
+/// A sketch a [`RingWindow`] can keep per bucket: [`Hll`] or [`ExaLogLog`]. Sealed: the
+/// ring's encoding names each kind by its own envelope family.
+pub trait BucketSketch: Clone + fmt::Debug + PartialEq + sealed::Sealed {
+    /// The envelope family of a ring of these.
+    const RING_FAMILY: Family;
+    /// An empty sketch of the same shape and hash.
+    fn emptied(&self) -> Self;
+    /// The hash.
+    fn hasher(&self) -> ItemHasher;
+    /// The precision `p`.
+    fn precision(&self) -> u8;
+    /// Inserts an item by its hash.
+    fn insert_hash(&mut self, hash: u64);
+    /// Merges another of the same shape in.
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError>;
+    /// The distinct count.
+    fn estimate(&self) -> Estimate;
+    /// Bytes held.
+    fn bytes(&self) -> usize;
+    /// The sketch's own envelope.
+    fn to_bytes(&self) -> Vec<u8>;
+    /// Decodes the sketch's own envelope.
+    fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError>;
+    /// The shape parameters a merge must agree on, `(name, value)`.
+    fn shape(&self) -> Vec<(&'static str, u64)>;
+    /// Writes the shape parameters (the ring's first parameters).
+    fn write_shape(&self, w: &mut Writer);
+    /// Reads the shape parameters and builds an empty sketch of them and `hasher`.
+    fn read_shape(r: &mut Reader<'_>, hasher: ItemHasher) -> Result<Self, DecodeError>;
+}
+
+impl BucketSketch for Hll {
+    const RING_FAMILY: Family = Family::RingWindow;
+    fn emptied(&self) -> Self {
+        Hll::with_hasher(self.precision(), self.hasher()).expect("the sketch's own precision")
+    }
+    fn hasher(&self) -> ItemHasher {
+        Hll::hasher(self)
+    }
+    fn precision(&self) -> u8 {
+        Hll::precision(self)
+    }
+    fn insert_hash(&mut self, hash: u64) {
+        Hll::insert_hash(self, hash)
+    }
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        Hll::merge(self, other)
+    }
+    fn estimate(&self) -> Estimate {
+        Hll::estimate(self)
+    }
+    fn bytes(&self) -> usize {
+        Hll::bytes(self)
+    }
+    fn to_bytes(&self) -> Vec<u8> {
+        Hll::to_bytes(self)
+    }
+    fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Hll::from_bytes(bytes)
+    }
+    fn shape(&self) -> Vec<(&'static str, u64)> {
+        vec![("precision", Hll::precision(self) as u64)]
+    }
+    fn write_shape(&self, w: &mut Writer) {
+        w.u8(Hll::precision(self));
+    }
+    fn read_shape(r: &mut Reader<'_>, hasher: ItemHasher) -> Result<Self, DecodeError> {
+        let off = r.offset();
+        let p = r.u8("precision")?;
+        Hll::with_hasher(p, hasher)
+            .map_err(|e| Reader::invalid("precision", off, e.expected, p as u64))
+    }
+}
+
+impl BucketSketch for ExaLogLog {
+    const RING_FAMILY: Family = Family::ExaLogLogRing;
+    fn emptied(&self) -> Self {
+        ExaLogLog::with_hasher(self.t(), self.d(), self.precision(), self.hasher())
+            .expect("the sketch's own parameters")
+    }
+    fn hasher(&self) -> ItemHasher {
+        ExaLogLog::hasher(self)
+    }
+    fn precision(&self) -> u8 {
+        ExaLogLog::precision(self)
+    }
+    fn insert_hash(&mut self, hash: u64) {
+        ExaLogLog::insert_hash(self, hash)
+    }
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        ExaLogLog::merge(self, other)
+    }
+    fn estimate(&self) -> Estimate {
+        ExaLogLog::estimate(self)
+    }
+    fn bytes(&self) -> usize {
+        ExaLogLog::bytes(self)
+    }
+    fn to_bytes(&self) -> Vec<u8> {
+        ExaLogLog::to_bytes(self)
+    }
+    fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        ExaLogLog::from_bytes(bytes)
+    }
+    fn shape(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("t", self.t() as u64),
+            ("d", self.d() as u64),
+            ("precision", ExaLogLog::precision(self) as u64),
+        ]
+    }
+    fn write_shape(&self, w: &mut Writer) {
+        w.u8(self.t()).u8(self.d()).u8(ExaLogLog::precision(self));
+    }
+    fn read_shape(r: &mut Reader<'_>, hasher: ItemHasher) -> Result<Self, DecodeError> {
+        let off = r.offset();
+        let t = r.u8("t")?;
+        let d = r.u8("d")?;
+        let p = r.u8("precision")?;
+        ExaLogLog::with_hasher(t, d, p, hasher).map_err(|e| {
+            let (field, at, got) = match e.name {
+                "t" => ("t", off, t),
+                "d" => ("d", off + 1, d),
+                _ => ("precision", off + 2, p),
+            };
+            Reader::invalid(field, at, e.expected, got as u64)
+        })
+    }
+}
 
 /// Why a ring refused an event or a query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,31 +215,33 @@ impl std::error::Error for RingError {}
 
 /// One slot: which bucket it holds, and its sketch.
 #[derive(Clone, Debug)]
-pub(crate) struct Slot {
+pub(crate) struct Slot<S> {
     pub(crate) bucket: u64,
-    pub(crate) sketch: Hll,
+    pub(crate) sketch: S,
 }
 
 /// The merged closed buckets of one window, valid until a bucket closes or changes.
 #[derive(Clone, Debug)]
-struct Cache {
+struct Cache<S> {
     now_bucket: u64,
     window: u64,
-    merged: Hll,
+    merged: S,
 }
 
-/// Per-bucket HyperLogLogs in a ring; windows are merges of the last buckets.
+/// Per-bucket sketches in a ring ([`Hll`] unless named); windows are merges of the last
+/// buckets.
 #[derive(Clone, Debug)]
-pub struct RingWindow {
-    p: u8,
-    hasher: ItemHasher,
+pub struct RingWindow<S: BucketSketch = Hll> {
+    /// An empty sketch of the buckets' shape and hash: every new bucket is a copy (boxed: a
+    /// ring is often one value among small ones, as in the Redis module's).
+    empty: Box<S>,
     width: u64,
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Option<Slot<S>>>,
     newest: Option<u64>,
-    cache: Option<Cache>,
+    cache: Option<Cache<S>>,
 }
 
-impl RingWindow {
+impl RingWindow<Hll> {
     /// A ring of `buckets` buckets of `width` ticks, each a precision-`p` sketch.
     pub fn new(p: u8, width: u64, buckets: u32) -> Result<Self, ParamError> {
         Self::with_hasher(p, width, buckets, ItemHasher::default())
@@ -113,7 +254,29 @@ impl RingWindow {
         buckets: u32,
         hasher: ItemHasher,
     ) -> Result<Self, ParamError> {
-        Hll::with_hasher(p, hasher)?;
+        RingWindow::of(Hll::with_hasher(p, hasher)?, width, buckets)
+    }
+}
+
+impl RingWindow<ExaLogLog> {
+    /// A ring of `buckets` buckets of `width` ticks, each an ExaLogLog of `(t, d, p)`
+    /// hashing with `hasher`.
+    pub fn exaloglog(
+        t: u8,
+        d: u8,
+        p: u8,
+        width: u64,
+        buckets: u32,
+        hasher: ItemHasher,
+    ) -> Result<Self, ParamError> {
+        RingWindow::of(ExaLogLog::with_hasher(t, d, p, hasher)?, width, buckets)
+    }
+}
+
+impl<S: BucketSketch> RingWindow<S> {
+    /// A ring of `buckets` buckets of `width` ticks, each bucket starting as a copy of
+    /// `sketch` emptied.
+    pub fn of(sketch: S, width: u64, buckets: u32) -> Result<Self, ParamError> {
         if width == 0 {
             return Err(ParamError::new("bucket width", "at least 1 tick", 0));
         }
@@ -121,8 +284,7 @@ impl RingWindow {
             return Err(ParamError::new("buckets", "in 1..=1000000", buckets));
         }
         Ok(RingWindow {
-            p,
-            hasher,
+            empty: Box::new(sketch.emptied()),
             width,
             slots: vec![None; buckets as usize],
             newest: None,
@@ -132,12 +294,17 @@ impl RingWindow {
 
     /// The precision of every bucket's sketch.
     pub fn precision(&self) -> u8 {
-        self.p
+        self.empty.precision()
     }
 
     /// The hash.
     pub fn hasher(&self) -> ItemHasher {
-        self.hasher
+        self.empty.hasher()
+    }
+
+    /// An empty sketch of the buckets' shape.
+    pub fn empty_sketch(&self) -> &S {
+        &self.empty
     }
 
     /// Ticks per bucket.
@@ -157,12 +324,12 @@ impl RingWindow {
 
     /// Adds an item's bytes at `tick`.
     pub fn insert(&mut self, item: &[u8], tick: u64) -> Result<(), RingError> {
-        self.insert_hash(self.hasher.hash(item), tick)
+        self.insert_hash(self.hasher().hash(item), tick)
     }
 
     /// Adds a `u64` item at `tick`.
     pub fn insert_u64(&mut self, item: u64, tick: u64) -> Result<(), RingError> {
-        self.insert_hash(self.hasher.hash_u64(item), tick)
+        self.insert_hash(self.hasher().hash_u64(item), tick)
     }
 
     /// Adds an item by its hash at `tick`: to its own bucket if the ring still holds it.
@@ -186,7 +353,7 @@ impl RingWindow {
             // The slot holds an older bucket (or none): recycle it.
             *slot = Some(Slot {
                 bucket,
-                sketch: Hll::with_hasher(self.p, self.hasher).expect("validated at build"),
+                sketch: (*self.empty).clone(),
             });
         }
         slot.as_mut().expect("just filled").sketch.insert_hash(hash);
@@ -200,7 +367,7 @@ impl RingWindow {
     }
 
     /// The sketch of bucket `bucket`, if the ring holds it.
-    pub fn bucket(&self, bucket: u64) -> Option<&Hll> {
+    pub fn bucket(&self, bucket: u64) -> Option<&S> {
         match &self.slots[(bucket % self.buckets()) as usize] {
             Some(s) if s.bucket == bucket => Some(&s.sketch),
             _ => None,
@@ -208,7 +375,7 @@ impl RingWindow {
     }
 
     /// The merged sketch of the `window` buckets ending with the one holding `now`.
-    pub fn window_sketch(&mut self, now: u64, window: u64) -> Result<Hll, RingError> {
+    pub fn window_sketch(&mut self, now: u64, window: u64) -> Result<S, RingError> {
         let n = self.buckets();
         if window == 0 || window > n {
             return Err(RingError::Window { window, buckets: n });
@@ -219,7 +386,7 @@ impl RingWindow {
             .as_ref()
             .is_some_and(|c| c.now_bucket == now_bucket && c.window == window);
         if !valid {
-            let mut merged = Hll::with_hasher(self.p, self.hasher).expect("validated at build");
+            let mut merged = (*self.empty).clone();
             for b in now_bucket.saturating_sub(window - 1)..now_bucket {
                 if let Some(s) = self.bucket(b) {
                     merged.merge(s).expect("one ring, one hash and precision");
@@ -247,7 +414,7 @@ impl RingWindow {
     pub fn bytes(&self) -> usize {
         let slots: usize = self.slots.iter().flatten().map(|s| s.sketch.bytes()).sum();
         core::mem::size_of::<Self>()
-            + self.slots.len() * core::mem::size_of::<Option<Slot>>()
+            + self.slots.len() * core::mem::size_of::<Option<Slot<S>>>()
             + slots
             + self.cache.as_ref().map_or(0, |c| c.merged.bytes())
     }
@@ -255,16 +422,17 @@ impl RingWindow {
     /// Merges another ring of the same shape and hash, bucket by bucket: the union of two
     /// streams. A bucket only one side still holds is kept; one older than the merged ring
     /// can hold is dropped.
-    pub fn merge(&mut self, other: &RingWindow) -> Result<(), MergeError> {
-        MergeError::check(
-            self.hasher,
-            other.hasher,
-            &[
-                ("precision", self.p as u64, other.p as u64),
-                ("bucket width", self.width, other.width),
-                ("buckets", self.buckets(), other.buckets()),
-            ],
-        )?;
+    pub fn merge(&mut self, other: &RingWindow<S>) -> Result<(), MergeError> {
+        let mut fields: Vec<(&'static str, u64, u64)> = self
+            .empty
+            .shape()
+            .into_iter()
+            .zip(other.empty.shape())
+            .map(|((name, ours), (_, theirs))| (name, ours, theirs))
+            .collect();
+        fields.push(("bucket width", self.width, other.width));
+        fields.push(("buckets", self.buckets(), other.buckets()));
+        MergeError::check(self.hasher(), other.hasher(), &fields)?;
         let newest = self.newest.max(other.newest);
         let n = self.buckets();
         for slot in other.slots.iter().flatten() {
@@ -285,11 +453,11 @@ impl RingWindow {
 
     // --- for the encoding ---
 
-    pub(crate) fn slots(&self) -> &[Option<Slot>] {
+    pub(crate) fn slots(&self) -> &[Option<Slot<S>>] {
         &self.slots
     }
 
-    pub(crate) fn restore(&mut self, newest: Option<u64>, slots: Vec<Option<Slot>>) {
+    pub(crate) fn restore(&mut self, newest: Option<u64>, slots: Vec<Option<Slot<S>>>) {
         self.newest = newest;
         self.slots = slots;
         self.cache = None;

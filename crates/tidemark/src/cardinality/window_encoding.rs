@@ -7,16 +7,17 @@
 //!            2^p registers: pairs u8 (≤ 65 − p), then per pair, oldest first:
 //!            tick offset from base u32 (≤ 2^26 − 1), rank u8 (1..=65 − p);
 //!            offsets strictly increase and ranks strictly decrease
-//! RingWindow (family 17)
-//!   params:  p u8, bucket width u64 (≥ 1), buckets u32 (1..=10^6)
+//! RingWindow of Hll (family 17) and of ExaLogLog (family 20)
+//!   params:  the bucket sketch's shape — p u8 (family 17); t u8, d u8, p u8 (family 20) —
+//!            then bucket width u64 (≥ 1), buckets u32 (1..=10^6)
 //!   payload: has newest u8, newest bucket u64, then for each slot i: present u8, and if
 //!            present: bucket u64 (≡ i mod buckets, within the ring), length u64, and that
-//!            many bytes: the bucket's HyperLogLog in its own envelope (family 16), whose
-//!            hash and precision must be the ring's
+//!            many bytes: the bucket's sketch in its own envelope (family 16 or 19), whose
+//!            hash and shape must be the ring's
 //! ```
 
 use super::registers::max_rank;
-use super::ring::{too_old, Slot};
+use super::ring::{too_old, BucketSketch, Slot};
 use super::sliding::MAX_RETENTION;
 use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
@@ -168,14 +169,19 @@ impl SlidingHll {
     }
 }
 
-impl RingWindow {
+impl RingWindow<Hll> {
+    /// Decodes a ring of HyperLogLogs, checking every slot and nested sketch.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        RingWindow::decode(bytes)
+    }
+}
+
+impl<S: BucketSketch> RingWindow<S> {
     /// Encodes the ring in the envelope; each bucket's sketch is nested in its own.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut params = Writer::new();
-        params
-            .u8(self.precision())
-            .u64(self.width())
-            .u32(self.buckets() as u32);
+        self.empty_sketch().write_shape(&mut params);
+        params.u64(self.width()).u32(self.buckets() as u32);
         let mut w = Writer::new();
         w.u8(self.newest_bucket().is_some() as u8)
             .u64(self.newest_bucket().unwrap_or(0));
@@ -190,29 +196,25 @@ impl RingWindow {
                 }
             }
         }
-        codec::encode(
-            Family::RingWindow,
-            0,
-            self.hasher(),
-            params.bytes(),
-            w.bytes(),
-        )
+        codec::encode(S::RING_FAMILY, 0, self.hasher(), params.bytes(), w.bytes())
     }
 
-    /// Decodes a ring, checking every slot and nested sketch.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let env = codec::decode_family(bytes, Family::RingWindow)?;
+    /// Decodes a ring of `S`, checking every slot and nested sketch
+    /// (`RingWindow::<ExaLogLog>::decode`; a HyperLogLog ring also has
+    /// [`RingWindow::from_bytes`]).
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let env = codec::decode_family(bytes, S::RING_FAMILY)?;
         if env.flags != 0 {
             return Err(Reader::invalid("flags", 6, "0", env.flags as u64));
         }
         let mut params = env.params();
-        let p = read_precision(&mut params)?;
+        let empty = S::read_shape(&mut params, env.hasher)?;
         let woff = params.offset();
         let width = params.u64("bucket width")?;
         let boff = params.offset();
         let n = params.u32("buckets")?;
         params.finish()?;
-        let mut ring = RingWindow::with_hasher(p, width, n, env.hasher).map_err(|e| {
+        let mut ring = RingWindow::of(empty.clone(), width, n).map_err(|e| {
             if e.name == "buckets" {
                 Reader::invalid("buckets", boff, "in 1..=1000000", n as u64)
             } else {
@@ -264,12 +266,12 @@ impl RingWindow {
             let len = r.u64("sketch length")?;
             let soff = r.offset();
             let inner = r.bytes(len, "bucket sketch")?;
-            let sketch = Hll::from_bytes(inner)?;
-            if sketch.precision() != p || sketch.hasher() != env.hasher {
+            let sketch = S::from_bytes(inner)?;
+            if sketch.shape() != empty.shape() || sketch.hasher() != env.hasher {
                 return Err(Reader::invalid(
                     "bucket sketch",
                     soff,
-                    "the ring's precision and hash",
+                    "the ring's shape (precision, and t and d for ExaLogLog) and hash",
                     sketch.precision() as u64,
                 ));
             }

@@ -4,6 +4,7 @@
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
 
 mod countmin;
+mod distinct_per_byte;
 mod filters;
 mod histogram;
 mod hll;
@@ -33,6 +34,11 @@ pub enum Plate {
     /// HyperLogLog (Flajolet et al.): relative RMSE and bias (Ertl and HIP) from 1 to 10^7
     /// distinct items at p = 10, 12, 14, 200 seeded trials per point.
     HllAccuracy,
+    /// HyperLogLog beside ExaLogLog (Ertl 2025): relative RMSE, bias, bytes at rest and
+    /// memory-variance product from 1 to 10^7 distinct items, 1,000 seeded trials a point
+    /// (HyperLogLog p = 10, 12 with Ertl's estimator and HIP; ExaLogLog (2, 20) p = 8, 10 with
+    /// maximum likelihood and the martingale).
+    DistinctPerByte,
     /// Sliding HyperLogLog (Chabchoub and Hébrail): the ring of minute sketches and the sliding
     /// HyperLogLog against exact counts.
     SlidingHll,
@@ -65,6 +71,12 @@ pub struct Args {
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Trials a point for hll-accuracy (default 200) and distinct-per-byte (default 1000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub trials: Option<u64>,
+    /// The largest n of hll-accuracy and distinct-per-byte (default 10^7).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub max_n: Option<u64>,
     /// Also write each plate's records as DIR/<plate>.csv and its charts as
     /// DIR/<plate>[-<chart>].svg and .png.
     #[arg(long, value_name = "DIR")]
@@ -94,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("\n== {name}");
         }
         output::start_recording();
-        let result = run_plate(plate, args.json);
+        let result = run_plate(plate, &args);
         let records = output::take_recorded();
         result?;
         if let Some(dir) = &args.out {
@@ -109,14 +121,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_plate(plate: Plate, json: bool) -> anyhow::Result<()> {
+fn run_plate(plate: Plate, args: &Args) -> anyhow::Result<()> {
+    let json = args.json;
+    let max_n = args.max_n.unwrap_or(10_000_000);
     let mut out = Output::new(json);
     match plate {
         Plate::HistogramTwenty => histogram::twenty(&mut out),
         Plate::HistogramWindow400 => histogram::window_400(&mut out),
         Plate::HistogramError => histogram::error_sweep(&mut out),
         Plate::HistogramBits => histogram::bits(&mut out),
-        Plate::HllAccuracy => hll::accuracy(&mut out, 200, 10_000_000),
+        Plate::HllAccuracy => hll::accuracy(&mut out, args.trials.unwrap_or(200), max_n),
+        Plate::DistinctPerByte => {
+            distinct_per_byte::run(&mut out, args.trials.unwrap_or(1_000), max_n)
+        }
         Plate::SlidingHll => sliding::run(&mut out),
         Plate::SlidingMemory => sliding::memory(&mut out),
         Plate::CountminAccuracy => countmin::accuracy(json),

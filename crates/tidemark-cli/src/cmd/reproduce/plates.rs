@@ -62,6 +62,18 @@ const HISTOGRAM_BITS: &[Chart] = &[Chart {
     )
 }];
 
+const DISTINCT_PER_BYTE: &[Chart] = &[Chart {
+    group: Some("series"),
+    log_x: true,
+    log_y: true,
+    y_label: "relative RMSE rescaled to 1,024 bytes at rest",
+    ..chart(
+        "HyperLogLog and ExaLogLog at equal bytes: RMSE × √(bytes / 1,024), 1,000 trials a point",
+        "n",
+        &["rmse_at_1kib"],
+    )
+}];
+
 const HLL_ACCURACY: &[Chart] = &[
     Chart {
         group: Some("p"),
@@ -194,6 +206,7 @@ pub fn charts(plate: Plate) -> &'static [Chart] {
         Plate::HistogramError => HISTOGRAM_ERROR,
         Plate::HistogramBits => HISTOGRAM_BITS,
         Plate::HllAccuracy => HLL_ACCURACY,
+        Plate::DistinctPerByte => DISTINCT_PER_BYTE,
         Plate::SlidingHll => SLIDING_HLL,
         Plate::SlidingMemory => SLIDING_MEMORY,
         Plate::CountminAccuracy => COUNTMIN_ACCURACY,

@@ -1,0 +1,278 @@
+//! [`ExaLogLog`] in the envelope.
+//!
+//! ```text
+//! ExaLogLog (family 19)
+//!   flags:   bit 0 martingale estimate present; other bits zero
+//!   params:  t u8 (0..=3), d u8 (6 + t + d ≤ 32), p u8 (4..=18), confidence f64 (in (0, 1))
+//!   payload: representation u8 (0 exact, 1 dense)
+//!            [martingale value f64, finite and ≥ 0; for the exact form equal to its count]
+//!     exact: count u64, then count hashes u64, strictly increasing; their table (load ≤ 3/4,
+//!            power-of-two capacity ≥ 4) at 8 bytes a slot takes at most 4·2^p bytes
+//!     dense: ⌈2^p·(6 + t + d)/8⌉ bytes, register i in bits i·b..(i+1)·b (b = 6 + t + d,
+//!            little-endian bit order), each u << d | history with u ≤ (65 − p − t)·2^t and
+//!            no history bit for a value below 1 (none at all when u = 0)
+//! ```
+//!
+//! Fields are checked in this order before anything is allocated; sorted hashes and unused
+//! bits at zero make the encoding canonical.
+
+use super::register::Shape;
+use super::{check_params, exact_capacity_fits, ExaLogLog, Repr};
+use crate::cardinality::sets::{capacity_for, ExactSet};
+use crate::codec::{self, Family, Reader, Writer};
+use crate::DecodeError;
+
+const FLAG_MARTINGALE: u8 = 1;
+const REPR_EXACT: u8 = 0;
+const REPR_DENSE: u8 = 1;
+
+/// Packs `bits`-bit values, little-endian bit order.
+fn pack(values: &[u32], bits: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity((values.len() * bits as usize).div_ceil(8));
+    let (mut acc, mut held) = (0u64, 0u32);
+    for &v in values {
+        acc |= (v as u64) << held;
+        held += bits;
+        while held >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            held -= 8;
+        }
+    }
+    if held > 0 {
+        out.push(acc as u8);
+    }
+    out
+}
+
+/// The `i`-th `bits`-bit value of a packing.
+fn unpack_at(bytes: &[u8], i: usize, bits: u32) -> u32 {
+    let start = i * bits as usize;
+    let mut acc = 0u64;
+    for (n, b) in bytes[start / 8..].iter().take(5).enumerate() {
+        acc |= (*b as u64) << (8 * n);
+    }
+    ((acc >> (start % 8)) & ((1u64 << bits) - 1)) as u32
+}
+
+impl ExaLogLog {
+    /// Encodes the sketch in the envelope (see `FORMAT.md`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (t, d, p) = self.shape_parts();
+        let mut params = Writer::new();
+        params.u8(t).u8(d).u8(p).f64(self.confidence());
+        let mut w = Writer::new();
+        w.u8(match self.repr {
+            Repr::Exact(_) => REPR_EXACT,
+            Repr::Dense(_) => REPR_DENSE,
+        });
+        if let Some(m) = &self.martingale {
+            w.f64(m.value);
+        }
+        match &self.repr {
+            Repr::Exact(set) => {
+                let mut hs: Vec<u64> = set.iter().collect();
+                hs.sort_unstable();
+                w.u64(hs.len() as u64);
+                for h in hs {
+                    w.u64(h);
+                }
+            }
+            Repr::Dense(regs) => {
+                w.raw(&pack(regs, self.register_bits()));
+            }
+        }
+        let flags = if self.martingale.is_some() {
+            FLAG_MARTINGALE
+        } else {
+            0
+        };
+        codec::encode(
+            Family::ExaLogLog,
+            flags,
+            self.hasher(),
+            params.bytes(),
+            w.bytes(),
+        )
+    }
+
+    /// Decodes a sketch, checking every field before building it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ExaLogLog, DecodeError> {
+        let env = codec::decode_family(bytes, Family::ExaLogLog)?;
+        if env.flags & !FLAG_MARTINGALE != 0 {
+            return Err(Reader::invalid(
+                "flags",
+                6,
+                "only bit 0 (martingale)",
+                env.flags as u64,
+            ));
+        }
+        let mut params = env.params();
+        let toff = params.offset();
+        let t = params.u8("t")?;
+        let d = params.u8("d")?;
+        let p = params.u8("precision")?;
+        let shape = check_params(t, d, p).map_err(|e| {
+            let (field, off, got) = match e.name {
+                "t" => ("t", toff, t),
+                "d" => ("d", toff + 1, d),
+                _ => ("precision", toff + 2, p),
+            };
+            Reader::invalid(field, off, e.expected, got as u64)
+        })?;
+        let coff = params.offset();
+        let confidence = params.f64("confidence")?;
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return Err(Reader::invalid(
+                "confidence",
+                coff,
+                "in (0, 1)",
+                confidence.to_bits(),
+            ));
+        }
+        params.finish()?;
+
+        let mut r = env.payload();
+        let roff = r.offset();
+        let kind = r.u8("representation")?;
+        if kind > REPR_DENSE {
+            return Err(Reader::invalid(
+                "representation",
+                roff,
+                "0 (exact) or 1 (dense)",
+                kind as u64,
+            ));
+        }
+        let moff = r.offset();
+        let martingale = if env.flags & FLAG_MARTINGALE != 0 {
+            let v = r.f64("martingale value")?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Reader::invalid(
+                    "martingale value",
+                    moff,
+                    "finite and at least 0",
+                    v.to_bits(),
+                ));
+            }
+            Some(v)
+        } else {
+            None
+        };
+        let repr = if kind == REPR_EXACT {
+            let off = r.offset();
+            let n = r.count("hashes", 8, u64::MAX)?;
+            if !exact_capacity_fits(p, n) {
+                return Err(Reader::invalid(
+                    "hashes",
+                    off,
+                    "no more than the exact form holds at this precision",
+                    n as u64,
+                ));
+            }
+            if martingale.is_some_and(|v| v != n as f64) {
+                return Err(Reader::invalid(
+                    "martingale value",
+                    moff,
+                    "the exact form's count",
+                    martingale.unwrap_or(0.0).to_bits(),
+                ));
+            }
+            let mut set = ExactSet::with_capacity(capacity_for(n).max(4));
+            let mut prev: Option<u64> = None;
+            for _ in 0..n {
+                let off = r.offset();
+                let h = r.u64("hash")?;
+                if prev.is_some_and(|q| h <= q) {
+                    return Err(Reader::invalid("hash", off, "strictly increasing", h));
+                }
+                prev = Some(h);
+                set.insert(h);
+            }
+            Repr::Exact(set)
+        } else {
+            let bits = shape.register_bits();
+            let m = 1usize << p;
+            let off = r.offset();
+            let packed = r.bytes((m * bits as usize).div_ceil(8) as u64, "registers")?;
+            let mut regs = Vec::with_capacity(m);
+            for i in 0..m {
+                let reg = unpack_at(packed, i, bits);
+                if let Err(why) = check_register(shape, reg) {
+                    return Err(Reader::invalid(
+                        "registers",
+                        off + i * bits as usize / 8,
+                        why,
+                        reg as u64,
+                    ));
+                }
+                regs.push(reg);
+            }
+            let tail_bits = (m * bits as usize) % 8;
+            if tail_bits != 0 && packed[packed.len() - 1] >> tail_bits != 0 {
+                return Err(Reader::invalid(
+                    "registers",
+                    off + packed.len() - 1,
+                    "unused bits of the last byte zero",
+                    packed[packed.len() - 1] as u64,
+                ));
+            }
+            Repr::Dense(regs)
+        };
+        r.finish()?;
+        ExaLogLog::from_parts(t, d, p, env.hasher, confidence, repr, martingale)
+            .map_err(|_| Reader::invalid("confidence", coff, "in (0, 1)", confidence.to_bits()))
+    }
+}
+
+/// Why a register value cannot have been written by a sketch of `shape`.
+fn check_register(shape: Shape, reg: u32) -> Result<(), &'static str> {
+    let d = shape.d as u32;
+    let u = reg >> d;
+    let history = reg & ((1u64 << d) - 1) as u32;
+    if u > shape.max_value() {
+        return Err("u at most (65 − p − t)·2^t");
+    }
+    // Bit d − δ stands for value u − δ, which exists only for δ < u.
+    let possible = if u == 0 {
+        0
+    } else if u > d {
+        history
+    } else {
+        history & !((1u32 << (d - (u - 1))) - 1)
+    };
+    if history != possible {
+        return Err("no history bit for a value below 1");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_round_trips_every_width() {
+        for bits in [6u32, 16, 23, 28, 32] {
+            let vals: Vec<u32> = (0..37u64)
+                .map(|i| ((i * 0x9e37_79b9) & ((1u64 << bits) - 1)) as u32)
+                .collect();
+            let packed = pack(&vals, bits);
+            assert_eq!(packed.len(), (37 * bits as usize).div_ceil(8));
+            for (i, &v) in vals.iter().enumerate() {
+                assert_eq!(unpack_at(&packed, i, bits), v, "bits {bits} at {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn registers_with_impossible_history_are_refused() {
+        let s = Shape { t: 2, d: 20, p: 10 };
+        assert!(check_register(s, 0).is_ok());
+        assert!(check_register(s, 1).is_err()); // history without a value
+        assert!(check_register(s, 1 << 20).is_ok()); // u = 1, nothing below
+        assert!(check_register(s, (1 << 20) | (1 << 19)).is_err()); // u = 1 claims value 0
+        assert!(check_register(s, (2 << 20) | (1 << 19)).is_ok()); // u = 2 saw 1
+        assert!(check_register(s, (2 << 20) | (1 << 18)).is_err()); // u = 2 claims 0
+        assert!(check_register(s, (s.max_value() + 1) << 20).is_err());
+    }
+}
