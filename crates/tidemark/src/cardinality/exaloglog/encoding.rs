@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn registers_with_impossible_history_are_refused() {
-        let s = Shape { t: 2, d: 20, p: 10 };
+        let s = Shape::new(2, 20, 10);
         assert!(check_register(s, 0).is_ok());
         assert!(check_register(s, 1).is_err()); // history without a value
         assert!(check_register(s, 1 << 20).is_ok()); // u = 1, nothing below

@@ -88,7 +88,7 @@ pub(crate) enum Repr {
     Dense(Vec<u32>),
 }
 
-/// The martingale state: the running estimate and `Σ P(change of register i)·2^64`.
+/// The martingale state: the running estimate and `Σ P(change of register i)·2^63`.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Martingale {
     pub(crate) value: f64,
@@ -119,14 +119,15 @@ fn check_params(t: u8, d: u8, p: u8) -> Result<Shape, ParamError> {
     if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
         return Err(ParamError::new("precision", "in 4..=18", p));
     }
-    let shape = Shape { t, d, p };
-    if shape.register_bits() > 32 {
+    if 6 + t as u32 + d as u32 > 32 {
         return Err(ParamError::new(
             "d",
             "at most 26 − t (registers of 32 bits)",
             d,
         ));
     }
+    let shape = Shape::new(t, d, p);
+    debug_assert_eq!(shape.register_bits(), 6 + t as u32 + d as u32);
     Ok(shape)
 }
 
@@ -263,28 +264,38 @@ impl ExaLogLog {
             let old = regs[i];
             let u = old >> shape.d;
             if k > u {
-                let new = shape.raise(old, k);
-                regs[i] = new;
-                if let Some(mart) = &mut self.martingale {
-                    mart.value += increment(1usize << shape.p, mart.sum);
-                    mart.sum = mart.sum - shape.change_weight(old) + shape.change_weight(new);
-                }
+                self.change(i, old, shape.raise(old, k), k);
             } else {
-                // The common case, a value at or below u: one masked OR, stored whether or not
-                // it changed anything (a branch here would mispredict on the 1 in 10 or so of
-                // values that land in the window).
+                // The common case, a value at or below u: one OR with the value's history bit
+                // (0 for u itself and below the window).
                 let new = old | shape.window_bit(u, k);
-                regs[i] = new;
                 if new != old {
-                    if let Some(mart) = &mut self.martingale {
-                        // Filling the window takes only this value's probability away.
-                        mart.value += increment(1usize << shape.p, mart.sum);
-                        mart.sum -= shape.weight(k);
-                    }
+                    self.change(i, old, new, k);
                 }
             }
         } else {
             self.insert_exact(hash);
+        }
+    }
+
+    /// Register `i` goes from `old` to `new` on value `k`: stored, and the martingale counts
+    /// the change. Out of line: a few percent of inserts come here, and keeping the
+    /// martingale's arithmetic out of the insert loop keeps the loop's values in registers.
+    #[inline(never)]
+    fn change(&mut self, i: usize, old: u32, new: u32, k: u32) {
+        let shape = self.shape;
+        let Repr::Dense(regs) = &mut self.repr else {
+            unreachable!("called by the dense insert");
+        };
+        regs[i] = new;
+        if let Some(mart) = &mut self.martingale {
+            mart.value += increment(1usize << shape.p, mart.sum);
+            mart.sum = if new >> shape.d == old >> shape.d {
+                // Filling the window takes only this value's probability away.
+                mart.sum - shape.weight(k) as u128
+            } else {
+                mart.sum - shape.change_weight(old) as u128 + shape.change_weight(new) as u128
+            };
         }
     }
 
@@ -326,12 +337,15 @@ impl ExaLogLog {
         }
     }
 
-    /// `Σ P(change of register i)·2^64` over the registers of the current form (unused by
+    /// `Σ P(change of register i)·2^63` over the registers of the current form (unused by
     /// the exact form, where every new hash is a change).
     pub(crate) fn fresh_sum(&self) -> u128 {
         match &self.repr {
             Repr::Exact(_) => 0,
-            Repr::Dense(regs) => regs.iter().map(|&r| self.shape.change_weight(r)).sum(),
+            Repr::Dense(regs) => regs
+                .iter()
+                .map(|&r| self.shape.change_weight(r) as u128)
+                .sum(),
         }
     }
 
@@ -375,7 +389,7 @@ impl ExaLogLog {
                 .for_each(|&r| add(r, &mut alpha, &mut beta)),
         }
         let m = self.m() as f64;
-        let alpha = alpha as f64 / 18_446_744_073_709_551_616.0;
+        let alpha = alpha as f64 / TWO_63;
         let lambda = solve(alpha, &beta);
         let value = m * lambda / (1.0 + ml_bias_constant(shape.t, shape.d) / m);
         let rse = ml_rse_constant(shape.t, shape.d) / m.sqrt();
@@ -412,7 +426,7 @@ impl ExaLogLog {
         if d > self.shape.d {
             return Err(ParamError::new("d", "at most the sketch's d", d));
         }
-        let target = Shape { p, d, ..self.shape };
+        let target = Shape::new(self.shape.t, d, p);
         let mut out = ExaLogLog {
             shape: target,
             hasher: self.hasher,
@@ -428,7 +442,7 @@ impl ExaLogLog {
                 }
             }
             Repr::Dense(regs) => {
-                let narrow = Shape { d, ..self.shape };
+                let narrow = self.shape.with_d(d);
                 let mut reduced = vec![0u32; 1 << p];
                 for (i, &r) in regs.iter().enumerate() {
                     let r = narrow.reduce(i, self.shape.shorten(r, d), p);
@@ -521,12 +535,15 @@ impl ExaLogLog {
     }
 }
 
-/// `m / P(change)` = `m·2^64 / sum`, the 128-bit sum converted as two 64-bit halves.
+/// 2^63, the scale of the exact probability sums.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// `m / P(change)` = `m·2^63 / sum`, the 128-bit sum converted as two 64-bit halves.
 #[inline]
 fn increment(m: usize, sum: u128) -> f64 {
     const TWO_64: f64 = 18_446_744_073_709_551_616.0;
     let s = (sum >> 64) as u64 as f64 * TWO_64 + sum as u64 as f64;
-    m as f64 * TWO_64 / s
+    m as f64 * TWO_63 / s
 }
 
 /// Whether `capacity` hashes' table fits at precision `p` (for the decoder).

@@ -12,15 +12,51 @@ pub(crate) const MAX_D: u8 = 26;
 /// The largest `t`.
 pub(crate) const MAX_T: u8 = 3;
 
-/// The parameters every register of one sketch shares.
+/// The parameters every register of one sketch shares, with the masks and shifts an insert
+/// uses precomputed (each insert would otherwise derive them again from `t`, `d` and `p`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Shape {
     pub(crate) t: u8,
     pub(crate) d: u8,
     pub(crate) p: u8,
+    /// `64 − p`: the index is the hash shifted right by this.
+    index_shift: u8,
+    /// `2^w`: the sentinel that caps the run of zeros at `w`.
+    sentinel: u64,
+    /// `2^t − 1`: the sub-bits.
+    sub_mask: u64,
+    /// `2^(d−1)` (0 when `d = 0`): the history bit of `u − 1`, shifted into place by a
+    /// value's distance.
+    newest: u64,
+    /// `2^d − 1`: the history bits.
+    history: u32,
 }
 
 impl Shape {
+    /// The shape of parameters `(t, d, p)` (`t + p < 64`, `d ≤ 26`; checked by the sketch).
+    pub(crate) const fn new(t: u8, d: u8, p: u8) -> Shape {
+        Shape {
+            t,
+            d,
+            p,
+            index_shift: 64 - p,
+            sentinel: 1u64 << (64 - p as u32 - t as u32),
+            sub_mask: (1u64 << t) - 1,
+            newest: (1u64 << d) >> 1,
+            history: ((1u64 << d) - 1) as u32,
+        }
+    }
+
+    /// The same shape at another precision.
+    pub(crate) const fn with_p(self, p: u8) -> Shape {
+        Shape::new(self.t, self.d, p)
+    }
+
+    /// The same shape with another `d`.
+    pub(crate) const fn with_d(self, d: u8) -> Shape {
+        Shape::new(self.t, d, self.p)
+    }
+
     /// The geometric bits of the hash: `w = 64 − p − t`, between the index (the low `p` bits)
     /// and the `t` sub-bits (the top `t` bits).
     #[inline]
@@ -43,8 +79,9 @@ impl Shape {
         self.value_bits() + self.d as u32
     }
 
+    #[inline]
     fn history_mask(self) -> u32 {
-        ((1u64 << self.d) - 1) as u32
+        self.history
     }
 
     /// The register index and update value of a hash: the index is the top `p` bits; with
@@ -56,10 +93,10 @@ impl Shape {
     /// below the top level keeps its meaning (O. Ertl's layout, mirrored).
     #[inline]
     pub(crate) fn split(self, hash: u64) -> (usize, u32) {
-        let index = (hash >> (64 - self.p as u32)) as usize;
-        let sub = (hash & ((1u64 << self.t) - 1)) as u32;
+        let index = (hash >> self.index_shift) as usize;
+        let sub = (hash & self.sub_mask) as u32;
         // Bit w of the shifted hash is the lowest index bit; set, it caps the zeros at w.
-        let z = ((hash >> self.t) | (1u64 << self.w())).trailing_zeros();
+        let z = ((hash >> self.t) | self.sentinel).trailing_zeros();
         (index, (z << self.t) + sub + 1)
     }
 
@@ -71,24 +108,26 @@ impl Shape {
         self.t as u32 + (((k - 1) >> self.t) + 1).min(self.w())
     }
 
-    /// `P(value = k)·2^64`, exact.
+    /// `P(value = k)·2^63`, exact: probabilities are powers of two from `2^−1` down to
+    /// `2^−(64 − p)` (`p ≥ 4`), and a register's sums stay at most 1, so 64-bit integers
+    /// scaled by `2^63` hold them all exactly.
     #[inline]
-    pub(crate) fn weight(self, k: u32) -> u128 {
-        1u128 << (64 - self.level(k))
+    pub(crate) fn weight(self, k: u32) -> u64 {
+        1u64 << (63 - self.level(k))
     }
 
-    /// `P(value > k)·2^64`, exact, for `k` in `0..=max_value`.
-    pub(crate) fn tail(self, k: u32) -> u128 {
+    /// `P(value > k)·2^63`, exact, for `k` in `0..=max_value`.
+    pub(crate) fn tail(self, k: u32) -> u64 {
         if k == 0 {
-            return 1u128 << 64;
+            return 1u64 << 63;
         }
         let z = (k - 1) >> self.t;
         let s = (k - 1) & ((1 << self.t) - 1);
-        let same_level = ((1u128 << self.t) - 1 - s as u128) * self.weight(k);
+        let same_level = ((1u64 << self.t) - 1 - s as u64) * self.weight(k);
         // Every level above z together has the probability 2^−(z+1): levels z+1..w−1 give
         // 2^−(z+1) − 2^−w and the top level (probability 2^−w in all) the rest.
         let above = if z < self.w() {
-            1u128 << (64 - (z + 1))
+            1u64 << (63 - (z + 1))
         } else {
             0
         };
@@ -123,11 +162,12 @@ impl Shape {
     }
 
     /// The history bit of value `k ≤ u`, or 0 when `k = u` or `k` is below the window:
-    /// `2^d >> (u − k)` kept to the history bits, without a branch.
+    /// `2^(d−1) >> (u − k − 1)`, without a branch (`u − k − 1` wraps for `k = u`, and every
+    /// shift past 63 gives 0).
     #[inline]
     pub(crate) fn window_bit(self, u: u32, k: u32) -> u32 {
         debug_assert!(k <= u);
-        (((1u64 << self.d) >> (u - k).min(63)) as u32) & self.history_mask()
+        (self.newest >> (u - k).wrapping_sub(1).min(63)) as u32
     }
 
     /// The register of the union of two registers' streams: exact, since every value the
@@ -163,12 +203,12 @@ impl Shape {
         })
     }
 
-    /// `P(an item changes this register | it falls in it)·2^64`: a value above `u`, or one in
+    /// `P(an item changes this register | it falls in it)·2^63`: a value above `u`, or one in
     /// the history window not yet seen. Values below the window change nothing.
     ///
     /// The window's unseen values are summed a level at a time (values `z·2^t + 1..=(z+1)·2^t`
     /// share one probability): a popcount per level, not a step per bit.
-    pub(crate) fn change_weight(self, r: u32) -> u128 {
+    pub(crate) fn change_weight(self, r: u32) -> u64 {
         let d = self.d as u32;
         let u = r >> d;
         let mut sum = self.tail(u);
@@ -183,19 +223,19 @@ impl Shape {
             let level_end = ((((v - 1) >> self.t) + 1) << self.t).min(u - 1); // last value
             let (lo, hi) = (v + d - u, level_end + d - u); // bits lo..=hi
             let bits = (unseen >> lo) & (((1u64 << (hi - lo + 1)) - 1) as u32);
-            sum += (bits.count_ones() as u128) << (64 - self.level(v));
+            sum += (bits.count_ones() as u64) << (63 - self.level(v));
             v = level_end + 1;
         }
         sum
     }
 
     /// Adds what a register says to the maximum-likelihood coefficients: for each value known
-    /// unseen, its probability to `alpha` (scaled by 2^64); for each value seen, one to
+    /// unseen, its probability to `alpha` (scaled by 2^63); for each value seen, one to
     /// `beta[level]`.
     pub(crate) fn add_coefficients(self, r: u32, alpha: &mut u128, beta: &mut [u32; 65]) {
         let d = self.d as u32;
         let u = r >> d;
-        *alpha += self.tail(u);
+        *alpha += self.tail(u) as u128;
         if u == 0 {
             return;
         }
@@ -206,7 +246,7 @@ impl Shape {
             if history >> (d - delta) & 1 == 1 {
                 beta[self.level(k) as usize] += 1;
             } else {
-                *alpha += self.weight(k);
+                *alpha += self.weight(k) as u128;
             }
         }
     }
@@ -222,7 +262,7 @@ impl Shape {
     /// reduction is exact.
     pub(crate) fn reduce(self, index: usize, r: u32, to: u8) -> u32 {
         debug_assert!(to <= self.p);
-        let target = Shape { p: to, ..self };
+        let target = self.with_p(to);
         let dropped = self.p - to;
         let low = index & ((1usize << dropped) - 1);
         let zeros = if low == 0 {
@@ -258,10 +298,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     const SHAPES: [Shape; 4] = [
-        Shape { t: 2, d: 20, p: 10 },
-        Shape { t: 1, d: 9, p: 6 },
-        Shape { t: 0, d: 0, p: 12 },
-        Shape { t: 3, d: 5, p: 4 },
+        Shape::new(2, 20, 10),
+        Shape::new(1, 9, 6),
+        Shape::new(0, 0, 12),
+        Shape::new(3, 5, 4),
     ];
 
     /// The split, bit by bit from its definition.
@@ -318,16 +358,16 @@ mod tests {
             }
             assert_eq!(s.split(0).1, s.w() * (1 << s.t) + 1);
         }
-        assert_eq!(Shape { t: 2, d: 20, p: 10 }.register_bits(), 28);
+        assert_eq!(Shape::new(2, 20, 10).register_bits(), 28);
     }
 
     #[test]
     fn probabilities_sum_to_one_and_tails_match_sums() {
         for s in SHAPES {
-            let total: u128 = (1..=s.max_value()).map(|k| s.weight(k)).sum();
-            assert_eq!(total, 1u128 << 64, "{s:?}");
+            let total: u64 = (1..=s.max_value()).map(|k| s.weight(k)).sum();
+            assert_eq!(total, 1u64 << 63, "{s:?}");
             for k in 0..=s.max_value() {
-                let tail: u128 = (k + 1..=s.max_value()).map(|j| s.weight(j)).sum();
+                let tail: u64 = (k + 1..=s.max_value()).map(|j| s.weight(j)).sum();
                 assert_eq!(s.tail(k), tail, "{s:?} k = {k}");
             }
         }
@@ -364,7 +404,7 @@ mod tests {
             let mut r = 0u32;
             for h in hashes(200, 3) {
                 r = s.update(r, s.split(h).1);
-                let changing: u128 = (1..=s.max_value())
+                let changing: u64 = (1..=s.max_value())
                     .filter(|&k| s.update(r, k) != r)
                     .map(|k| s.weight(k))
                     .sum();
@@ -386,7 +426,7 @@ mod tests {
                 let lowest_known = u.saturating_sub(s.d as u32).max(1);
                 let unseen: u128 = (lowest_known..=s.max_value())
                     .filter(|k| !seen.contains(k))
-                    .map(|k| s.weight(k))
+                    .map(|k| s.weight(k) as u128)
                     .sum();
                 assert_eq!(alpha, unseen);
                 let mut want = [0u32; 65];
@@ -402,9 +442,9 @@ mod tests {
     fn reduce_gives_the_register_a_smaller_precision_would_hold() {
         // Items split at precision p, reduced to `to`, give exactly the registers of items
         // split at `to`, at every count (small counts exercise the top level and the window).
-        for s in [Shape { t: 2, d: 20, p: 9 }, Shape { t: 1, d: 3, p: 7 }] {
+        for s in [Shape::new(2, 20, 9), Shape::new(1, 3, 7)] {
             for to in [s.p - 1, s.p - 3, 4] {
-                let target = Shape { p: to, ..s };
+                let target = s.with_p(to);
                 let mut regs = vec![0u32; 1 << s.p];
                 let mut truth = vec![0u32; 1 << to];
                 for (n, h) in hashes(40_000, to as u64).into_iter().enumerate() {
@@ -427,8 +467,8 @@ mod tests {
 
     #[test]
     fn shorten_keeps_the_newest_history() {
-        let s = Shape { t: 2, d: 20, p: 8 };
-        let short = Shape { d: 6, ..s };
+        let s = Shape::new(2, 20, 8);
+        let short = s.with_d(6);
         let (mut r, mut want) = (0u32, 0u32);
         for h in hashes(500, 9) {
             let k = s.split(h).1;
