@@ -249,7 +249,7 @@ pub fn valid_metric_name(name: &str) -> bool {
 
 /// The sketch a distinct metric keeps per key and bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DistinctSketch {
+pub enum SketchKind {
     /// HyperLogLog (the default; interchangeable with Redis): standard error `1.04/√(2^p)`.
     HyperLogLog,
     /// ExaLogLog `(t, d) = (2, 20)`: standard error `0.362/√(2^p)` (ML) in 28 bits a
@@ -257,12 +257,12 @@ pub enum DistinctSketch {
     ExaLogLog,
 }
 
-impl DistinctSketch {
+impl SketchKind {
     /// `hyperloglog` or `exaloglog`, as the config spells it.
     pub fn name(self) -> &'static str {
         match self {
-            DistinctSketch::HyperLogLog => "hyperloglog",
-            DistinctSketch::ExaLogLog => "exaloglog",
+            SketchKind::HyperLogLog => "hyperloglog",
+            SketchKind::ExaLogLog => "exaloglog",
         }
     }
 
@@ -270,8 +270,8 @@ impl DistinctSketch {
     /// (the same error, 1.6%, in 1,792 bytes of registers instead of 3,072).
     pub fn default_precision(self) -> u8 {
         match self {
-            DistinctSketch::HyperLogLog => 12,
-            DistinctSketch::ExaLogLog => 9,
+            SketchKind::HyperLogLog => 12,
+            SketchKind::ExaLogLog => 9,
         }
     }
 
@@ -281,8 +281,8 @@ impl DistinctSketch {
         let m = ((1u64 << p) as f64).sqrt();
         match self {
             // 1.04, as alert limits have always used (Ertl's constant is 1.0390).
-            DistinctSketch::HyperLogLog => 1.04 / m,
-            DistinctSketch::ExaLogLog => {
+            SketchKind::HyperLogLog => 1.04 / m,
+            SketchKind::ExaLogLog => {
                 tidemark::cardinality::ml_rse_constant(
                     tidemark::cardinality::DEFAULT_T,
                     tidemark::cardinality::DEFAULT_D,
@@ -300,7 +300,7 @@ pub enum Kind {
         /// Precision: `2^p` registers.
         precision: u8,
         /// Which sketch.
-        sketch: DistinctSketch,
+        sketch: SketchKind,
     },
     /// Events (exact per bucket; exponential histogram per key over the window).
     Count {
@@ -327,7 +327,7 @@ impl Kind {
         match self {
             Kind::Distinct {
                 precision,
-                sketch: DistinctSketch::HyperLogLog,
+                sketch: SketchKind::HyperLogLog,
             } => format!("Distinct {{ precision: {precision} }}"),
             other => format!("{other:?}"),
         }
@@ -557,8 +557,8 @@ impl Config {
             let kind = match m.kind.as_str() {
                 "distinct" => {
                     let sketch = match m.sketch.as_deref() {
-                        None | Some("hyperloglog") => DistinctSketch::HyperLogLog,
-                        Some("exaloglog") => DistinctSketch::ExaLogLog,
+                        None | Some("hyperloglog") => SketchKind::HyperLogLog,
+                        Some("exaloglog") => SketchKind::ExaLogLog,
                         Some(other) => {
                             return Err(ConfigError::invalid(
                                 at("sketch"),
@@ -887,7 +887,7 @@ consecutive = 2
             m.kind,
             Kind::Distinct {
                 precision: 10,
-                sketch: DistinctSketch::HyperLogLog
+                sketch: SketchKind::HyperLogLog
             }
         );
         assert_eq!(
@@ -907,7 +907,7 @@ consecutive = 2
             c.metrics[0].kind,
             Kind::Distinct {
                 precision: 9,
-                sketch: DistinctSketch::ExaLogLog
+                sketch: SketchKind::ExaLogLog
             }
         );
         let hll = Config::from_toml(&GOOD.replace("precision = 10", "precision = 9")).unwrap();
@@ -919,8 +919,8 @@ consecutive = 2
         );
         // ExaLogLog's error at p = 7 is HyperLogLog's at p = 10, within 3%.
         let (ell, hll) = (
-            DistinctSketch::ExaLogLog.rse(7),
-            DistinctSketch::HyperLogLog.rse(10),
+            SketchKind::ExaLogLog.rse(7),
+            SketchKind::HyperLogLog.rse(10),
         );
         assert!((ell / hll - 1.0).abs() < 0.03, "{ell} {hll}");
     }

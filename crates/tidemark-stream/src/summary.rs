@@ -21,12 +21,12 @@
 //!   same ring as `distinct`) still names every item reaching φ of it. Its single answer,
 //!   for alerts and top keys, is the count of the key's most frequent item.
 
-use tidemark::cardinality::{ExaLogLog, Hll, Representation, DEFAULT_D, DEFAULT_T};
+use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation, DEFAULT_D, DEFAULT_T};
 use tidemark::frequency::ItemCounts;
 use tidemark::window::{BlockCounter, ExpHistogram, Span};
 use tidemark::{DecodeError, Estimate, MergeError, Method};
 
-use crate::config::DistinctSketch;
+use crate::config::SketchKind;
 
 /// What a metric keeps per key and bucket.
 pub trait BucketSummary: Clone {
@@ -182,31 +182,22 @@ impl BucketSummary for CountBucket {
 /// small.
 #[derive(Clone, Debug)]
 pub struct DistinctBucket {
-    sketch: DistinctSummary,
-}
-
-/// The sketch behind a [`DistinctBucket`].
-#[derive(Clone, Debug)]
-pub enum DistinctSummary {
-    /// A HyperLogLog.
-    Hll(Hll),
-    /// An ExaLogLog `(2, 20)`.
-    ExaLogLog(ExaLogLog),
+    sketch: DistinctSketch,
 }
 
 impl DistinctBucket {
     /// An empty HyperLogLog bucket of precision `p` (validated by the config: 4..=18).
     pub fn new(p: u8) -> DistinctBucket {
-        DistinctBucket::of(DistinctSketch::HyperLogLog, p)
+        DistinctBucket::of(SketchKind::HyperLogLog, p)
     }
 
     /// An empty bucket of the metric's sketch and precision (validated by the config).
-    pub fn of(sketch: DistinctSketch, p: u8) -> DistinctBucket {
-        let sketch = match sketch {
-            DistinctSketch::HyperLogLog => {
-                DistinctSummary::Hll(Hll::new(p).expect("the config validated the precision"))
+    pub fn of(kind: SketchKind, p: u8) -> DistinctBucket {
+        let sketch = match kind {
+            SketchKind::HyperLogLog => {
+                DistinctSketch::Hll(Hll::new(p).expect("the config validated the precision"))
             }
-            DistinctSketch::ExaLogLog => DistinctSummary::ExaLogLog(
+            SketchKind::ExaLogLog => DistinctSketch::ExaLogLog(
                 ExaLogLog::new(p).expect("the config validated the precision"),
             ),
         };
@@ -217,16 +208,12 @@ impl DistinctBucket {
     /// would silently fold it to the smaller precision).
     pub fn from_bytes(
         bytes: &[u8],
-        sketch: DistinctSketch,
+        kind: SketchKind,
         p: u8,
     ) -> Result<DistinctBucket, DecodeError> {
-        let (summary, precision, hasher) = match sketch {
-            DistinctSketch::HyperLogLog => {
-                let h = Hll::from_bytes(bytes)?;
-                let (p, hasher) = (h.precision(), h.hasher());
-                (DistinctSummary::Hll(h), p, hasher)
-            }
-            DistinctSketch::ExaLogLog => {
+        let sketch = match kind {
+            SketchKind::HyperLogLog => DistinctSketch::Hll(Hll::from_bytes(bytes)?),
+            SketchKind::ExaLogLog => {
                 let e = ExaLogLog::from_bytes(bytes)?;
                 if (e.t(), e.d()) != (DEFAULT_T, DEFAULT_D) {
                     return Err(DecodeError::Invalid {
@@ -236,102 +223,74 @@ impl DistinctBucket {
                         got: e.d() as u64,
                     });
                 }
-                let (p, hasher) = (e.precision(), e.hasher());
-                (DistinctSummary::ExaLogLog(e), p, hasher)
+                DistinctSketch::ExaLogLog(e)
             }
         };
-        if precision != p {
+        if sketch.precision() != p {
             return Err(DecodeError::Invalid {
                 field: "precision",
                 offset: 0,
                 expected: "the metric's precision",
-                got: precision as u64,
+                got: sketch.precision() as u64,
             });
         }
-        if hasher != tidemark::ItemHasher::default() {
+        if sketch.hasher() != tidemark::ItemHasher::default() {
             return Err(DecodeError::Invalid {
                 field: "hash",
                 offset: 7,
                 expected: "tidemark's native hash (xxh3, default seed)",
-                got: hasher.seed(),
+                got: sketch.hasher().seed(),
             });
         }
-        Ok(DistinctBucket { sketch: summary })
+        Ok(DistinctBucket { sketch })
     }
 
     /// The sketch.
-    pub fn sketch(&self) -> &DistinctSummary {
+    pub fn sketch(&self) -> &DistinctSketch {
         &self.sketch
     }
 
     /// Whether the sketch still counts exactly.
     pub fn is_exact(&self) -> bool {
-        match &self.sketch {
-            DistinctSummary::Hll(h) => h.representation() == Representation::Exact,
-            DistinctSummary::ExaLogLog(e) => e.representation() == Representation::Exact,
-        }
+        self.sketch.representation() == Representation::Exact
     }
 
     /// Heap bytes the sketch holds.
     pub fn heap_bytes(&self) -> usize {
-        match &self.sketch {
-            DistinctSummary::Hll(h) => h.bytes() - std::mem::size_of::<Hll>(),
-            DistinctSummary::ExaLogLog(e) => e.bytes() - std::mem::size_of::<ExaLogLog>(),
-        }
+        self.sketch.bytes()
+            - match self.sketch {
+                DistinctSketch::Hll(_) => std::mem::size_of::<Hll>(),
+                DistinctSketch::ExaLogLog(_) => std::mem::size_of::<ExaLogLog>(),
+            }
     }
 }
 
 impl BucketSummary for DistinctBucket {
     #[inline]
     fn add(&mut self, item: u64, _bytes: &[u8]) {
-        match &mut self.sketch {
-            DistinctSummary::Hll(h) => h.insert_hash(item),
-            DistinctSummary::ExaLogLog(e) => e.insert_hash(item),
-        }
+        self.sketch.insert_hash(item);
     }
 
+    /// Merges a bucket of the same sketch, precision and `d` (a merge across precisions would
+    /// fold silently; decoding already refuses other shapes).
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
-        match (&mut self.sketch, &other.sketch) {
-            (DistinctSummary::Hll(a), DistinctSummary::Hll(b)) => {
-                if a.precision() != b.precision() {
-                    return Err(MergeError::Incompatible {
-                        field: "precision",
-                        ours: a.precision() as u64,
-                        theirs: b.precision() as u64,
-                    });
-                }
-                a.merge(b)
-            }
-            (DistinctSummary::ExaLogLog(a), DistinctSummary::ExaLogLog(b)) => {
-                if (a.precision(), a.d()) != (b.precision(), b.d()) {
-                    return Err(MergeError::Incompatible {
-                        field: "precision",
-                        ours: a.precision() as u64,
-                        theirs: b.precision() as u64,
-                    });
-                }
-                a.merge(b)
-            }
-            (a, _) => Err(MergeError::Incompatible {
-                field: "sketch",
-                ours: matches!(a, DistinctSummary::ExaLogLog(_)) as u64,
-                theirs: matches!(other.sketch, DistinctSummary::ExaLogLog(_)) as u64,
-            }),
+        let (ours, theirs) = (self.sketch.precision(), other.sketch.precision());
+        if ours != theirs {
+            return Err(MergeError::Incompatible {
+                field: "precision",
+                ours: ours as u64,
+                theirs: theirs as u64,
+            });
         }
+        self.sketch.merge(&other.sketch)
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        match &self.sketch {
-            DistinctSummary::Hll(h) => h.to_bytes(),
-            DistinctSummary::ExaLogLog(e) => e.to_bytes(),
-        }
+        self.sketch.to_bytes()
     }
 
     fn estimate(&self) -> Estimate {
-        match &self.sketch {
-            DistinctSummary::Hll(h) => h.estimate(),
-            DistinctSummary::ExaLogLog(e) => e.estimate(),
-        }
+        self.sketch.estimate()
     }
 }
 

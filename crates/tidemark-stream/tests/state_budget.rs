@@ -5,7 +5,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use tidemark_stream::config::{Config, DistinctSketch};
+use tidemark_stream::config::{Config, SketchKind};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::store::MemStore;
 use tidemark_stream::RunError;
@@ -144,7 +144,7 @@ fn assert_same(got: &Rows, want: &Rows, seed: u64) {
             Some(x) if x != v => {
                 let show = |b: &[u8]| {
                     use tidemark_stream::summary::{BucketSummary, DistinctBucket};
-                    DistinctBucket::from_bytes(b, DistinctSketch::HyperLogLog, 8)
+                    DistinctBucket::from_bytes(b, SketchKind::HyperLogLog, 8)
                         .map(|d| format!("exact {} {}", d.is_exact(), d.estimate()))
                         .unwrap_or_default()
                 };

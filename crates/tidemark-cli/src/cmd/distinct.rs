@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
-use tidemark::cardinality::{z_score, ExaLogLog, Hll, Representation};
+use tidemark::cardinality::{z_score, DistinctSketch as Sketch, ExaLogLog, Hll};
 use tidemark::codec::Family;
-use tidemark::{Bracket, Estimate};
+use tidemark::Bracket;
 
 use crate::input::{for_each_line, read_saved, Saved};
 use crate::output::{Output, Record};
@@ -219,90 +219,6 @@ fn binary_word(line: &str) -> Option<u64> {
         .or_else(|| t.parse::<i64>().ok().map(|x| x as u64))
 }
 
-/// A HyperLogLog or an ExaLogLog, as `--sketch` or the saved files say.
-enum Sketch {
-    Hll(Hll),
-    ExaLogLog(ExaLogLog),
-}
-
-impl Sketch {
-    fn insert(&mut self, item: &[u8]) {
-        match self {
-            Sketch::Hll(h) => h.insert(item),
-            Sketch::ExaLogLog(e) => e.insert(item),
-        }
-    }
-
-    fn insert_u64(&mut self, item: u64) {
-        match self {
-            Sketch::Hll(h) => h.insert_u64(item),
-            Sketch::ExaLogLog(e) => e.insert_u64(item),
-        }
-    }
-
-    fn precision(&self) -> u8 {
-        match self {
-            Sketch::Hll(h) => h.precision(),
-            Sketch::ExaLogLog(e) => e.precision(),
-        }
-    }
-
-    /// The union with `other`; a HyperLogLog and an ExaLogLog do not merge.
-    fn merge(&mut self, other: &Sketch) -> Result<(), String> {
-        match (self, other) {
-            (Sketch::Hll(a), Sketch::Hll(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (Sketch::ExaLogLog(a), Sketch::ExaLogLog(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (a, _) => Err(format!(
-                "cannot merge a{} with a{}: the registers mean different things",
-                a.kind(),
-                other.kind()
-            )),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Sketch::Hll(_) => " HyperLogLog",
-            Sketch::ExaLogLog(_) => "n ExaLogLog",
-        }
-    }
-
-    fn with_confidence(self, confidence: f64) -> Result<Sketch, tidemark::ParamError> {
-        Ok(match self {
-            Sketch::Hll(h) => Sketch::Hll(h.with_confidence(confidence)?),
-            Sketch::ExaLogLog(e) => Sketch::ExaLogLog(e.with_confidence(confidence)?),
-        })
-    }
-
-    fn estimate(&self) -> Estimate {
-        match self {
-            Sketch::Hll(h) => h.estimate(),
-            Sketch::ExaLogLog(e) => e.estimate(),
-        }
-    }
-
-    fn representation(&self) -> Representation {
-        match self {
-            Sketch::Hll(h) => h.representation(),
-            Sketch::ExaLogLog(e) => e.representation(),
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Sketch::Hll(h) => h.bytes(),
-            Sketch::ExaLogLog(e) => e.bytes(),
-        }
-    }
-
-    fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Sketch::Hll(h) => h.to_bytes(),
-            Sketch::ExaLogLog(e) => e.to_bytes(),
-        }
-    }
-}
-
 /// Reads and merges sketch files: tidemark envelopes (HyperLogLog or ExaLogLog) or Redis
 /// `HYLL` values, told apart by their magic. Sketches of different precisions merge at the
 /// smallest (each register of a finer sketch folds into the coarser one); that loses
@@ -329,6 +245,17 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
         }
         match &mut acc {
             None => acc = Some(h),
+            Some(a) if a.kind() != h.kind() => {
+                return Err(UsageError::file(
+                    &name,
+                    format!(
+                        "holds {}, the sketches before it {}: their registers mean different \
+                         things, so they do not merge",
+                        article(h.kind()),
+                        article(a.kind())
+                    ),
+                ))
+            }
             Some(a) => a.merge(&h).map_err(|e| UsageError::file(&name, e))?,
         }
     }
@@ -368,11 +295,13 @@ fn record(h: &Sketch, confidence: f64) -> Record {
         .field("std_error", std_error)
         .field("representation", h.representation().name())
         .field("bytes", h.bytes() as u64)
-        .field(
-            "sketch",
-            match h {
-                Sketch::Hll(_) => "hyperloglog",
-                Sketch::ExaLogLog(_) => "exaloglog",
-            },
-        )
+        .field("sketch", h.kind())
+}
+
+/// A sketch kind with its article, for messages.
+fn article(kind: &str) -> &'static str {
+    match kind {
+        "exaloglog" => "an ExaLogLog",
+        _ => "a HyperLogLog",
+    }
 }

@@ -95,6 +95,7 @@
 //! assert!(matches!(a.merge(&other), Err(MergeError::HashMismatch { .. })));
 //! ```
 
+mod distinct_sketch;
 mod encoding;
 mod exaloglog;
 mod hll;
@@ -106,6 +107,7 @@ mod sets;
 mod sliding;
 mod window_encoding;
 
+pub use distinct_sketch::DistinctSketch;
 pub use exaloglog::estimator::{martingale_rse_constant, ml_rse_constant};
 pub use exaloglog::{ExaLogLog, DEFAULT_D, DEFAULT_T};
 pub use hll::{Hll, Representation};

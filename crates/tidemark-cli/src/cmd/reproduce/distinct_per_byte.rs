@@ -12,7 +12,7 @@
 //! inversely proportional to bytes at a fixed number of bits a register): the column in
 //! which sketches of different sizes compare at equal bytes.
 
-use tidemark::cardinality::{ExaLogLog, Hll, Representation};
+use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation};
 
 use super::hll::checkpoints;
 use crate::output::{Output, Record};
@@ -56,44 +56,29 @@ const KINDS: [Kind; 4] = [
     Kind::ExaLogLog(2, 20, 10),
 ];
 
-enum Sketch {
-    Hll(Hll),
-    ExaLogLog(ExaLogLog),
+impl Kind {
+    fn sketch(self) -> DistinctSketch {
+        match self {
+            Kind::Hll(p) => DistinctSketch::Hll(Hll::new(p).expect("a valid precision")),
+            Kind::ExaLogLog(t, d, p) => DistinctSketch::ExaLogLog(
+                ExaLogLog::with_params(t, d, p).expect("valid parameters"),
+            ),
+        }
+    }
 }
 
-impl Sketch {
-    fn new(kind: Kind) -> Sketch {
-        match kind {
-            Kind::Hll(p) => Sketch::Hll(Hll::new(p).expect("a valid precision")),
-            Kind::ExaLogLog(t, d, p) => {
-                Sketch::ExaLogLog(ExaLogLog::with_params(t, d, p).expect("valid parameters"))
+/// The two estimates of [`Kind::estimators`], in order. An ExaLogLog answers exactly while
+/// exact, merged or not; its maximum-likelihood column is that answer there.
+fn estimates(s: &DistinctSketch) -> [f64; 2] {
+    match s {
+        DistinctSketch::Hll(h) => [h.estimate_ertl().value, h.estimate().value],
+        DistinctSketch::ExaLogLog(e) => {
+            let answer = e.estimate().value;
+            if e.representation() == Representation::Exact {
+                [answer, answer]
+            } else {
+                [e.estimate_ml().value, answer]
             }
-        }
-    }
-
-    fn insert_hash(&mut self, h: u64) {
-        match self {
-            Sketch::Hll(s) => s.insert_hash(h),
-            Sketch::ExaLogLog(s) => s.insert_hash(h),
-        }
-    }
-
-    /// The two estimates, in [`Kind::estimators`]' order.
-    fn estimates(&self) -> [f64; 2] {
-        match self {
-            Sketch::Hll(s) => [s.estimate_ertl().value, s.estimate().value],
-            Sketch::ExaLogLog(s) => {
-                let exact = s.representation() == Representation::Exact;
-                let answer = s.estimate().value;
-                [if exact { answer } else { s.estimate_ml().value }, answer]
-            }
-        }
-    }
-
-    fn serialized_len(&self) -> usize {
-        match self {
-            Sketch::Hll(s) => s.to_bytes().len(),
-            Sketch::ExaLogLog(s) => s.to_bytes().len(),
         }
     }
 }
@@ -116,7 +101,7 @@ fn splitmix(state: &mut u64) -> u64 {
 }
 
 fn trial(seed: u64, points: &[u64], accs: &mut [Vec<Acc>]) {
-    let mut sketches: Vec<Sketch> = KINDS.iter().map(|&k| Sketch::new(k)).collect();
+    let mut sketches: Vec<DistinctSketch> = KINDS.iter().map(|&k| k.sketch()).collect();
     let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d);
     let mut n = 0u64;
     for (c, &point) in points.iter().enumerate() {
@@ -129,12 +114,12 @@ fn trial(seed: u64, points: &[u64], accs: &mut [Vec<Acc>]) {
         }
         for (s, acc) in sketches.iter().zip(accs.iter_mut()) {
             let a = &mut acc[c];
-            for (slot, e) in a.err.iter_mut().zip(s.estimates()) {
+            for (slot, e) in a.err.iter_mut().zip(estimates(s)) {
                 let rel = e / point as f64 - 1.0;
                 slot.0 += rel;
                 slot.1 += rel * rel;
             }
-            a.bytes += s.serialized_len() as f64;
+            a.bytes += s.to_bytes().len() as f64;
         }
     }
 }
