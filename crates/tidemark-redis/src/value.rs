@@ -251,13 +251,10 @@ impl Counter {
         self.hist.span().length()
     }
 
-    /// Bytes held: the histogram, one ring buffer per bucket size in use (each grown to hold
-    /// up to k + 2 timestamps, so counted at that capacity rounded up to a power of two).
+    /// Bytes held: the histogram and its heap (one ring buffer of k + 2 timestamps per bucket
+    /// size it has used, 4 bytes a timestamp for windows of at most 2^32 ms).
     pub fn bytes(&self) -> usize {
-        let mut sizes: Vec<u64> = self.hist.buckets().map(|b| b.size).collect();
-        sizes.dedup();
-        let per_class = 32 + 8 * (self.hist.k() as usize + 2).next_power_of_two();
-        core::mem::size_of::<ExpHistogram>() + sizes.len() * per_class
+        core::mem::size_of::<ExpHistogram>() + self.hist.heap_bytes()
     }
 
     /// The latest time seen, if any event (or advance) came.

@@ -362,3 +362,51 @@ fn an_exponential_histogram_at_the_end_of_time_keeps_its_window() {
     edge.record(u64::MAX).unwrap();
     assert_eq!(edge.estimate().high, 1.0);
 }
+
+#[test]
+fn stamps_kept_in_32_bits_restore_across_wraps_long_gaps_and_long_windows() {
+    // Windows at and past 2^32 ticks (32-bit stamps up to 2^32, whole ones past it), ticks
+    // striding across multiples of 2^32 and idle gaps longer than 2^32: every answer and every
+    // bucket against the exact window, and through an encode and decode.
+    for window in [1_000u64, 1 << 32, (1 << 32) + 1, 3 << 33] {
+        let mut h = ExpHistogram::ticks(window, 0.25).unwrap();
+        let mut exact: VecDeque<u64> = VecDeque::new();
+        let mut rng = Pcg64::seed_from_u64(window);
+        let mut tick = (1u64 << 32) - 50;
+        for step in 0..3_000 {
+            tick += match rng.random_range(0..10) {
+                0 => window / 3 + 1,
+                1 => window.saturating_sub(1).max(1),
+                2 => (1 << 32) + 5,
+                _ => rng.random_range(1..=40),
+            };
+            for _ in 0..rng.random_range(0..4) {
+                h.record(tick).unwrap();
+                exact.push_back(tick);
+            }
+            h.advance_to(tick).unwrap();
+            while exact.front().is_some_and(|&t| t + window <= tick) {
+                exact.pop_front();
+            }
+            check(&h, exact.len() as u64, 0.25, tick);
+            // Every bucket's stamp is one of the window's events, newest last.
+            let stamps: Vec<u64> = h.buckets().map(|b| b.timestamp).collect();
+            assert!(
+                stamps.windows(2).all(|w| w[0] <= w[1]),
+                "{window} at {step}"
+            );
+            assert!(
+                stamps.iter().all(|t| exact.contains(t)),
+                "{window} at {step}"
+            );
+            if step % 97 == 0 {
+                let back = ExpHistogram::from_bytes(&h.to_bytes()).unwrap();
+                assert_eq!(
+                    back.buckets().collect::<Vec<_>>(),
+                    h.buckets().collect::<Vec<_>>()
+                );
+                assert_eq!(back.estimate(), h.estimate());
+            }
+        }
+    }
+}

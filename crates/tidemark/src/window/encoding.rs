@@ -16,8 +16,6 @@
 //! timestamps inside the window and in order, block indices in the window and increasing,
 //! totals without overflow) before building anything.
 
-use std::collections::VecDeque;
-
 use super::block_counter::BlockCounter;
 use super::exp_histogram::{ExpHistogram, OwnedParts, MAX_CLASSES};
 use super::Span;
@@ -69,7 +67,7 @@ impl ExpHistogram {
             .u64(p.worst_merges)
             .u64(p.span_start)
             .u8(p.classes.len() as u8);
-        for class in p.classes {
+        for class in &p.classes {
             payload.u32(class.len() as u32);
             for &t in class {
                 payload.u64(t);
@@ -146,7 +144,7 @@ impl ExpHistogram {
                     available: r.remaining(),
                 });
             }
-            let mut class = VecDeque::with_capacity(k as usize + 2);
+            let mut class = Vec::with_capacity(len as usize);
             let mut prev = 0u64;
             for _ in 0..len {
                 let toff = r.offset();
@@ -160,9 +158,9 @@ impl ExpHistogram {
                     ));
                 }
                 prev = t;
-                class.push_back(t);
+                class.push(t);
             }
-            if let Some(&oldest) = class.front() {
+            if let Some(&oldest) = class.first() {
                 newer_bound = oldest;
             }
             let size_total = len.checked_mul(1u64 << j).ok_or(Reader::invalid(
@@ -179,7 +177,7 @@ impl ExpHistogram {
             ))?;
             classes.push(class);
         }
-        if classes.last().is_some_and(VecDeque::is_empty) {
+        if classes.last().is_some_and(Vec::is_empty) {
             return Err(Reader::invalid(
                 "classes",
                 coff,
@@ -187,7 +185,7 @@ impl ExpHistogram {
                 nclasses as u64,
             ));
         }
-        if let Some(&oldest) = classes.last().and_then(VecDeque::front) {
+        if let Some(&oldest) = classes.last().and_then(|c| c.first()) {
             if span_start > oldest {
                 return Err(Reader::invalid(
                     "span start",

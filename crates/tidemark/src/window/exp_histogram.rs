@@ -1,7 +1,6 @@
 //! The exponential histogram itself; the theory is in the [module docs](super).
 
-use std::collections::VecDeque;
-
+use super::stamps::Stamps;
 use super::{k_from_epsilon, ClockError, Span};
 use crate::estimate::{Estimate, Method};
 use crate::ParamError;
@@ -37,9 +36,13 @@ pub struct ExpHistogram {
     span: Span,
     k: u32,
     interpolate: bool,
-    /// `classes[j]`: timestamps of the buckets of size 2^j, oldest first. Only the first
-    /// `used` entries matter; emptied classes keep their allocation.
-    classes: Vec<VecDeque<u64>>,
+    /// `classes[j]`: timestamps of the buckets of size 2^j, oldest first (32 bits each for
+    /// windows of at most 2^32, restored with `newest`). Only the first `used` entries
+    /// matter; emptied classes keep their allocation.
+    classes: Vec<Stamps>,
+    /// The newest timestamp held (the last one added) while any bucket is held, else 0: the
+    /// reference that restores 32-bit stamps.
+    newest: u64,
     /// One more than the highest non-empty class; 0 when there are no buckets.
     used: usize,
     /// The clock: the arrival count, or the latest tick seen.
@@ -121,6 +124,7 @@ impl ExpHistogram {
             k,
             interpolate: false,
             classes: Vec::new(),
+            newest: 0,
             used: 0,
             now: 0,
             started: false,
@@ -222,10 +226,11 @@ impl ExpHistogram {
     fn expire(&mut self) {
         while self.used > 0 {
             let top = self.used - 1;
+            let newest = self.newest;
             let class = &mut self.classes[top];
-            match class.front() {
-                Some(&t) if self.span.expired(t, self.now) => {
-                    class.pop_front();
+            match class.front(newest) {
+                Some(t) if self.span.expired(t, self.now) => {
+                    class.pop_front(newest);
                     self.total -= 1 << top;
                     // The next oldest bucket's ones all came after this one's newest (in an
                     // arrivals window, strictly after).
@@ -240,6 +245,9 @@ impl ExpHistogram {
                 _ => break,
             }
         }
+        if self.used == 0 {
+            self.newest = 0;
+        }
         self.update_expiry();
     }
 
@@ -249,8 +257,8 @@ impl ExpHistogram {
         self.expires_at = match self.used {
             0 => u64::MAX,
             used => self.classes[used - 1]
-                .front()
-                .map_or(u64::MAX, |&t| t.saturating_add(self.span.length())),
+                .front(self.newest)
+                .map_or(u64::MAX, |t| t.saturating_add(self.span.length())),
         };
     }
 
@@ -261,11 +269,10 @@ impl ExpHistogram {
     }
 
     #[inline]
-    fn class_mut(&mut self, j: usize) -> &mut VecDeque<u64> {
+    fn class_mut(&mut self, j: usize) -> &mut Stamps {
         if j >= self.classes.len() {
-            let cap = self.k as usize + 2;
-            self.classes
-                .resize_with(j + 1, || VecDeque::with_capacity(cap));
+            let (cap, span) = (self.k as usize + 2, self.span.length());
+            self.classes.resize_with(j + 1, || Stamps::new(span, cap));
         }
         if j >= self.used {
             self.used = j + 1;
@@ -283,6 +290,8 @@ impl ExpHistogram {
         if self.total == 0 {
             self.span_start = t;
         }
+        // Every stamp held is at most `t`, and within the window of it.
+        self.newest = t;
         let merges = if value == 1 {
             self.add_one(t)
         } else {
@@ -302,6 +311,7 @@ impl ExpHistogram {
     #[inline]
     fn add_one(&mut self, t: u64) -> u64 {
         let limit = self.k as usize + 1;
+        let newest = self.newest;
         let mut stamp = t;
         let mut j = 0;
         loop {
@@ -311,9 +321,9 @@ impl ExpHistogram {
                 return j as u64;
             }
             // Merge the two oldest of this size; the merged bucket keeps the newer stamp.
-            class.pop_front();
+            class.pop_front(newest);
             stamp = class
-                .pop_front()
+                .pop_front(newest)
                 .expect("an overflowing class holds k + 2 buckets");
             j += 1;
             assert!(j < MAX_CLASSES, "bucket sizes beyond 2^63");
@@ -328,6 +338,7 @@ impl ExpHistogram {
     /// stamp (positions 1, 3, …) up; positions `2m..` stay.
     fn add_many(&mut self, t: u64, value: u64) -> u64 {
         let k = self.k as u64;
+        let newest = self.newest;
         let mut explicit: Vec<u64> = Vec::new();
         let mut c = value;
         let mut merges = 0u64;
@@ -339,14 +350,14 @@ impl ExpHistogram {
             let fixed = held + explicit.len() as u64; // positions before the t-run
             let n = fixed + c;
             if n <= k + 1 {
-                class.extend(explicit.drain(..));
-                class.extend(std::iter::repeat_n(t, c as usize));
+                explicit.drain(..).for_each(|e| class.push_back(e));
+                (0..c).for_each(|_| class.push_back(t));
                 break;
             }
             let m = (n - k) / 2;
-            let at = |pos: u64, class: &VecDeque<u64>, explicit: &[u64]| -> u64 {
+            let at = |pos: u64, class: &Stamps, explicit: &[u64]| -> u64 {
                 if pos < held {
-                    class[pos as usize]
+                    class.get(pos as usize, newest)
                 } else {
                     explicit[(pos - held) as usize]
                 }
@@ -364,18 +375,18 @@ impl ExpHistogram {
             }
             let dropped = 2 * m;
             let keep_explicit: Vec<u64> = if dropped <= held {
-                class.drain(..dropped as usize);
+                class.drop_front(dropped as usize);
                 explicit.clone()
             } else {
-                class.clear();
+                class.drop_front(held as usize);
                 explicit
                     .get((dropped - held) as usize..)
                     .map(<[u64]>::to_vec)
                     .unwrap_or_default()
             };
             let t_kept = n - dropped - class.len() as u64 - keep_explicit.len() as u64;
-            class.extend(keep_explicit);
-            class.extend(std::iter::repeat_n(t, t_kept as usize));
+            keep_explicit.into_iter().for_each(|e| class.push_back(e));
+            (0..t_kept).for_each(|_| class.push_back(t));
             merges += m;
             explicit = carried;
             c = carried_t;
@@ -417,8 +428,8 @@ impl ExpHistogram {
             return Some(plain);
         }
         let size = 1u64 << (self.used - 1);
-        let newest = *self.classes[self.used - 1]
-            .front()
+        let newest = self.classes[self.used - 1]
+            .front(self.newest)
             .expect("the top class is not empty");
         // Times inside the window are > edge.
         let edge = self.now.saturating_sub(self.span.length());
@@ -444,8 +455,8 @@ impl ExpHistogram {
             .iter()
             .enumerate()
             .rev()
-            .flat_map(|(j, class)| {
-                class.iter().map(move |&t| Bucket {
+            .flat_map(move |(j, class)| {
+                class.iter(self.newest).map(move |t| Bucket {
                     size: 1 << j,
                     timestamp: t,
                 })
@@ -454,7 +465,14 @@ impl ExpHistogram {
 
     /// Buckets held.
     pub fn bucket_count(&self) -> usize {
-        self.classes[..self.used].iter().map(VecDeque::len).sum()
+        self.classes[..self.used].iter().map(Stamps::len).sum()
+    }
+
+    /// Heap bytes held: every class's ring buffer at its capacity (emptied classes keep
+    /// theirs), and the list of classes.
+    pub fn heap_bytes(&self) -> usize {
+        self.classes.iter().map(Stamps::heap_bytes).sum::<usize>()
+            + self.classes.capacity() * core::mem::size_of::<Stamps>()
     }
 
     /// Buckets, merges and bits held.
@@ -474,7 +492,7 @@ impl ExpHistogram {
 
     // --- pieces for the encoding module ---
 
-    pub(crate) fn parts(&self) -> Parts<'_> {
+    pub(crate) fn parts(&self) -> Parts {
         Parts {
             span: self.span,
             k: self.k,
@@ -484,7 +502,10 @@ impl ExpHistogram {
             merges: self.merges,
             worst_merges: self.worst_merges,
             span_start: self.span_start,
-            classes: &self.classes[..self.used],
+            classes: self.classes[..self.used]
+                .iter()
+                .map(|c| c.iter(self.newest).collect())
+                .collect(),
         }
     }
 
@@ -496,11 +517,23 @@ impl ExpHistogram {
             .enumerate()
             .map(|(j, c)| (c.len() as u64) << j)
             .sum();
+        let newest = parts.classes.iter().flatten().copied().max().unwrap_or(0);
+        let (cap, span) = (parts.k as usize + 2, parts.span.length());
+        let classes = parts
+            .classes
+            .iter()
+            .map(|c| {
+                let mut stamps = Stamps::new(span, cap.max(c.len()));
+                c.iter().for_each(|&t| stamps.push_back(t));
+                stamps
+            })
+            .collect();
         ExpHistogram {
             span: parts.span,
             k: parts.k,
             interpolate: parts.interpolate,
-            classes: parts.classes,
+            classes,
+            newest,
             used,
             now: parts.now,
             started: parts.started,
@@ -519,8 +552,8 @@ impl ExpHistogram {
     }
 }
 
-/// A borrowed view of the state, for encoding.
-pub(crate) struct Parts<'a> {
+/// A view of the state, for encoding.
+pub(crate) struct Parts {
     pub span: Span,
     pub k: u32,
     pub interpolate: bool,
@@ -529,7 +562,8 @@ pub(crate) struct Parts<'a> {
     pub merges: u64,
     pub worst_merges: u64,
     pub span_start: u64,
-    pub classes: &'a [VecDeque<u64>],
+    /// Each class's stamps, whole, oldest first.
+    pub classes: Vec<Vec<u64>>,
 }
 
 /// Validated state, for decoding.
@@ -542,5 +576,6 @@ pub(crate) struct OwnedParts {
     pub merges: u64,
     pub worst_merges: u64,
     pub span_start: u64,
-    pub classes: Vec<VecDeque<u64>>,
+    /// Each class's stamps, whole, oldest first (validated: within the window, in order).
+    pub classes: Vec<Vec<u64>>,
 }

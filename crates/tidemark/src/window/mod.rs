@@ -74,6 +74,7 @@ mod block_counter;
 mod encoding;
 mod exp_histogram;
 mod multi;
+mod stamps;
 
 pub use block_counter::BlockCounter;
 pub use exp_histogram::{Bucket, ExpHistogram, HistogramStats};
