@@ -24,7 +24,7 @@
 use super::hll::{Hll, Repr};
 use super::redis::{pack6, unpack6};
 use super::registers::{max_rank, MAX_PRECISION, MIN_PRECISION};
-use super::sets::{capacity_for, ExactSet, SparseMap, SPARSE_PRECISION};
+use super::sets::{capacity_for, read_hashes, write_hashes, SparseMap, SPARSE_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::hash::ItemHasher;
 use crate::DecodeError;
@@ -65,14 +65,7 @@ impl Hll {
             w.u64(c);
         }
         match &self.repr {
-            Repr::Exact(set) => {
-                let mut hs: Vec<u64> = set.iter().collect();
-                hs.sort_unstable();
-                w.u64(hs.len() as u64);
-                for h in hs {
-                    w.u64(h);
-                }
-            }
+            Repr::Exact(set) => write_hashes(&mut w, set),
             Repr::Sparse(map) => {
                 let mut es: Vec<u32> = map.iter().map(|(i, r)| i << 6 | r as u32).collect();
                 es.sort_unstable();
@@ -179,19 +172,9 @@ impl Hll {
         };
         let repr = match kind {
             REPR_EXACT => {
-                let off = r.offset();
-                let n = r.count("hashes", 8, u64::MAX)?;
-                let cap = capacity_for(n);
-                if 8 * cap > m {
-                    return Err(Reader::invalid(
-                        "hashes",
-                        off,
-                        "no more than the exact form holds at this precision",
-                        n as u64,
-                    ));
-                }
+                let set = read_hashes(&mut r, m)?;
                 if let Some(v) = hip {
-                    if v != n as f64 {
+                    if v != set.len() as f64 {
                         return Err(Reader::invalid(
                             "HIP value",
                             hoff,
@@ -199,17 +182,6 @@ impl Hll {
                             v.to_bits(),
                         ));
                     }
-                }
-                let mut set = ExactSet::with_capacity(cap);
-                let mut prev: Option<u64> = None;
-                for _ in 0..n {
-                    let off = r.offset();
-                    let h = r.u64("hash")?;
-                    if prev.is_some_and(|q| h <= q) {
-                        return Err(Reader::invalid("hash", off, "strictly increasing", h));
-                    }
-                    prev = Some(h);
-                    set.insert(h);
                 }
                 Repr::Exact(set)
             }

@@ -2,6 +2,9 @@
 //! (register index, rank) at the sparse precision. Both are open-addressing tables with
 //! linear probing, so an insert is one or two cache lines whatever the size.
 
+use crate::codec::{Reader, Writer};
+use crate::DecodeError;
+
 /// The precision of the sparse representation: 2^25 registers, so that a sparse sketch's
 /// estimate (standard error 1.04/√2^25 ≈ 0.018%) is near-exact, as in HLL++.
 pub const SPARSE_PRECISION: u8 = 25;
@@ -131,6 +134,48 @@ impl ExactSet {
             .into_iter()
             .chain(self.slots.iter().copied().filter(|&s| s != 0))
     }
+}
+
+/// Writes an exact set as the envelopes keep it: its count (u64), then its hashes (u64) in
+/// increasing order, so that equal sets encode to equal bytes.
+pub(crate) fn write_hashes(w: &mut Writer, set: &ExactSet) {
+    let mut hs: Vec<u64> = set.iter().collect();
+    hs.sort_unstable();
+    w.u64(hs.len() as u64);
+    for h in hs {
+        w.u64(h);
+    }
+}
+
+/// Reads what [`write_hashes`] wrote, refusing a count whose table (load ≤ 1/2, 8 bytes a
+/// slot) would take more than `max_table_bytes` before allocating it, and hashes out of order.
+pub(crate) fn read_hashes(
+    r: &mut Reader<'_>,
+    max_table_bytes: usize,
+) -> Result<ExactSet, DecodeError> {
+    let off = r.offset();
+    let n = r.count("hashes", 8, u64::MAX)?;
+    let cap = capacity_for(n);
+    if 8 * cap > max_table_bytes {
+        return Err(Reader::invalid(
+            "hashes",
+            off,
+            "no more than the exact form holds at this precision",
+            n as u64,
+        ));
+    }
+    let mut set = ExactSet::with_capacity(cap);
+    let mut prev: Option<u64> = None;
+    for _ in 0..n {
+        let off = r.offset();
+        let h = r.u64("hash")?;
+        if prev.is_some_and(|q| h <= q) {
+            return Err(Reader::invalid("hash", off, "strictly increasing", h));
+        }
+        prev = Some(h);
+        set.insert(h);
+    }
+    Ok(set)
 }
 
 /// A map from sparse register index (`SPARSE_PRECISION` bits) to rank, stored one `u32` per

@@ -14,7 +14,7 @@
 
 use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation};
 
-use super::hll::checkpoints;
+use super::hll::{checkpoints, on_every_core};
 use crate::output::{Output, Record};
 
 /// One sketch of the plate.
@@ -127,30 +127,11 @@ fn trial(seed: u64, points: &[u64], accs: &mut [Vec<Acc>]) {
 /// The plate: every sketch, `trials` seeded trials, n from 1 to `max`, on every core.
 pub fn run(out: &mut Output, trials: u64, max: u64) -> anyhow::Result<()> {
     let points = checkpoints(max);
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get() as u64)
-        .unwrap_or(1)
-        .clamp(1, trials.max(1));
-    let parts: Vec<Vec<Vec<Acc>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let points = &points;
-                s.spawn(move || {
-                    let mut accs = vec![vec![Acc::default(); points.len()]; KINDS.len()];
-                    let mut seed = t;
-                    while seed < trials {
-                        trial(seed, points, &mut accs);
-                        seed += threads;
-                    }
-                    accs
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("trial thread"))
-            .collect()
-    });
+    let parts: Vec<Vec<Vec<Acc>>> = on_every_core(
+        trials,
+        || vec![vec![Acc::default(); points.len()]; KINDS.len()],
+        |seed, accs| trial(seed, &points, accs),
+    );
     let t = trials as f64;
     let round = |x: f64| (x * 1e6).round() / 1e6;
     for (k, kind) in KINDS.iter().enumerate() {

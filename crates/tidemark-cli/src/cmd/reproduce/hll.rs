@@ -62,35 +62,52 @@ fn trial(p: u8, seed: u64, points: &[u64], accs: &mut [Acc]) {
     }
 }
 
-/// Runs `trials` seeded trials at precision `p` up to `max` items on every core, and returns
-/// one record per checkpoint.
-pub fn sweep(p: u8, trials: u64, max: u64) -> Vec<Record> {
-    let points = checkpoints(max);
+/// Runs `trials` seeded trials of `trial` on every core: thread `t` runs seeds `t`, `t +
+/// threads`, … into its own accumulator (`fresh()`); the accumulators come back in thread
+/// order, for the caller to sum. Shared by the accuracy plates.
+pub fn on_every_core<A: Send>(
+    trials: u64,
+    fresh: impl Fn() -> A + Sync,
+    trial: impl Fn(u64, &mut A) + Sync,
+) -> Vec<A> {
     let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
+        .map(|n| n.get() as u64)
         .unwrap_or(1)
-        .min(trials as usize)
-        .max(1) as u64;
-    let parts: Vec<Vec<Acc>> = std::thread::scope(|s| {
+        .clamp(1, trials.max(1));
+    let (fresh, trial) = (&fresh, &trial);
+    std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let points = &points;
                 s.spawn(move || {
-                    let mut accs = vec![Acc::default(); points.len()];
+                    let mut acc = fresh();
                     let mut seed = t;
                     while seed < trials {
-                        trial(p, seed + 1_000 * p as u64, points, &mut accs);
+                        trial(seed, &mut acc);
                         seed += threads;
                     }
-                    accs
+                    acc
                 })
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().expect("trial thread"))
+            .map(|h| {
+                h.join()
+                    .expect("a trial thread panicked: its panic is re-raised here")
+            })
             .collect()
-    });
+    })
+}
+
+/// Runs `trials` seeded trials at precision `p` up to `max` items on every core, and returns
+/// one record per checkpoint.
+pub fn sweep(p: u8, trials: u64, max: u64) -> Vec<Record> {
+    let points = checkpoints(max);
+    let parts: Vec<Vec<Acc>> = on_every_core(
+        trials,
+        || vec![Acc::default(); points.len()],
+        |seed, accs| trial(p, seed + 1_000 * p as u64, &points, accs),
+    );
     let m = (1u64 << p) as f64;
     let ertl_theory = ERTL_RSE / m.sqrt();
     let hip_theory = 0.85 / m.sqrt();

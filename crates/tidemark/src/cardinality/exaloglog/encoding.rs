@@ -6,7 +6,7 @@
 //!   params:  t u8 (0..=3), d u8 (6 + t + d ≤ 32), p u8 (4..=18), confidence f64 (in (0, 1))
 //!   payload: representation u8 (0 exact, 1 dense)
 //!            [martingale value f64, finite and ≥ 0; for the exact form equal to its count]
-//!     exact: count u64, then count hashes u64, strictly increasing; their table (load ≤ 3/4,
+//!     exact: count u64, then count hashes u64, strictly increasing; their table (load ≤ 1/2,
 //!            power-of-two capacity ≥ 4) at 8 bytes a slot takes at most 4·2^p bytes
 //!     dense: ⌈2^p·(6 + t + d)/8⌉ bytes, register i in bits i·b..(i+1)·b (b = 6 + t + d,
 //!            little-endian bit order), each u << d | history with u ≤ (65 − p − t)·2^t and
@@ -17,8 +17,8 @@
 //! bits at zero make the encoding canonical.
 
 use super::register::Shape;
-use super::{check_params, exact_capacity_fits, ExaLogLog, Repr};
-use crate::cardinality::sets::{capacity_for, ExactSet};
+use super::{check_params, ExaLogLog, Repr};
+use crate::cardinality::sets::{read_hashes, write_hashes};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
 
@@ -70,14 +70,7 @@ impl ExaLogLog {
             w.f64(m.value);
         }
         match &self.repr {
-            Repr::Exact(set) => {
-                let mut hs: Vec<u64> = set.iter().collect();
-                hs.sort_unstable();
-                w.u64(hs.len() as u64);
-                for h in hs {
-                    w.u64(h);
-                }
-            }
+            Repr::Exact(set) => write_hashes(&mut w, set),
             Repr::Dense(regs) => {
                 w.raw(&pack(regs, self.register_bits()));
             }
@@ -159,34 +152,15 @@ impl ExaLogLog {
             None
         };
         let repr = if kind == REPR_EXACT {
-            let off = r.offset();
-            let n = r.count("hashes", 8, u64::MAX)?;
-            if !exact_capacity_fits(p, n) {
-                return Err(Reader::invalid(
-                    "hashes",
-                    off,
-                    "no more than the exact form holds at this precision",
-                    n as u64,
-                ));
-            }
-            if martingale.is_some_and(|v| v != n as f64) {
+            // The table may take no more than the dense registers do in memory.
+            let set = read_hashes(&mut r, 4 << p)?;
+            if let Some(v) = martingale.filter(|&v| v != set.len() as f64) {
                 return Err(Reader::invalid(
                     "martingale value",
                     moff,
                     "the exact form's count",
-                    martingale.unwrap_or(0.0).to_bits(),
+                    v.to_bits(),
                 ));
-            }
-            let mut set = ExactSet::with_capacity(capacity_for(n).max(4));
-            let mut prev: Option<u64> = None;
-            for _ in 0..n {
-                let off = r.offset();
-                let h = r.u64("hash")?;
-                if prev.is_some_and(|q| h <= q) {
-                    return Err(Reader::invalid("hash", off, "strictly increasing", h));
-                }
-                prev = Some(h);
-                set.insert(h);
             }
             Repr::Exact(set)
         } else {

@@ -71,7 +71,7 @@ use core::fmt;
 use self::estimator::{martingale_rse_constant, ml_bias_constant, ml_rse_constant, solve};
 use self::register::{Shape, MAX_D, MAX_T};
 use super::registers::{bracket, z_score, DEFAULT_CONFIDENCE, MAX_PRECISION, MIN_PRECISION, Z_95};
-use super::sets::{capacity_for, ExactSet};
+use super::sets::ExactSet;
 use super::Representation;
 use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
@@ -544,11 +544,6 @@ fn increment(m: usize, sum: u128) -> f64 {
     const TWO_64: f64 = 18_446_744_073_709_551_616.0;
     let s = (sum >> 64) as u64 as f64 * TWO_64 + sum as u64 as f64;
     m as f64 * TWO_63 / s
-}
-
-/// Whether `capacity` hashes' table fits at precision `p` (for the decoder).
-pub(crate) fn exact_capacity_fits(p: u8, len: usize) -> bool {
-    8 * capacity_for(len) <= 4 << p
 }
 
 impl PartialEq for ExaLogLog {
