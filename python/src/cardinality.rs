@@ -1,10 +1,11 @@
-//! HyperLogLog, the ring window and the sliding HyperLogLog.
+//! HyperLogLog, ExaLogLog, the ring window and the sliding HyperLogLog.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use tidemark::cardinality::{Hll, RingWindow, SlidingError, SlidingHll};
+use tidemark::cardinality::{ExaLogLog, Hll, RingWindow, SlidingError, SlidingHll};
+use tidemark::hash::ItemHasher;
 
 use crate::items::{
     binary_integers, binary_word, extract_batch, for_each_chunk_overlapped, for_each_word_chunk,
@@ -119,31 +120,11 @@ impl PyHll {
         items: &Bound<'_, PyAny>,
         integers: &str,
     ) -> PyResult<()> {
-        let h = &mut self.inner;
-        let hasher = h.hasher();
         if binary_integers(integers)? {
-            no_binary_in_redis(h)?;
-            return for_each_word_chunk(items, "items", |batch| {
-                let insert = |x| {
-                    h.insert_hash(x);
-                    Ok::<(), ()>(())
-                };
-                match py.allow_threads(|| batch.try_for_each_binary_hash(hasher, insert)) {
-                    Some(_) => Ok(()),
-                    None => Err(PyTypeError::new_err(
-                        "items: integers=\"binary\" takes integers (a NumPy integer array, or \
-                         a list or tuple of ints within 64 bits)",
-                    )),
-                }
-            });
+            no_binary_in_redis(&self.inner)?;
         }
-        for_each_chunk_overlapped(py, items, "items", |batch| {
-            batch.try_for_each_hash(hasher, |x| {
-                h.insert_hash(x);
-                Ok::<(), ()>(())
-            })
-        })
-        .map(|_| ())
+        let h = &mut self.inner;
+        insert_many(py, items, integers, h.hasher(), &mut |x| h.insert_hash(x))
     }
 
     /// The distinct count: Ertl's estimator (or the exact count while exact; PFCOUNT's in
@@ -271,6 +252,211 @@ impl PyHll {
             },
             self.inner.representation().name(),
             e.value
+        )
+    }
+}
+
+/// Feeds every item of `items` to `insert` as its hash: text (or bytes, floats, integers as
+/// their decimal text) with `integers="text"`, 64-bit words with `"binary"`, hashing with the
+/// GIL released. What `update_many` of the distinct-count sketches shares.
+fn insert_many(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    integers: &str,
+    hasher: ItemHasher,
+    insert: &mut (dyn FnMut(u64) + Send),
+) -> PyResult<()> {
+    if binary_integers(integers)? {
+        return for_each_word_chunk(items, "items", |batch| {
+            let each = |x| {
+                insert(x);
+                Ok::<(), ()>(())
+            };
+            match py.allow_threads(|| batch.try_for_each_binary_hash(hasher, each)) {
+                Some(_) => Ok(()),
+                None => Err(PyTypeError::new_err(
+                    "items: integers=\"binary\" takes integers (a NumPy integer array, or a \
+                     list or tuple of ints within 64 bits)",
+                )),
+            }
+        });
+    }
+    for_each_chunk_overlapped(py, items, "items", |batch| {
+        batch.try_for_each_hash(hasher, |x| {
+            insert(x);
+            Ok::<(), ()>(())
+        })
+    })
+    .map(|_| ())
+}
+
+/// ExaLogLog: distinct items with HyperLogLog's answers in about 43% fewer bytes.
+///
+/// The same sketch as `tidemark distinct --sketch exaloglog`: `precision` p in 4..=18 (2^p
+/// registers; default 11, HyperLogLog p = 14's error of 0.8%), `t` and `d` (the paper's 2 and
+/// 20: 28 bits a register), `confidence` of the bracket. A sketch fed by one stream answers
+/// with its martingale estimate; a merged one by maximum likelihood.
+///
+/// >>> import tidemark
+/// >>> e = tidemark.ExaLogLog(8)
+/// >>> e.update_many(range(100_000))
+/// >>> est = e.estimate()
+/// >>> 93_000 < est.value < 107_000 and est.method == "exaloglog-martingale"
+/// True
+/// >>> tidemark.ExaLogLog.from_bytes(e.to_bytes()) == e
+/// True
+#[pyclass(module = "tidemark", name = "ExaLogLog")]
+pub struct PyExaLogLog {
+    inner: ExaLogLog,
+}
+
+impl PyExaLogLog {
+    pub fn decode(bytes: &[u8]) -> PyResult<PyExaLogLog> {
+        Ok(PyExaLogLog {
+            inner: ExaLogLog::from_bytes(bytes).map_err(decode_error)?,
+        })
+    }
+}
+
+#[pymethods]
+impl PyExaLogLog {
+    #[new]
+    #[pyo3(signature = (precision = 11, *, t = 2, d = 20, confidence = 0.95))]
+    fn new(precision: u8, t: u8, d: u8, confidence: f64) -> PyResult<Self> {
+        check_confidence(confidence)?;
+        let inner = ExaLogLog::with_params(t, d, precision)
+            .and_then(|e| e.with_confidence(confidence))
+            .map_err(|e| param_error(e, P_NAMES))?;
+        Ok(PyExaLogLog { inner })
+    }
+
+    /// Adds one item (str, bytes, int or float; see the module's notes on hashing).
+    #[pyo3(signature = (item, *, integers = "text"))]
+    fn update(&mut self, item: &Bound<'_, PyAny>, integers: &str) -> PyResult<()> {
+        if binary_integers(integers)? {
+            self.inner.insert_u64(binary_word(item)?);
+        } else {
+            self.inner.insert(&item_bytes(item)?);
+        }
+        Ok(())
+    }
+
+    /// Adds every item of a list, a NumPy array, a buffer or an iterable (as
+    /// `HyperLogLog.update_many`).
+    #[pyo3(signature = (items, *, integers = "text"))]
+    fn update_many(
+        &mut self,
+        py: Python<'_>,
+        items: &Bound<'_, PyAny>,
+        integers: &str,
+    ) -> PyResult<()> {
+        let e = &mut self.inner;
+        insert_many(py, items, integers, e.hasher(), &mut |x| e.insert_hash(x))
+    }
+
+    /// The distinct count with its bracket: exact while exact, else the martingale estimate
+    /// when the sketch was fed by one stream, maximum likelihood otherwise.
+    fn estimate(&self) -> PyEstimate {
+        self.inner.estimate().into()
+    }
+
+    /// The maximum-likelihood estimate (any sketch).
+    fn estimate_ml(&self) -> PyEstimate {
+        self.inner.estimate_ml().into()
+    }
+
+    /// The martingale estimate, when the sketch has one (built by inserts only, never merged).
+    fn estimate_martingale(&self) -> Option<PyEstimate> {
+        self.inner.estimate_martingale().map(Into::into)
+    }
+
+    /// Merges `other` in: the sketch of the union (at the smaller p and d if they differ).
+    /// Another `t` or hash raises `tidemark.MergeError`.
+    fn merge(&mut self, other: PyRef<'_, PyExaLogLog>) -> PyResult<()> {
+        let o = other.inner.clone();
+        self.inner.merge(&o).map_err(merge_error)
+    }
+
+    /// A merged copy of the two sketches.
+    fn __or__(&self, other: PyRef<'_, PyExaLogLog>) -> PyResult<PyExaLogLog> {
+        let mut e = self.inner.clone();
+        e.merge(&other.inner).map_err(merge_error)?;
+        Ok(PyExaLogLog { inner: e })
+    }
+
+    /// A copy.
+    fn copy(&self) -> PyExaLogLog {
+        PyExaLogLog {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// The precision p.
+    #[getter]
+    fn precision(&self) -> u8 {
+        self.inner.precision()
+    }
+
+    /// t: update values are geometric with base 2^(2^-t).
+    #[getter]
+    fn t(&self) -> u8 {
+        self.inner.t()
+    }
+
+    /// d: the history bits a register keeps.
+    #[getter]
+    fn d(&self) -> u8 {
+        self.inner.d()
+    }
+
+    /// The bracket's confidence.
+    #[getter]
+    fn confidence(&self) -> f64 {
+        self.inner.confidence()
+    }
+
+    /// `exact` or `dense`.
+    #[getter]
+    fn representation(&self) -> &'static str {
+        self.inner.representation().name()
+    }
+
+    /// Memory held, in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.bytes()
+    }
+
+    /// The envelope `tidemark distinct --sketch exaloglog --save` writes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// A sketch from `to_bytes()` or `tidemark distinct --sketch exaloglog --save`; raises
+    /// `tidemark.DecodeError` on anything else.
+    #[staticmethod]
+    fn from_bytes(data: &Bound<'_, PyAny>) -> PyResult<PyExaLogLog> {
+        PyExaLogLog::decode(&bytes_arg(data)?)
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        reduce(py, &self.inner.to_bytes())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .downcast::<PyExaLogLog>()
+            .is_ok_and(|o| o.borrow().inner == self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ExaLogLog(precision={}, t={}, d={}, representation={:?}, estimate={})",
+            self.inner.precision(),
+            self.inner.t(),
+            self.inner.d(),
+            self.inner.representation().name(),
+            self.inner.estimate().value
         )
     }
 }
@@ -563,6 +749,7 @@ impl PySliding {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHll>()?;
+    m.add_class::<PyExaLogLog>()?;
     m.add_class::<PyRing>()?;
     m.add_class::<PySliding>()?;
     Ok(())

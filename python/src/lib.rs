@@ -337,6 +337,10 @@ fn load(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyObject> {
             .into_pyobject(py)?
             .into_any()
             .unbind(),
+        Family::ExaLogLog => cardinality::PyExaLogLog::decode(&bytes)?
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
         Family::RingWindow => cardinality::PyRing::decode(&bytes)?
             .into_pyobject(py)?
             .into_any()

@@ -193,3 +193,13 @@ def test_filters_both_ways(cli, tmp_path, words, stacked):
     probe = _lines(tmp_path / "probe.txt", words[15_000:25_000])
     out = _json(cli("filter", "query", "--count", "--json", tmp_path / "py.qf", probe))[0]
     assert out["found"] == sum(x in py for x in words[15_000:25_000])
+
+
+def test_exaloglog_equals_cli_exactly(cli, tmp_path, words):
+    f = _lines(tmp_path / "items.txt", words)
+    saved = tmp_path / "e.tdmk"
+    out = _json(cli("distinct", "--sketch", "exaloglog", "--precision", 9, "--json", "--save", saved, f))[0]
+    e = tidemark.ExaLogLog(9)
+    e.update_many(words)
+    assert e.to_bytes() == saved.read_bytes()
+    assert e.estimate().value == out["estimate"] and out["sketch"] == "exaloglog"

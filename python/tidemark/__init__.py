@@ -5,8 +5,9 @@ Windowed sketches whose every answer is an :class:`Estimate` — a value and a b
 Rust library as the ``tidemark`` command line, over the same bytes:
 
 - :class:`ExpHistogram`: ones in a sliding window (DGIM);
-- :class:`HyperLogLog` (Redis mode and ``HYLL`` values too), :class:`RingWindow`,
-  :class:`SlidingHyperLogLog`: distinct items, over all time or a window;
+- :class:`HyperLogLog` (Redis mode and ``HYLL`` values too), :class:`ExaLogLog` (the same
+  answers in about 43% fewer bytes), :class:`RingWindow`, :class:`SlidingHyperLogLog`:
+  distinct items, over all time or a window;
 - :class:`CountMin`, :class:`DyadicCountMin`, :class:`HeavyHitters`, :class:`TopK`:
   frequencies, ranges, quantiles, heavy hitters;
 - :class:`QuotientFilter`, :class:`StackedFilter`: "seen before?";
@@ -29,6 +30,7 @@ from ._tidemark import (
     DecodeError,
     DyadicCountMin,
     Estimate,
+    ExaLogLog,
     ExpHistogram,
     HeavyHitters,
     HyperLogLog,
@@ -50,6 +52,7 @@ __all__ = [
     "DecodeError",
     "DyadicCountMin",
     "Estimate",
+    "ExaLogLog",
     "ExpHistogram",
     "HeavyHitters",
     "HyperLogLog",
