@@ -148,7 +148,7 @@ impl Prototype {
     }
 }
 
-/// The stored form of a summary's envelope: an exact HyperLogLog's hashes, or its body.
+/// The stored form of a summary's envelope: an exact distinct sketch's hashes, or its body.
 pub(crate) fn body(envelope: &[u8]) -> Vec<u8> {
     let e = codec::decode(envelope).expect(
         "callers pass a summary's own to_bytes, which codec::encode wrote whole: no input \

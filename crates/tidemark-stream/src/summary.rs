@@ -186,20 +186,18 @@ pub struct DistinctBucket {
 }
 
 impl DistinctBucket {
-    /// An empty HyperLogLog bucket of precision `p` (validated by the config: 4..=18).
-    pub fn new(p: u8) -> DistinctBucket {
-        DistinctBucket::of(SketchKind::HyperLogLog, p)
-    }
-
-    /// An empty bucket of the metric's sketch and precision (validated by the config).
-    pub fn of(kind: SketchKind, p: u8) -> DistinctBucket {
+    /// An empty bucket of the metric's sketch and precision.
+    ///
+    /// # Panics
+    /// If `p` is outside 4..=18: the pipeline passes a `Kind::Distinct` precision, which
+    /// `Config::from_toml` accepts only in 4..=18 (as the count and frequency buckets trust
+    /// their ε, δ and φ).
+    pub(crate) fn of(kind: SketchKind, p: u8) -> DistinctBucket {
+        const VALIDATED: &str = "a distinct metric's precision comes from Config::from_toml, \
+                                 which refuses any outside 4..=18";
         let sketch = match kind {
-            SketchKind::HyperLogLog => {
-                DistinctSketch::Hll(Hll::new(p).expect("the config validated the precision"))
-            }
-            SketchKind::ExaLogLog => DistinctSketch::ExaLogLog(
-                ExaLogLog::new(p).expect("the config validated the precision"),
-            ),
+            SketchKind::HyperLogLog => DistinctSketch::Hll(Hll::new(p).expect(VALIDATED)),
+            SketchKind::ExaLogLog => DistinctSketch::ExaLogLog(ExaLogLog::new(p).expect(VALIDATED)),
         };
         DistinctBucket { sketch }
     }

@@ -214,7 +214,8 @@ impl<S: BucketSketch> RingWindow<S> {
         let boff = params.offset();
         let n = params.u32("buckets")?;
         params.finish()?;
-        let mut ring = RingWindow::of(empty.clone(), width, n).map_err(|e| {
+        let shape = empty.shape();
+        let mut ring = RingWindow::of(empty, width, n).map_err(|e| {
             if e.name == "buckets" {
                 Reader::invalid("buckets", boff, "in 1..=1000000", n as u64)
             } else {
@@ -267,7 +268,7 @@ impl<S: BucketSketch> RingWindow<S> {
             let soff = r.offset();
             let inner = r.bytes(len, "bucket sketch")?;
             let sketch = S::from_bytes(inner)?;
-            if sketch.shape() != empty.shape() || sketch.hasher() != env.hasher {
+            if sketch.shape() != shape || sketch.hasher() != env.hasher {
                 return Err(Reader::invalid(
                     "bucket sketch",
                     soff,

@@ -67,6 +67,7 @@ pub mod estimator;
 mod register;
 
 use core::fmt;
+use std::borrow::Cow;
 
 use self::estimator::{martingale_rse_constant, ml_bias_constant, ml_rse_constant, solve};
 use self::register::{Shape, MAX_D, MAX_T};
@@ -331,9 +332,17 @@ impl ExaLogLog {
     fn make_dense(&mut self) {
         let regs = self.registers();
         self.repr = Repr::Dense(regs);
-        let sum = self.fresh_sum();
-        if let Some(mart) = &mut self.martingale {
-            mart.sum = sum;
+        self.resync_martingale();
+    }
+
+    /// Recomputes the martingale's change probability from the registers (after the form or
+    /// the registers changed other than by an insert); its running value carries on.
+    fn resync_martingale(&mut self) {
+        if self.martingale.is_some() {
+            let sum = self.fresh_sum();
+            if let Some(mart) = &mut self.martingale {
+                mart.sum = sum;
+            }
         }
     }
 
@@ -351,15 +360,20 @@ impl ExaLogLog {
 
     /// The `2^p` registers (`u << d | history`), whatever the representation.
     pub fn registers(&self) -> Vec<u32> {
+        self.dense_registers().into_owned()
+    }
+
+    /// The registers, borrowed when dense (merges and estimates read them without a copy).
+    fn dense_registers(&self) -> Cow<'_, [u32]> {
         match &self.repr {
-            Repr::Dense(r) => r.clone(),
+            Repr::Dense(r) => Cow::Borrowed(r),
             Repr::Exact(set) => {
                 let mut regs = vec![0u32; self.m()];
                 for h in set.iter() {
                     let (i, k) = self.shape.split(h);
                     regs[i] = self.shape.update(regs[i], k);
                 }
-                regs
+                Cow::Owned(regs)
             }
         }
     }
@@ -379,14 +393,8 @@ impl ExaLogLog {
     pub fn estimate_ml(&self) -> Estimate {
         let shape = self.shape;
         let (mut alpha, mut beta) = (0u128, [0u32; 65]);
-        let add =
-            |r: u32, alpha: &mut u128, beta: &mut [u32; 65]| shape.add_coefficients(r, alpha, beta);
-        match &self.repr {
-            Repr::Dense(regs) => regs.iter().for_each(|&r| add(r, &mut alpha, &mut beta)),
-            Repr::Exact(_) => self
-                .registers()
-                .iter()
-                .for_each(|&r| add(r, &mut alpha, &mut beta)),
+        for &r in self.dense_registers().iter() {
+            shape.add_coefficients(r, &mut alpha, &mut beta);
         }
         let m = self.m() as f64;
         let alpha = alpha as f64 / TWO_63;
@@ -427,20 +435,8 @@ impl ExaLogLog {
             return Err(ParamError::new("d", "at most the sketch's d", d));
         }
         let target = Shape::new(self.shape.t, d, p);
-        let mut out = ExaLogLog {
-            shape: target,
-            hasher: self.hasher,
-            confidence: self.confidence,
-            z: self.z,
-            repr: self.repr.clone(),
-            martingale: self.martingale.clone(),
-        };
-        match &self.repr {
-            Repr::Exact(set) => {
-                if !out.exact_fits(set.capacity()) {
-                    out.make_dense();
-                }
-            }
+        let repr = match &self.repr {
+            Repr::Exact(set) => Repr::Exact(set.clone()),
             Repr::Dense(regs) => {
                 let narrow = self.shape.with_d(d);
                 let mut reduced = vec![0u32; 1 << p];
@@ -449,11 +445,23 @@ impl ExaLogLog {
                     let j = i >> (self.shape.p - p);
                     reduced[j] = target.merge(reduced[j], r);
                 }
-                out.repr = Repr::Dense(reduced);
-                let sum = out.fresh_sum();
-                if let Some(mart) = &mut out.martingale {
-                    mart.sum = sum;
-                }
+                Repr::Dense(reduced)
+            }
+        };
+        let mut out = ExaLogLog {
+            shape: target,
+            hasher: self.hasher,
+            confidence: self.confidence,
+            z: self.z,
+            repr,
+            martingale: self.martingale.clone(),
+        };
+        match &out.repr {
+            // A smaller precision has room for fewer hashes.
+            Repr::Exact(set) if !out.exact_fits(set.capacity()) => out.make_dense(),
+            Repr::Exact(_) => {}
+            Repr::Dense(_) => {
+                out.resync_martingale();
             }
         }
         Ok(out)
@@ -474,9 +482,9 @@ impl ExaLogLog {
             self.shape.d.min(other.shape.d),
         );
         if (p, d) != (self.shape.p, self.shape.d) {
-            *self = self
-                .reduce(p, d)
-                .expect("p and d no larger than the sketch's");
+            *self = self.reduce(p, d).expect(
+                "p and d are the smaller of the two sketches', so no larger than this one's",
+            );
         }
         if other.is_empty() {
             return Ok(());
@@ -489,13 +497,14 @@ impl ExaLogLog {
             }
             return Ok(());
         }
+        let reduced;
         let theirs = if (other.shape.p, other.shape.d) == (p, d) {
-            other.registers()
+            other.dense_registers()
         } else {
-            other
+            reduced = other
                 .reduce(p, d)
-                .expect("p and d no larger than the sketch's")
-                .registers()
+                .expect("p and d are the smaller of the two sketches', so no larger than other's");
+            reduced.dense_registers()
         };
         if let Repr::Exact(_) = self.repr {
             self.make_dense();
@@ -504,7 +513,7 @@ impl ExaLogLog {
         let Repr::Dense(ours) = &mut self.repr else {
             unreachable!("made dense above");
         };
-        for (a, &b) in ours.iter_mut().zip(&theirs) {
+        for (a, &b) in ours.iter_mut().zip(theirs.iter()) {
             *a = shape.merge(*a, b);
         }
         Ok(())
@@ -523,10 +532,7 @@ impl ExaLogLog {
         let mut s = ExaLogLog::with_hasher(t, d, p, hasher)?.with_confidence(confidence)?;
         s.repr = repr;
         s.martingale = martingale_value.map(|value| Martingale { value, sum: 0 });
-        let sum = s.fresh_sum();
-        if let Some(mart) = &mut s.martingale {
-            mart.sum = sum;
-        }
+        s.resync_martingale();
         Ok(s)
     }
 
