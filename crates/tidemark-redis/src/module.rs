@@ -10,8 +10,12 @@
 //!   `MEMORY USAGE` asks [`Value::bytes`]; `COPY` clones.
 //! - Every command declares its keys through the get-keys API ([`key_positions`]), so Redis
 //!   Cluster checks slots and cluster clients route by the first key.
-//! - A write with `*` replicates with the time resolved ([`Replicate::WithTime`]: the one
-//!   argument replaced, the others passed as they came).
+//! - A write's `*` time is read when the command arrives: a command filter turns it into
+//!   `*<ms>` ([`crate::command::Time::Clock`]), so the write replicates verbatim and a replica
+//!   or an AOF replay resolves the same time. A `*` that bypassed the filter still replicates
+//!   with its time resolved ([`Replicate::WithTime`]).
+//! - One raw command function serves every command ([`REGISTERED`]): arguments are read where
+//!   Redis keeps them, without a vector of owned strings.
 //! - Keys are opened for writing (a distinct ring's query updates its merge cache), so the
 //!   module turns off Redis's implicit modified-key signal and signals the keys of writes
 //!   itself: a read never aborts a `WATCH`.
@@ -22,15 +26,13 @@
 #![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
-use redis_module::{
-    raw, redis_module, Context, KeyType, RedisError, RedisResult, RedisString, RedisValue,
-};
+use redis_module::{raw, redis_module, Context, KeyType, RedisString};
 
 use crate::command::{key_positions, run_refs, Env, Keyspace, Lookup, Replicate, Reply};
 use crate::value::Value;
@@ -164,7 +166,7 @@ unsafe extern "C" fn copy(
 /// opened once is reused.
 struct RedisKeyspace<'c> {
     ctx: &'c Context,
-    args: &'c [RedisString],
+    args: &'c [*mut raw::RedisModuleString],
     // Most commands open one key: it stays inline, further ones go to `more`. Each entry:
     // the key's bytes (address, length), its handle, and its name as a Redis string.
     first: Option<OpenKey>,
@@ -188,9 +190,13 @@ impl RedisKeyspace<'_> {
             let (handle, name) = match self
                 .args
                 .iter()
-                .find(|a| a.as_slice().as_ptr() == key.as_ptr())
+                .find(|a| string_bytes(**a).as_ptr() == key.as_ptr())
             {
-                Some(arg) => (self.ctx.open_key_writable(arg), arg.inner),
+                Some(&arg) => {
+                    // A handle on the argument (a reference count, no copy) for the open.
+                    let name = RedisString::new(None, arg);
+                    (self.ctx.open_key_writable(&name), arg)
+                }
                 None => {
                     let name = RedisString::create_from_slice(self.ctx.ctx, key);
                     let handle = self.ctx.open_key_writable(&name);
@@ -358,30 +364,20 @@ fn reply(ctx: &Context, r: &Reply, resp3: bool) {
 /// Writes `d` as the shortest decimal that reads back as `d`; integers and halves (every
 /// counter answer) without the float formatter. Returns the length.
 fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
-    if d.abs() < 1e15 && (d * 2.0).fract() == 0.0 {
-        // An integer or a half: digits by hand (the float formatter is the slow path).
-        let half = d.fract() != 0.0;
-        let mut n = d.abs().trunc() as u64;
-        let mut digits = [0u8; 20];
-        let mut len = 0;
-        loop {
-            digits[len] = b'0' + (n % 10) as u8;
-            len += 1;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
+    // Twice the value, when it is an integer below 2^51 in size: `d` is an integer or a
+    // half, written by hand (the float formatter is the slow path). The conversion truncates,
+    // so the comparison holds only when nothing was cut.
+    let twice = d * 2.0;
+    let t = twice as i64;
+    if d.abs() < 1e15 && t as f64 == twice {
         let mut at = 0;
-        if d < 0.0 {
+        if t < 0 {
             buf[0] = b'-';
             at = 1;
         }
-        for i in (0..len).rev() {
-            buf[at] = digits[i];
-            at += 1;
-        }
-        if half {
+        let n = t.unsigned_abs();
+        at += write_decimal(n / 2, &mut buf[at..]);
+        if n % 2 == 1 {
             buf[at] = b'.';
             buf[at + 1] = b'5';
             at += 2;
@@ -390,7 +386,13 @@ fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
     }
     use std::io::Write;
     let mut w = &mut buf[..];
-    let _ = write!(w, "{d}");
+    // Rust's plain form writes every digit of 1e300 or 1e-300 (hundreds of bytes): far from
+    // 1 the shortest round-trip digits go in exponent form, which every RESP client parses.
+    let _ = if d != 0.0 && !(1e-5..1e17).contains(&d.abs()) {
+        write!(w, "{d:e}")
+    } else {
+        write!(w, "{d}")
+    };
     40 - w.len()
 }
 
@@ -401,9 +403,8 @@ fn is_resp3(ctx: &Context) -> bool {
 }
 
 /// Replicates `name rest…` (RedisModule_Replicate with a vector of strings).
-fn replicate(ctx: &Context, name: &RedisString, rest: &[*mut raw::RedisModuleString]) {
+fn replicate(ctx: &Context, name: &[u8], rest: &[*mut raw::RedisModuleString]) {
     // The name as a C string, on the stack (every TM command name is short and has no NUL).
-    let name = name.as_slice();
     let mut cname = [0u8; 48];
     if name.len() >= cname.len() || name.contains(&0) {
         return;
@@ -431,33 +432,178 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+/// The bytes of a Redis string, borrowed for as long as Redis keeps the string.
+fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0usize;
+    // SAFETY: `StringPtrLen` is set by `RedisModule_Init`; `s` is a live string of this call
+    // (an argument, or one the keyspace keeps until the command ends), so its bytes stay put
+    // while they are borrowed.
+    unsafe {
+        match raw::RedisModule_StringPtrLen {
+            Some(f) => {
+                let p = f(s, &mut len);
+                if p.is_null() {
+                    &[]
+                } else {
+                    std::slice::from_raw_parts(p.cast::<u8>(), len)
+                }
+            }
+            None => &[],
+        }
+    }
+}
+
+/// Every command as Redis registers it: name, flags, first key, last key, key step. The
+/// names and key positions are the command layer's [`COMMANDS`] (a test holds them equal).
+const REGISTERED: [(&CStr, &CStr, c_int, c_int, c_int); 19] = [
+    (c"TM.COUNT.CREATE", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.COUNT.ADD", c"write deny-oom getkeys-api fast", 1, 1, 1),
+    (c"TM.COUNT.GET", c"readonly getkeys-api fast", 1, 1, 1),
+    (
+        c"TM.DISTINCT.CREATE",
+        c"write deny-oom getkeys-api",
+        1,
+        1,
+        1,
+    ),
+    (
+        c"TM.DISTINCT.ADD",
+        c"write deny-oom getkeys-api fast",
+        1,
+        1,
+        1,
+    ),
+    (c"TM.DISTINCT.COUNT", c"readonly getkeys-api", 1, -1, 1),
+    (c"TM.DISTINCT.TOPF", c"write deny-oom getkeys-api", 1, 2, 1),
+    (c"TM.FREQ.CREATE", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.FREQ.ADD", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.FREQ.QUERY", c"readonly getkeys-api", 1, 1, 1),
+    (c"TM.FREQ.TOP", c"readonly getkeys-api", 1, 1, 1),
+    (c"TM.FILTER.CREATE", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.FILTER.ADD", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.FILTER.ADDAT", c"write deny-oom getkeys-api", 1, 1, 1),
+    (c"TM.FILTER.EXISTS", c"readonly getkeys-api", 1, 1, 1),
+    (c"TM.FILTER.DEL", c"write getkeys-api", 1, 1, 1),
+    (c"TM.INFO", c"readonly getkeys-api", 1, 1, 1),
+    (c"TM.DUMP", c"readonly getkeys-api", 1, 1, 1),
+    (c"TM.LOAD", c"write deny-oom getkeys-api", 1, 1, 1),
+];
+
+/// The function Redis calls for every TM command. The arguments are read where Redis keeps
+/// them (no vector of owned strings, no reference counts per argument): most of a fast
+/// command's cost in the module is the module's own, so this path stays short.
+unsafe extern "C" fn command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let context = Context::new(ctx);
+    let args: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+        // SAFETY: Redis passes `argc` live argument strings at `argv` for this call.
+        Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
+        _ => &[],
+    };
+    if let Err(e) = handle(&context, args) {
+        context.reply_error_string(&e);
+    }
+    raw::Status::Ok as c_int
+}
+
+/// The write commands whose argument 2 is a time (`*` allowed).
+const TIMED_WRITES: [&[u8]; 4] = [
+    b"TM.COUNT.ADD",
+    b"TM.DISTINCT.ADD",
+    b"TM.FREQ.ADD",
+    b"TM.FILTER.ADDAT",
+];
+
+/// The command filter: a timed write's `*` becomes `*<ms>`, the server's clock as the command
+/// arrives ([`crate::command::Time::Clock`]). The command then replicates verbatim — a
+/// replica or an AOF replay reads the same number — instead of building a new argument vector
+/// for `RedisModule_Replicate`, which cost a fast write about as much as the rest of its work.
+/// Runs for every command the server receives; anything else passes untouched after a length
+/// check and a name comparison. A `*` that reaches a command without the filter (a command
+/// called from another module with filters bypassed) is still resolved and replicated with
+/// its time (`Replicate::WithTime`).
+unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    // SAFETY: the filter API is set by `RedisModule_Init`; `fctx` is the context Redis passes
+    // for this call; positions are checked against the count first; the new string's ownership
+    // passes to Redis with `CommandFilterArgReplace` (which frees the one it replaces).
+    unsafe {
+        let (Some(count), Some(get), Some(replace), Some(create)) = (
+            raw::RedisModule_CommandFilterArgsCount,
+            raw::RedisModule_CommandFilterArgGet,
+            raw::RedisModule_CommandFilterArgReplace,
+            raw::RedisModule_CreateString,
+        ) else {
+            return;
+        };
+        if count(fctx) < 3 {
+            return;
+        }
+        let name = string_bytes(get(fctx, 0));
+        if !TIMED_WRITES.iter().any(|w| name.eq_ignore_ascii_case(w)) {
+            return;
+        }
+        if string_bytes(get(fctx, 2)) != b"*" {
+            return;
+        }
+        let mut buf = [0u8; 24];
+        buf[0] = b'*';
+        let n = 1 + write_decimal(now_ms(), &mut buf[1..]);
+        let stamped = create(std::ptr::null_mut(), buf.as_ptr().cast(), n);
+        if !stamped.is_null() {
+            replace(fctx, 2, stamped);
+        }
+    }
+}
+
+/// Writes `v` in decimal at the start of `buf` (at least 20 bytes); returns the length.
+fn write_decimal(mut v: u64, buf: &mut [u8]) -> usize {
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (v % 10) as u8;
+        len += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len].iter().rev().enumerate() {
+        buf[i] = *d;
+    }
+    len
+}
+
+fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), String> {
     // Most commands have a handful of arguments: keep their slices on the stack.
     let mut small: [&[u8]; 16] = [&[]; 16];
     let heap: Vec<&[u8]>;
     let argv: &[&[u8]] = if args.len() <= small.len() {
-        for (s, a) in small.iter_mut().zip(&args) {
-            *s = a.as_slice();
+        for (s, a) in small.iter_mut().zip(args) {
+            *s = string_bytes(*a);
         }
         &small[..args.len()]
     } else {
-        heap = args.iter().map(RedisString::as_slice).collect();
+        heap = args.iter().map(|a| string_bytes(*a)).collect();
         &heap
     };
     if ctx.is_keys_position_request() {
         for pos in key_positions(argv) {
             ctx.key_at_pos(pos as i32);
         }
-        return Ok(RedisValue::NoReply);
+        return Ok(());
     }
     let mut ks = RedisKeyspace {
         ctx,
-        args: &args,
+        args,
         first: None,
         more: Vec::new(),
         owned: Vec::new(),
     };
-    // The clock only for commands that can read it (`*`, and filters with EXPIRE).
+    // The clock only for commands that can read it (`*` the filter did not stamp, and
+    // filters with EXPIRE).
     let clock = argv.iter().any(|a| *a == b"*")
         || argv
             .first()
@@ -469,11 +615,7 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // should an internal invariant break anyway, the client gets an error, not a dead server.
     let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, argv))) {
         Ok(o) => o,
-        Err(_) => {
-            return Err(RedisError::Str(
-                "ERR tidemark: internal error (a bug; please report it)",
-            ))
-        }
+        Err(_) => return Err("ERR tidemark: internal error (a bug; please report it)".into()),
     };
     if outcome.replicate != Replicate::Nothing {
         ks.signal_modified(argv[0]);
@@ -483,39 +625,25 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Replicate::Verbatim => ctx.replicate_verbatim(),
         Replicate::WithTime { pos, time } => {
             let mut digits = [0u8; 24];
-            let n = {
-                use std::io::Write;
-                let mut w = &mut digits[..];
-                let _ = write!(w, "{time}");
-                24 - w.len()
-            };
+            let n = write_decimal(time, &mut digits);
             let t = RedisString::create_from_slice(ctx.ctx, &digits[..n]);
-            let mut small = [std::ptr::null_mut(); 16];
-            let heap: Vec<*mut raw::RedisModuleString>;
-            let rest: &[*mut raw::RedisModuleString] = if args.len() <= small.len() + 1 {
-                for (i, a) in args.iter().enumerate().skip(1) {
-                    small[i - 1] = if i == pos { t.inner } else { a.inner };
-                }
-                &small[..args.len() - 1]
-            } else {
-                heap = args
-                    .iter()
-                    .enumerate()
-                    .skip(1)
-                    .map(|(i, a)| if i == pos { t.inner } else { a.inner })
-                    .collect();
-                &heap
-            };
-            replicate(ctx, &args[0], rest);
+            let rest: Vec<*mut raw::RedisModuleString> = args
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(i, a)| if i == pos { t.inner } else { *a })
+                .collect();
+            replicate(ctx, argv[0], &rest);
         }
         Replicate::Rewritten(v) => {
             let strings: Vec<RedisString> = v
                 .iter()
                 .map(|a| RedisString::create_from_slice(ctx.ctx, a))
                 .collect();
-            if let Some((name, rest)) = strings.split_first() {
-                let rest: Vec<*mut raw::RedisModuleString> = rest.iter().map(|s| s.inner).collect();
-                replicate(ctx, name, &rest);
+            if let Some((name, rest)) = v.split_first().zip(strings.split_first()) {
+                let rest: Vec<*mut raw::RedisModuleString> =
+                    rest.1.iter().map(|s| s.inner).collect();
+                replicate(ctx, name.0, &rest);
             }
         }
     }
@@ -523,9 +651,9 @@ fn handle(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     match outcome.reply {
         Ok(r) => {
             reply(ctx, &r, is_resp3(ctx));
-            Ok(RedisValue::NoReply)
+            Ok(())
         }
-        Err(e) => Err(RedisError::String(e.to_string().replace(['\r', '\n'], " "))),
+        Err(e) => Err(e.to_string().replace(['\r', '\n'], " ")),
     }
 }
 
@@ -544,6 +672,34 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
             );
         }
     }
+    // SAFETY: as above; every name and flag string is a NUL-terminated constant.
+    unsafe {
+        let Some(create) = raw::RedisModule_CreateCommand else {
+            return redis_module::Status::Err;
+        };
+        for (name, flags, first, last, step) in REGISTERED {
+            let ok = create(
+                ctx.ctx,
+                name.as_ptr(),
+                Some(command),
+                flags.as_ptr(),
+                first,
+                last,
+                step,
+            );
+            if ok != raw::Status::Ok as c_int {
+                ctx.log_warning(&format!("tidemark: cannot register {name:?}"));
+                return redis_module::Status::Err;
+            }
+        }
+        match raw::RedisModule_RegisterCommandFilter {
+            Some(register) if !register(ctx.ctx, Some(stamp_clock), 0).is_null() => {}
+            _ => {
+                ctx.log_warning("tidemark: cannot register the command filter for `*` times");
+                return redis_module::Status::Err;
+            }
+        }
+    }
     redis_module::Status::Ok
 }
 
@@ -553,25 +709,76 @@ redis_module! {
     allocator: (TmAlloc, TmAlloc),
     data_types: [TM_TYPE],
     init: init,
-    commands: [
-        ["TM.COUNT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.COUNT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
-        ["TM.COUNT.GET", handle, "readonly getkeys-api fast", 1, 1, 1, ""],
-        ["TM.DISTINCT.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.DISTINCT.ADD", handle, "write deny-oom getkeys-api fast", 1, 1, 1, ""],
-        ["TM.DISTINCT.COUNT", handle, "readonly getkeys-api", 1, -1, 1, ""],
-        ["TM.DISTINCT.TOPF", handle, "write deny-oom getkeys-api", 1, 2, 1, ""],
-        ["TM.FREQ.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.FREQ.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.FREQ.QUERY", handle, "readonly getkeys-api", 1, 1, 1, ""],
-        ["TM.FREQ.TOP", handle, "readonly getkeys-api", 1, 1, 1, ""],
-        ["TM.FILTER.CREATE", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.FILTER.ADD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.FILTER.ADDAT", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["TM.FILTER.EXISTS", handle, "readonly getkeys-api", 1, 1, 1, ""],
-        ["TM.FILTER.DEL", handle, "write getkeys-api", 1, 1, 1, ""],
-        ["TM.INFO", handle, "readonly getkeys-api", 1, 1, 1, ""],
-        ["TM.DUMP", handle, "readonly getkeys-api", 1, 1, 1, ""],
-        ["TM.LOAD", handle, "write deny-oom getkeys-api", 1, 1, 1, ""],
-    ],
+    // The commands are registered by `init` (one raw function for all of them).
+    commands: [],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::COMMANDS;
+
+    #[test]
+    fn registered_commands_are_the_command_layers() {
+        assert_eq!(REGISTERED.len(), COMMANDS.len());
+        for ((name, flags, first, last, step), (cname, write, f, l, s)) in
+            REGISTERED.iter().zip(COMMANDS)
+        {
+            assert_eq!(name.to_str(), Ok(*cname));
+            assert_eq!((*first, *last, *step), (*f, *l, *s), "{cname}");
+            let flags = flags.to_str().unwrap_or_default();
+            assert_eq!(flags.starts_with("write"), *write, "{cname}: {flags}");
+            assert!(flags.contains("getkeys-api"), "{cname}: {flags}");
+        }
+        // Every timed write the filter stamps is a registered write command.
+        for w in TIMED_WRITES {
+            assert!(COMMANDS.iter().any(|c| c.0.as_bytes() == w && c.1));
+        }
+    }
+
+    #[test]
+    fn doubles_read_back_exactly() {
+        let cases = [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            2.5,
+            995_904.5,
+            1e15 - 0.5,
+            1e15,
+            -1e15,
+            1e300,
+            0.1,
+            -3.25,
+            1.0 / 3.0,
+            f64::MIN_POSITIVE,
+            123_456_789.75,
+            4_503_599_627_370_496.0,
+        ];
+        for d in cases {
+            let mut buf = [0u8; 40];
+            let n = format_double(d, &mut buf);
+            let text = std::str::from_utf8(&buf[..n]).expect("ASCII");
+            assert_eq!(text.parse::<f64>(), Ok(d), "{d} written as {text}");
+            // The shortest form: Rust's own `{}` is the shortest that reads back.
+            assert!(text.len() <= format!("{d}").len(), "{d} written as {text}");
+        }
+        let mut buf = [0u8; 40];
+        let n = format_double(-0.5, &mut buf);
+        assert_eq!(&buf[..n], b"-0.5");
+        let n = format_double(7.0, &mut buf);
+        assert_eq!(&buf[..n], b"7");
+    }
+
+    #[test]
+    fn decimals_are_written_in_full() {
+        let mut buf = [0u8; 20];
+        for v in [0, 9, 10, 99, 1_796_168_172_020, u64::MAX] {
+            let n = write_decimal(v, &mut buf);
+            assert_eq!(&buf[..n], v.to_string().as_bytes());
+        }
+    }
 }

@@ -189,6 +189,38 @@ fn star_is_resolved_before_replication() {
     );
 }
 
+#[test]
+fn a_stamped_clock_replicates_as_it_stands() {
+    // `*<ms>` is what the module's filter makes of a write's `*`: the clock read at arrival.
+    // It resolves like `*` (never before the key's latest time) but needs no rewriting.
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
+    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c *5000 2"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    assert_eq!(triple(&o.reply.unwrap()), (2.0, 2.0, 2.0));
+    // Behind the latest time: resolved to it, where an explicit 4000 is refused.
+    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c *4000"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    assert_eq!(triple(&o.reply.unwrap()), (3.0, 3.0, 3.0));
+    assert!(err(&mut ks, "TM.COUNT.ADD c 4000").contains("before the key's latest time 5000"));
+    // The window ends at the stamped time, not at the environment's clock (1,000,000).
+    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET c")), (3.0, 3.0, 3.0));
+    ok(&mut ks, "TM.COUNT.ADD c *6001");
+    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET c")), (1.0, 1.0, 1.0));
+    // Distinct and frequency writes take it too.
+    ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000 BUCKET 1000");
+    let o = run(&mut ks, ENV, &argv("TM.DISTINCT.ADD d *7000 a b"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    ok(&mut ks, "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000");
+    let o = run(&mut ks, ENV, &argv("TM.FREQ.ADD f *7000 a 2"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    // Malformed stamps are bad times, named as such.
+    for bad in ["*x", "**", "*-1", "*4503599627370497", "*1.5"] {
+        let e = err(&mut ks, &format!("TM.COUNT.ADD c {bad}"));
+        assert!(e.contains("time must be"), "{bad}: {e}");
+    }
+}
+
 fn distinct_coverage(shape: &str, p: u8) {
     // Brackets are 95% intervals: count how often they hold over independent trials.
     let trials = 120;

@@ -8,6 +8,11 @@ use crate::value::Limits;
 pub enum Time {
     /// `*`: the server's clock (never earlier than the key's latest time).
     Now,
+    /// `*<ms>`: the server's clock as read when the command arrived, ms (never earlier than
+    /// the key's latest time). The module's command filter writes it in place of a write's
+    /// `*` before the command runs, so the command replicates as it stands: a replica or an
+    /// AOF replay holds the same key state, so it resolves the same time.
+    Clock(u64),
     /// Milliseconds since the epoch.
     At(u64),
 }
@@ -147,15 +152,17 @@ impl<'a> Args<'a> {
             .ok_or_else(|| self.bad(arg, "a number strictly between 0 and 1", a))
     }
 
-    /// A time: `*` or ms since the epoch.
+    /// A time: `*`, `*<ms>` or ms since the epoch.
     pub fn time(&mut self, arg: &'static str) -> Result<Time, CmdError> {
         let a = self.take()?;
-        if a == b"*" {
-            return Ok(Time::Now);
-        }
-        parse_u64(a)
+        let (clock, digits) = match a.split_first() {
+            Some((b'*', [])) => return Ok(Time::Now),
+            Some((b'*', ms)) => (true, ms),
+            _ => (false, a),
+        };
+        parse_u64(digits)
             .filter(|v| *v <= Limits::MAX_TIME_MS)
-            .map(Time::At)
+            .map(if clock { Time::Clock } else { Time::At })
             .ok_or_else(|| {
                 self.bad(
                     arg,

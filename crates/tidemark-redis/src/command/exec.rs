@@ -23,7 +23,7 @@ pub fn execute(ks: &mut dyn Keyspace, env: Env, cmd: &Command<'_>) -> Outcome {
 fn replicate_time(time: Time, pos: usize, t: u64) -> Replicate {
     match time {
         Time::Now => Replicate::WithTime { pos, time: t },
-        Time::At(_) => Replicate::Verbatim,
+        Time::Clock(_) | Time::At(_) => Replicate::Verbatim,
     }
 }
 
@@ -31,6 +31,7 @@ fn resolve(time: Time, env: Env, latest: Option<u64>) -> u64 {
     match time {
         Time::At(t) => t,
         Time::Now => env.now_ms.min(Limits::MAX_TIME_MS).max(latest.unwrap_or(0)),
+        Time::Clock(ms) => ms.max(latest.unwrap_or(0)),
     }
 }
 

@@ -75,11 +75,7 @@ pub enum Reply {
 impl Reply {
     /// `[estimate, low, high]`.
     pub fn estimate(value: f64, low: f64, high: f64) -> Reply {
-        Reply::Array(vec![
-            Reply::Double(value),
-            Reply::Double(low),
-            Reply::Double(high),
-        ])
+        Reply::Estimate([value, low, high])
     }
 
     /// A bulk string from text.
