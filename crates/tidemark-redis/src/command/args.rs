@@ -43,6 +43,16 @@ impl<'a> Args<'a> {
         Args { cmd, argv, pos: 1 }
     }
 
+    /// Every argument left (at least one, else the arity error), taken.
+    pub fn rest_nonempty(&mut self) -> Result<&'a [&'a [u8]], CmdError> {
+        let rest = &self.argv[self.pos.min(self.argv.len())..];
+        if rest.is_empty() {
+            return Err(CmdError::Arity { cmd: self.cmd });
+        }
+        self.pos = self.argv.len();
+        Ok(rest)
+    }
+
     /// The command's name.
     pub fn cmd(&self) -> &'static str {
         self.cmd

@@ -204,7 +204,7 @@ fn exec(
                 Distinct::Sliding(s) => s.newest(),
             };
             let t = resolve(*time, env, latest);
-            for item in items {
+            for item in items.iter() {
                 let res = match d {
                     Distinct::Ring(r) => r.insert(item, t).map_err(|e| e.to_string()),
                     Distinct::Sliding(s) => s.insert(item, t).map_err(|e| e.to_string()),

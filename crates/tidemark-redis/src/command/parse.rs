@@ -67,7 +67,8 @@ pub enum Command<'a> {
     DistinctAdd {
         key: &'a [u8],
         time: Time,
-        items: Vec<&'a [u8]>,
+        /// At least one.
+        items: &'a [&'a [u8]],
     },
     DistinctCount {
         keys: Vec<&'a [u8]>,
@@ -265,10 +266,7 @@ pub fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Command<'a>, CmdError> {
         "TM.DISTINCT.ADD" => {
             let key = a.take()?;
             let time = a.time("time")?;
-            let mut items = vec![a.take()?];
-            while a.left() > 0 {
-                items.push(a.take()?);
-            }
+            let items = a.rest_nonempty()?;
             Command::DistinctAdd { key, time, items }
         }
         "TM.DISTINCT.COUNT" => {
