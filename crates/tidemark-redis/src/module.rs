@@ -12,8 +12,9 @@
 //!   Cluster checks slots and cluster clients route by the first key.
 //! - A write's `*` time is read when the command arrives: a command filter turns it into
 //!   `*<ms>` ([`crate::command::Time::Clock`]), so the write replicates verbatim and a replica
-//!   or an AOF replay resolves the same time. A `*` that bypassed the filter still replicates
-//!   with its time resolved ([`Replicate::WithTime`]).
+//!   or an AOF replay resolves the same time. Only AOF loading runs no filter (it replays
+//!   stamped times); a plain `*` that reached a command anyway would still replicate with its
+//!   time resolved ([`Replicate::WithTime`]).
 //! - One raw command function serves every command ([`REGISTERED`]): arguments are read where
 //!   Redis keeps them, without a vector of owned strings.
 //! - Keys are opened for writing (a distinct ring's query updates its merge cache), so the
@@ -187,12 +188,11 @@ impl RedisKeyspace<'_> {
         let at = (key.as_ptr(), key.len());
         let same = |e: &OpenKey| (e.0, e.1) == at;
         if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
-            let (handle, name) = match self
-                .args
-                .iter()
-                .find(|a| string_bytes(**a).as_ptr() == key.as_ptr())
+            let (handle, name) = match arg_bytes(self.args)
+                .zip(self.args)
+                .find(|(a, _)| (a.as_ptr(), a.len()) == at)
             {
-                Some(&arg) => {
+                Some((_, &arg)) => {
                     // A handle on the argument (a reference count, no copy) for the open.
                     let name = RedisString::new(None, arg);
                     (self.ctx.open_key_writable(&name), arg)
@@ -361,8 +361,9 @@ fn reply(ctx: &Context, r: &Reply, resp3: bool) {
     }
 }
 
-/// Writes `d` as the shortest decimal that reads back as `d`; integers and halves (every
-/// counter answer) without the float formatter. Returns the length.
+/// Writes `d` with the fewest digits that read back as `d` bit for bit (plain between 1e-5
+/// and 1e17, in exponent form beyond); integers and halves (every counter answer) without the
+/// float formatter. Returns the length.
 fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
     // Twice the value, when it is an integer below 2^51 in size: `d` is an integer or a
     // half, written by hand (the float formatter is the slow path). The conversion truncates,
@@ -371,7 +372,7 @@ fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
     let t = twice as i64;
     if d.abs() < 1e15 && t as f64 == twice {
         let mut at = 0;
-        if t < 0 {
+        if d.is_sign_negative() {
             buf[0] = b'-';
             at = 1;
         }
@@ -432,12 +433,17 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The bytes of a Redis string, borrowed for as long as Redis keeps the string.
-fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+/// The bytes of a Redis string.
+///
+/// # Safety
+///
+/// `s` is a live Redis string that nothing modifies or frees while the slice is used: the
+/// caller picks `'a` no longer than that (an argument of the current call, or a filter's
+/// argument before it is replaced).
+unsafe fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
     let mut len = 0usize;
-    // SAFETY: `StringPtrLen` is set by `RedisModule_Init`; `s` is a live string of this call
-    // (an argument, or one the keyspace keeps until the command ends), so its bytes stay put
-    // while they are borrowed.
+    // SAFETY: `StringPtrLen` is set by `RedisModule_Init`; `s` is live and unchanged while
+    // the slice is used (the caller's contract).
     unsafe {
         match raw::RedisModule_StringPtrLen {
             Some(f) => {
@@ -451,6 +457,13 @@ fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
             None => &[],
         }
     }
+}
+
+/// The arguments of this call as byte slices, borrowed as long as the argument vector.
+fn arg_bytes(args: &[*mut raw::RedisModuleString]) -> impl Iterator<Item = &[u8]> {
+    // SAFETY: every element is an argument string of the current call, which Redis keeps
+    // unchanged until the call returns; the slices live as long as the borrow of the vector.
+    args.iter().map(|a| unsafe { string_bytes(*a) })
 }
 
 /// Every command's name and Redis flags, in the order of the command layer's [`COMMANDS`],
@@ -476,6 +489,9 @@ const REGISTERED: [(&CStr, &CStr); 19] = [
     (c"TM.DUMP", c"readonly getkeys-api"),
     (c"TM.LOAD", c"write deny-oom getkeys-api"),
 ];
+
+// `init` pairs the two tables element by element.
+const _: () = assert!(REGISTERED.len() == COMMANDS.len());
 
 /// The function Redis calls for every TM command. The arguments are read where Redis keeps
 /// them (no vector of owned strings, no reference counts per argument): most of a fast
@@ -509,10 +525,11 @@ const TIMED_WRITES: [&[u8]; 4] = [
 /// arrives ([`crate::command::Time::Clock`]). The command then replicates verbatim — a
 /// replica or an AOF replay reads the same number — instead of building a new argument vector
 /// for `RedisModule_Replicate`, which cost a fast write about as much as the rest of its work.
-/// Runs for every command the server receives; anything else passes untouched after a length
-/// check and a name comparison. A `*` that reaches a command without the filter (a command
-/// called from another module with filters bypassed) is still resolved and replicated with
-/// its time (`Replicate::WithTime`).
+/// Runs for every command the server receives (clients, `MULTI` at queue time, scripts and
+/// `RedisModule_Call`); anything else passes untouched after an arity check and a name
+/// comparison. Only AOF loading runs no filter, and it replays stamped times; a plain `*`
+/// that reached a command anyway would still be resolved and replicated with its time
+/// (`Replicate::WithTime`).
 unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // SAFETY: the filter API is set by `RedisModule_Init`; `fctx` is the context Redis passes
     // for this call; positions are checked against the count first; the new string's ownership
@@ -529,6 +546,7 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         if count(fctx) < 3 {
             return;
         }
+        // Both slices are dropped before any argument is replaced.
         let name = string_bytes(get(fctx, 0));
         if !TIMED_WRITES.iter().any(|w| name.eq_ignore_ascii_case(w)) {
             return;
@@ -540,8 +558,11 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         buf[0] = b'*';
         let n = 1 + write_decimal(now_ms(), &mut buf[1..]);
         let stamped = create(std::ptr::null_mut(), buf.as_ptr().cast(), n);
-        if !stamped.is_null() {
-            replace(fctx, 2, stamped);
+        if !stamped.is_null() && replace(fctx, 2, stamped) != raw::Status::Ok as c_int {
+            // Not handed over (cannot happen after the count check): ours to free.
+            if let Some(f) = raw::RedisModule_FreeString {
+                f(std::ptr::null_mut(), stamped);
+            }
         }
     }
 }
@@ -569,12 +590,12 @@ fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), Str
     let mut small: [&[u8]; 16] = [&[]; 16];
     let heap: Vec<&[u8]>;
     let argv: &[&[u8]] = if args.len() <= small.len() {
-        for (s, a) in small.iter_mut().zip(args) {
-            *s = string_bytes(*a);
+        for (s, a) in small.iter_mut().zip(arg_bytes(args)) {
+            *s = a;
         }
         &small[..args.len()]
     } else {
-        heap = args.iter().map(|a| string_bytes(*a)).collect();
+        heap = arg_bytes(args).collect();
         &heap
     };
     if ctx.is_keys_position_request() {
@@ -742,15 +763,33 @@ mod tests {
             123_456_789.75,
             4_503_599_627_370_496.0,
         ];
-        for d in cases {
+        let edges = [
+            1e-5,
+            9.999_999_999_999_999e-6,
+            1e17,
+            99_999_999_999_999_980.0,
+            4_503_599_627_370_495.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            -f64::MIN_POSITIVE,
+            5e-324,
+        ];
+        for d in cases.into_iter().chain(edges) {
             let mut buf = [0u8; 40];
             let n = format_double(d, &mut buf);
             let text = std::str::from_utf8(&buf[..n]).expect("ASCII");
-            assert_eq!(text.parse::<f64>(), Ok(d), "{d} written as {text}");
+            let back: f64 = text.parse().expect("a number");
+            // Bit for bit: -0.0 keeps its sign.
+            assert_eq!(back.to_bits(), d.to_bits(), "{d} written as {text}");
             // The shortest form: Rust's own `{}` is the shortest that reads back.
             assert!(text.len() <= format!("{d}").len(), "{d} written as {text}");
         }
         let mut buf = [0u8; 40];
+        let n = format_double(f64::NAN, &mut buf);
+        assert_eq!(&buf[..n], b"NaN");
+        let n = format_double(-0.0, &mut buf);
+        assert_eq!(&buf[..n], b"-0");
         let n = format_double(-0.5, &mut buf);
         assert_eq!(&buf[..n], b"-0.5");
         let n = format_double(7.0, &mut buf);

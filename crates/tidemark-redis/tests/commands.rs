@@ -100,7 +100,7 @@ fn errors_are_redis_style_and_name_the_argument() {
     ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000");
     assert_eq!(
         err(&mut ks, "TM.COUNT.ADD c abc"),
-        "ERR TM.COUNT.ADD: time must be a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock, got 'abc'"
+        "ERR TM.COUNT.ADD: time must be a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock (*<ms>: that clock as stamped), got 'abc'"
     );
     assert_eq!(
         err(&mut ks, "TM.COUNT.ADD nokey 1"),
@@ -211,9 +211,26 @@ fn a_stamped_clock_replicates_as_it_stands() {
     ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000 BUCKET 1000");
     let o = run(&mut ks, ENV, &argv("TM.DISTINCT.ADD d *7000 a b"));
     assert_eq!(o.replicate, Replicate::Verbatim);
+    // The ring's latest time is its newest bucket's start: the stamp's, not the environment's.
+    let info = format!("{:?}", ok(&mut ks, "TM.INFO d"));
+    assert!(info.contains("(\"latest_ms\", Integer(7000))"), "{info}");
     ok(&mut ks, "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000");
     let o = run(&mut ks, ENV, &argv("TM.FREQ.ADD f *7000 a 2"));
     assert_eq!(o.replicate, Replicate::Verbatim);
+    let info = format!("{:?}", ok(&mut ks, "TM.INFO f"));
+    assert!(info.contains("(\"latest_ms\", Integer(7000))"), "{info}");
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
+    );
+    let o = run(&mut ks, ENV, &argv("TM.FILTER.ADDAT e *7000 x"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    // Added at the stamp (7000), so forgotten by the environment's clock (1,000,000): had the
+    // environment's clock been used, x would still be there.
+    assert_eq!(
+        ok(&mut ks, "TM.FILTER.EXISTS e x"),
+        Reply::Array(vec![Reply::Integer(0)])
+    );
     // Malformed stamps are bad times, named as such.
     for bad in ["*x", "**", "*-1", "*4503599627370497", "*1.5"] {
         let e = err(&mut ks, &format!("TM.COUNT.ADD c {bad}"));

@@ -351,6 +351,108 @@ fn live_values_survive_reload_restarts_restore_and_copy() {
     assert_eq!(dumps(&mut c, &keys), before, "restart from the RDB");
 }
 
+/// The words of every command in the slow log (all of them, at a threshold of 0 µs), oldest
+/// first.
+fn slowlog_commands(c: &mut redis::Connection) -> Vec<Vec<String>> {
+    let Value::Array(entries) = q(c, "SLOWLOG GET 1000").unwrap() else {
+        panic!("SLOWLOG GET is an array");
+    };
+    let mut out: Vec<Vec<String>> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Value::Array(fields) => match fields.get(3) {
+                Some(Value::Array(words)) => Some(
+                    words
+                        .iter()
+                        .map(|w| match w {
+                            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                            other => format!("{other:?}"),
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[test]
+fn live_star_is_stamped_as_it_arrives() {
+    if !redis_available("live_star_is_stamped_as_it_arrives") {
+        return;
+    }
+    let dir = TempDir::new("stamp");
+    let server = Server::start(&dir.0, &[]);
+    let mut c = server.conn();
+    for s in [
+        "TM.COUNT.CREATE c WINDOW 60000",
+        "TM.COUNT.CREATE * WINDOW 60000",
+        "TM.DISTINCT.CREATE d WINDOW 60000 BUCKET 1000",
+        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
+        "TM.FILTER.CREATE g CAPACITY 100 FPR 0.01",
+        "CONFIG SET slowlog-log-slower-than 0",
+        "SLOWLOG RESET",
+    ] {
+        q(&mut c, s).unwrap();
+    }
+    let before = now_ms();
+    for s in [
+        "tm.count.add c * 2",
+        "TM.COUNT.ADD * *",
+        "TM.DISTINCT.ADD d * a b",
+        "Tm.Freq.Add f * a 3",
+        "TM.FILTER.ADDAT e * x",
+        "TM.FILTER.ADD g *",
+        "TM.COUNT.GET c AT *",
+        "MULTI",
+        "TM.COUNT.ADD c *",
+        "EXEC",
+    ] {
+        q(&mut c, s).unwrap();
+    }
+    let after = now_ms();
+    let log = slowlog_commands(&mut c);
+    let stamped = |w: &str| {
+        w.strip_prefix('*')
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .is_some_and(|ms| (before..=after).contains(&ms))
+    };
+    let find = |name: &str| -> Vec<&Vec<String>> {
+        log.iter()
+            .filter(|w| w[0].eq_ignore_ascii_case(name))
+            .collect()
+    };
+    // Every timed write's `*` is the clock at arrival, whatever the name's case; inside MULTI
+    // too (the EXEC'd command is logged with its stamped arguments).
+    let adds = find("TM.COUNT.ADD");
+    assert_eq!(adds.len(), 3, "{log:?}");
+    assert!(adds.iter().all(|w| stamped(&w[2])), "{adds:?}");
+    // A key named `*` is a key: only the time is stamped.
+    assert!(adds.iter().any(|w| w[1] == "*"), "{adds:?}");
+    for name in ["TM.DISTINCT.ADD", "TM.FREQ.ADD", "TM.FILTER.ADDAT"] {
+        let w = find(name);
+        assert!(w.len() == 1 && stamped(&w[0][2]), "{name}: {w:?}");
+    }
+    // An item `*` and a read's `AT *` are left as sent.
+    assert_eq!(find("TM.FILTER.ADD")[0][2], "*");
+    assert_eq!(find("TM.COUNT.GET")[0][3], "*");
+    // The stamped counts are in the window: 2 + 1 at c, 1 at `*`.
+    let Value::Array(e) = q(&mut c, "TM.COUNT.GET c").unwrap() else {
+        panic!("an estimate is an array");
+    };
+    assert_eq!(e[0], Value::BulkString(b"3".to_vec()));
+}
+
 #[test]
 fn live_replica_answers_the_same() {
     if !redis_available("live_replica_answers_the_same") {

@@ -176,7 +176,7 @@ impl<'a> Args<'a> {
             .ok_or_else(|| {
                 self.bad(
                     arg,
-                    "a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock",
+                    "a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock (*<ms>: that clock as stamped)",
                     a,
                 )
             })
