@@ -316,7 +316,7 @@ fn live_values_survive_reload_restarts_restore_and_copy() {
     assert_eq!(dumps(&mut c, &r), before, "DUMP/RESTORE");
     assert_eq!(dumps(&mut c, &cp), before, "COPY");
 
-    // Restart from the AOF as written (commands, with * resolved).
+    // Restart from the AOF as written (commands, with * stamped).
     drop(c);
     server.stop(false);
     let server = Server::start(&dir.0, &["--appendonly", "yes"]);
@@ -465,7 +465,7 @@ fn live_replica_answers_the_same() {
     let mut m = master.conn();
     let mut r = replica.conn();
     // Some state before the replica attaches (full sync, through RDB), some after (the
-    // command stream, with * resolved).
+    // command stream, with * stamped).
     let keys = fill(&mut m);
     let _: Value = redis::cmd("REPLICAOF")
         .arg("127.0.0.1")

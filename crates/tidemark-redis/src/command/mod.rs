@@ -9,8 +9,11 @@
 //!   be a wrong answer nobody asked for. `CREATE` on an existing key is an error too.
 //! - **Times.** Milliseconds since the epoch; `*` is the server's clock, but never earlier
 //!   than the key's latest time, so a clock stepping back a little never makes an `ADD` fail.
-//!   A write with `*` replicates (and goes to the AOF) with the time resolved, so a replica and
-//!   a replay see the same number ([`Replicate::WithTime`]).
+//!   In Redis a command filter stamps a write's `*` as `*<ms>` ([`Time::Clock`]: that clock,
+//!   never earlier than the key's latest time) before the command runs, so the write
+//!   replicates as it stands and a replica or a replay, holding the same state, resolves the
+//!   same time. A plain `*` that reaches the command layer replicates with the time resolved
+//!   ([`Replicate::WithTime`]).
 //! - **Order.** A counter's events come in time order (an explicit time before the latest is
 //!   refused); ring values take a late event into its own bucket while the ring holds it.
 //! - **Answers.** `[estimate, low, high]` as doubles (RESP3 doubles, RESP2 bulk strings, as
