@@ -217,6 +217,23 @@ fn exaloglog_counts_saves_merges_and_windows() {
     let r = one_json(&tidemark(&["distinct", "--merge", a_s, b_s, "--json"], b""));
     assert_eq!(r["estimate"].as_f64().unwrap(), 500.0);
     assert_eq!(r["sketch"], "exaloglog");
+    // A sketch with fewer history bits (d = 16, written by the library) merges at its d, and
+    // the note says so.
+    let d16 = temp("e-d16.tdmk");
+    let mut e = tidemark::cardinality::ExaLogLog::with_params(2, 16, 11).unwrap();
+    lines(500..600).lines().for_each(|l| e.insert(l.as_bytes()));
+    std::fs::write(&d16, e.to_bytes()).unwrap();
+    let out = tidemark(
+        &["distinct", "--merge", a_s, d16.to_str().unwrap(), "--json"],
+        b"",
+    );
+    let r = one_json(&out);
+    assert_eq!(r["estimate"].as_f64().unwrap(), 400.0);
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        note.contains("d = 16") && note.contains("d = 20") && note.contains("keeps d = 16"),
+        "{note}"
+    );
     // ...but not with a HyperLogLog, nor under Redis or the sliding sketch.
     ok(&tidemark(
         &["distinct", "--save", h_s],

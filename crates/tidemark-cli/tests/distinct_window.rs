@@ -99,6 +99,55 @@ fn every_prints_at_each_crossing() {
 }
 
 #[test]
+fn every_stops_at_the_last_tick_of_time() {
+    // The next multiple of 4 after 2^64 − 2 is past u64::MAX: no mark, no overflow, the end.
+    let r = rows(&tidemark(
+        &["distinct", "--window", "10", "--every", "4", "--json"],
+        "18446744073709551614 a\n18446744073709551615 b\n",
+    ));
+    let ticks: Vec<u64> = r.iter().map(|x| x["tick"].as_u64().unwrap()).collect();
+    assert_eq!(ticks, [u64::MAX]);
+    assert_eq!(r[0]["estimate"].as_f64(), Some(2.0));
+}
+
+#[test]
+fn rings_answer_at_the_confidence_asked() {
+    // Precision 4, so that 2,000 users make the window's sketch dense (a probabilistic
+    // bracket, not an exact count).
+    let text: String = (0..2000u64).map(|i| format!("{} u{i}\n", i / 4)).collect();
+    for sketch in ["hyperloglog", "exaloglog"] {
+        let at = |c: &str| {
+            let args = [
+                "distinct",
+                "--window",
+                "600",
+                "--precision",
+                "4",
+                "--sketch",
+                sketch,
+                "--confidence",
+                c,
+                "--json",
+            ];
+            rows(&tidemark(&args, &text)).pop().unwrap()
+        };
+        let (half, usual) = (at("0.5"), at("0.95"));
+        assert_eq!(half["confidence"].as_f64(), Some(0.5), "{sketch}: {half}");
+        let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+        // One standard error whatever the confidence; the bracket's half-width is z times it.
+        let (se_half, se_usual) = (f(&half, "std_error"), f(&usual, "std_error"));
+        assert!(
+            (se_half - se_usual).abs() <= 1e-9 * se_usual,
+            "{sketch}: {half} {usual}"
+        );
+        let ratio =
+            (f(&half, "high") - f(&half, "estimate")) / (f(&usual, "high") - f(&usual, "estimate"));
+        let z = 0.674_489_750_196_081_7 / 1.959_963_984_540_054;
+        assert!((ratio - z).abs() < 1e-9, "{sketch}: {ratio} against {z}");
+    }
+}
+
+#[test]
 fn bad_lines_and_flags_exit_2_naming_them() {
     let out = tidemark(&["distinct", "--window", "10"], "1 a\nnot-a-tick b\n");
     assert_eq!(out.status.code(), Some(2));

@@ -108,9 +108,15 @@ impl Prototype {
     /// and count are the number of hashes. Refuses it for a metric of another family.
     pub fn expand_exact(&self, hashes: &[u8]) -> Result<Vec<u8>, DecodeError> {
         let n = (hashes.len() / 8) as u64;
-        let flags = exact_flags(self.family).ok_or(DecodeError::WrongFamily {
-            expected: self.family,
-            got: Family::Hll,
+        // Tag 3 is an exact distinct bucket (HyperLogLog or ExaLogLog): another metric's
+        // values never carry it.
+        let flags = exact_flags(self.family).ok_or_else(|| {
+            Reader::invalid(
+                "stored tag",
+                0,
+                "1 (body) or 2 (count): tag 3 is an exact distinct bucket",
+                3,
+            )
         })?;
         let mut body = Vec::with_capacity(2 + 17 + hashes.len());
         body.extend_from_slice(&[self.family as u8, flags, EXACT_REPR]);

@@ -213,12 +213,20 @@ impl DistinctBucket {
             SketchKind::HyperLogLog => DistinctSketch::Hll(Hll::from_bytes(bytes)?),
             SketchKind::ExaLogLog => {
                 let e = ExaLogLog::from_bytes(bytes)?;
-                if (e.t(), e.d()) != (DEFAULT_T, DEFAULT_D) {
+                // The envelope's parameters start with t, then d.
+                let wrong = if e.t() != DEFAULT_T {
+                    Some(("t", 0, e.t()))
+                } else if e.d() != DEFAULT_D {
+                    Some(("d", 1, e.d()))
+                } else {
+                    None
+                };
+                if let Some((field, at, got)) = wrong {
                     return Err(DecodeError::Invalid {
-                        field: "d",
-                        offset: tidemark::codec::HEADER_LEN + 1,
+                        field,
+                        offset: tidemark::codec::HEADER_LEN + at,
                         expected: "the pipeline's ExaLogLog (t, d) = (2, 20)",
-                        got: e.d() as u64,
+                        got: got as u64,
                     });
                 }
                 DistinctSketch::ExaLogLog(e)
@@ -269,8 +277,8 @@ impl BucketSummary for DistinctBucket {
         self.sketch.insert_hash(item);
     }
 
-    /// Merges a bucket of the same sketch, precision and `d` (a merge across precisions would
-    /// fold silently; decoding already refuses other shapes).
+    /// Merges a bucket of the same sketch and precision (a merge across precisions would fold
+    /// silently; decoding already refuses another ExaLogLog `t` or `d`).
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         let (ours, theirs) = (self.sketch.precision(), other.sketch.precision());
         if ours != theirs {

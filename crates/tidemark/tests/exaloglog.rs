@@ -118,6 +118,24 @@ fn merge_and_reduce_refuse_what_cannot_combine() {
     assert!(ExaLogLog::with_params(2, 20, 3).is_err());
 }
 
+#[test]
+fn a_small_union_at_a_smaller_precision_stays_exact() {
+    // Two items at p = 10 (a 16-slot table, more than p = 4's registers take) and one at
+    // p = 4: the union is three hashes, which a p = 4 sketch holds exactly.
+    let mut a = fed(2, 20, 10, [1, 2]);
+    let b = fed(2, 20, 4, [3]);
+    a.merge(&b).unwrap();
+    let direct = fed(2, 20, 4, [1, 2, 3]);
+    assert_eq!(a.precision(), 4);
+    assert_eq!(a.representation(), Representation::Exact);
+    assert_eq!(a.representation(), direct.representation());
+    assert_eq!(a.estimate().value, 3.0);
+    assert_eq!(a.estimate().bracket, Bracket::Guaranteed);
+    let r = fed(2, 20, 10, [1, 2, 3]).reduce(4, 20).unwrap();
+    assert_eq!(r.representation(), Representation::Exact);
+    assert_eq!(r.registers(), direct.registers());
+}
+
 proptest! {
     /// The merge of two sketches is the sketch of the union, whatever the forms, and at the
     /// smaller `p` and `d` when they differ; the martingale goes, the ML estimate agrees.
@@ -137,6 +155,8 @@ proptest! {
         prop_assert_eq!((a.precision(), a.d()), (p, d));
         prop_assert_eq!(a.registers(), model_registers(&union, t, d, p, a.hasher()));
         let direct = fed(t, d, p, union.iter().copied());
+        // Exact exactly when a sketch built at (p, d) from the union is.
+        prop_assert_eq!(a.representation(), direct.representation());
         let distinct = union.iter().collect::<HashSet<_>>().len();
         if a.representation() == Representation::Exact {
             prop_assert_eq!(a.estimate().value, distinct as f64);
@@ -166,6 +186,7 @@ proptest! {
         let items: Vec<u64> = (0..n).collect();
         prop_assert_eq!(r.registers(), model_registers(&items, t, to_d, to_p, s.hasher()));
         prop_assert_eq!(r.has_martingale(), s.has_martingale());
+        prop_assert_eq!(r.representation(), fed(t, to_d, to_p, 0..n).representation());
     }
 }
 

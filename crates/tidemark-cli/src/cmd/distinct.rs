@@ -157,12 +157,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "not with --merge: the sketches carry their kind and precision",
             ));
         }
-        if args.precision.is_some() {
-            return Err(UsageError::flag(
-                "--precision",
-                "not with --merge: the sketches carry their precision",
-            ));
-        }
         if args.files.is_empty() {
             return Err(UsageError::flag(
                 "--merge",
@@ -226,6 +220,8 @@ fn binary_word(line: &str) -> Option<u64> {
 fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
     let mut acc: Option<Sketch> = None;
     let mut precisions: Vec<(u8, String)> = Vec::new();
+    // ExaLogLog's history bits: a union keeps the fewest.
+    let mut history: Vec<(u8, String)> = Vec::new();
     for path in files {
         let name = path.display().to_string();
         let families = [Family::Hll, Family::ExaLogLog];
@@ -242,6 +238,11 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
         };
         if !precisions.iter().any(|(p, _)| *p == h.precision()) {
             precisions.push((h.precision(), name.clone()));
+        }
+        if let Sketch::ExaLogLog(e) = &h {
+            if !history.iter().any(|(d, _)| *d == e.d()) {
+                history.push((e.d(), name.clone()));
+            }
         }
         match &mut acc {
             None => acc = Some(h),
@@ -277,6 +278,19 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
              p = {p}, the smallest, with a standard error of about {:.2}%",
             list.join(", "),
             100.0 * rse / f64::from(1u32 << p).sqrt()
+        );
+    }
+    if history.len() > 1 {
+        history.sort();
+        let list: Vec<String> = history
+            .iter()
+            .map(|(d, file)| format!("d = {d} ({file})"))
+            .collect();
+        eprintln!(
+            "tidemark: note: the ExaLogLog sketches keep different history bits: {}; the \
+             union keeps d = {}, the fewest",
+            list.join(", "),
+            history[0].0
         );
     }
     Ok(acc)

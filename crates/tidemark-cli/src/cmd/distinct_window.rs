@@ -8,7 +8,7 @@
 //! bucket. With `--every T` the estimate is printed each time the ticks cross a multiple of
 //! `T` (at the tick just before it), and always at the end (at the newest tick).
 
-use tidemark::cardinality::{z_score, BucketSketch, ExaLogLog, RingWindow, SlidingHll};
+use tidemark::cardinality::{z_score, BucketSketch, ExaLogLog, Hll, RingWindow, SlidingHll};
 use tidemark::{Bracket, Estimate};
 
 use std::path::PathBuf;
@@ -140,13 +140,23 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
             .ok()
             .filter(|&n| n <= 1_000_000)
             .ok_or_else(|| UsageError::flag("--bucket", "at most 10^6 buckets a window"))?;
+        // The buckets' sketch carries the confidence of the ring's answers.
+        let confidence = |e| UsageError::flag("--confidence", e);
         if exaloglog {
-            let ring = RingWindow::exaloglog(2, 20, p, bucket, n, Default::default())
-                .map_err(|e| UsageError::flag("--precision", e))?;
+            let sketch = ExaLogLog::new(p)
+                .map_err(|e| UsageError::flag("--precision", e))?
+                .with_confidence(args.confidence)
+                .map_err(confidence)?;
+            let ring =
+                RingWindow::of(sketch, bucket, n).map_err(|e| UsageError::flag("--bucket", e))?;
             Window::ExaLogLogRing(ring)
         } else {
+            let sketch = Hll::new(p)
+                .map_err(|e| UsageError::flag("--precision", e))?
+                .with_confidence(args.confidence)
+                .map_err(confidence)?;
             let ring =
-                RingWindow::new(p, bucket, n).map_err(|e| UsageError::flag("--precision", e))?;
+                RingWindow::of(sketch, bucket, n).map_err(|e| UsageError::flag("--bucket", e))?;
             Window::Ring(ring)
         }
     };
@@ -163,11 +173,11 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
             .map_err(|_| loc.error(format!("expected a tick (unsigned integer), got {tick:?}")))?;
         let item = item.trim_start_matches([' ', '\t']);
         if let (Some(every), Some(n)) = (args.every, newest) {
-            // Print at each multiple of `every` the ticks have crossed.
-            let mut mark = (n / every + 1) * every;
-            while mark <= tick {
-                out.emit(&w.record(mark - 1, window, args.confidence, refused)?)?;
-                mark += every;
+            // Print at each multiple of `every` the ticks have crossed (none past u64::MAX).
+            let mut mark = (n / every + 1).checked_mul(every);
+            while let Some(m) = mark.filter(|&m| m <= tick) {
+                out.emit(&w.record(m - 1, window, args.confidence, refused)?)?;
+                mark = m.checked_add(every);
             }
         }
         if w.insert(item.as_bytes(), tick) {

@@ -80,7 +80,9 @@ pub trait BucketSketch: Clone + fmt::Debug + PartialEq + sealed::Sealed {
 impl BucketSketch for Hll {
     const RING_FAMILY: Family = Family::RingWindow;
     fn emptied(&self) -> Self {
-        Hll::with_hasher(self.precision(), self.hasher()).expect("the sketch's own precision")
+        Hll::with_hasher(self.precision(), self.hasher())
+            .and_then(|s| s.with_confidence(self.confidence()))
+            .expect("the sketch's own precision and confidence")
     }
     fn hasher(&self) -> ItemHasher {
         Hll::hasher(self)
@@ -124,7 +126,8 @@ impl BucketSketch for ExaLogLog {
     const RING_FAMILY: Family = Family::ExaLogLogRing;
     fn emptied(&self) -> Self {
         ExaLogLog::with_hasher(self.t(), self.d(), self.precision(), self.hasher())
-            .expect("the sketch's own parameters")
+            .and_then(|s| s.with_confidence(self.confidence()))
+            .expect("the sketch's own parameters and confidence")
     }
     fn hasher(&self) -> ItemHasher {
         ExaLogLog::hasher(self)

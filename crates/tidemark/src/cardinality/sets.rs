@@ -67,7 +67,14 @@ impl ExactSet {
 
     /// The table of `factor` (a power of two) times the capacity.
     pub(crate) fn grown(&self, factor: usize) -> ExactSet {
-        let mut t = ExactSet::with_capacity(self.slots.len() * factor);
+        self.resized(self.slots.len() * factor)
+    }
+
+    /// The same hashes in a table of `capacity` slots (a power of two, at least
+    /// [`capacity_for`] the length).
+    pub(crate) fn resized(&self, capacity: usize) -> ExactSet {
+        debug_assert!(capacity >= capacity_for(self.len));
+        let mut t = ExactSet::with_capacity(capacity);
         for h in self.iter() {
             t.insert(h);
         }

@@ -72,7 +72,7 @@ use std::borrow::Cow;
 use self::estimator::{martingale_rse_constant, ml_bias_constant, ml_rse_constant, solve};
 use self::register::{Shape, MAX_D, MAX_T};
 use super::registers::{bracket, z_score, DEFAULT_CONFIDENCE, MAX_PRECISION, MIN_PRECISION, Z_95};
-use super::sets::ExactSet;
+use super::sets::{capacity_for, ExactSet};
 use super::Representation;
 use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
@@ -457,8 +457,17 @@ impl ExaLogLog {
             martingale: self.martingale.clone(),
         };
         match &out.repr {
-            // A smaller precision has room for fewer hashes.
-            Repr::Exact(set) if !out.exact_fits(set.capacity()) => out.make_dense(),
+            // A smaller precision has room for fewer hashes. The table was sized at this
+            // sketch's precision: the smallest one that holds the hashes decides, as for a
+            // sketch built at the smaller precision.
+            Repr::Exact(set) if !out.exact_fits(set.capacity()) => {
+                let capacity = capacity_for(set.len());
+                if out.exact_fits(capacity) {
+                    out.repr = Repr::Exact(set.resized(capacity));
+                } else {
+                    out.make_dense();
+                }
+            }
             Repr::Exact(_) => {}
             Repr::Dense(_) => {
                 out.resync_martingale();

@@ -57,8 +57,8 @@ impl Shape {
         Shape::new(self.t, d, self.p)
     }
 
-    /// The geometric bits of the hash: `w = 64 − p − t`, between the index (the low `p` bits)
-    /// and the `t` sub-bits (the top `t` bits).
+    /// The geometric bits of the hash: `w = 64 − p − t`, between the index (the top `p` bits)
+    /// and the `t` sub-bits (the low `t` bits).
     #[inline]
     fn w(self) -> u32 {
         64 - self.p as u32 - self.t as u32
