@@ -51,6 +51,13 @@ pub fn for_each_line(
     Ok(())
 }
 
+/// The longest input line the subcommands read (an item, a tick and an item, …): a file with
+/// no line breaks (`/dev/zero`, a binary) is refused at this length instead of filling memory.
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// The largest config file `run` and `config --check` read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 fn read_lines(
     mut reader: impl BufRead,
     name: &str,
@@ -63,13 +70,20 @@ fn read_lines(
     };
     loop {
         buf.clear();
-        let n = reader
+        // One byte past the limit tells a line at the limit from a longer one.
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| UsageError::file(name, e))?;
         if n == 0 {
             return Ok(());
         }
         loc.line += 1;
+        if n as u64 > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+            return Err(loc.error(format!(
+                "the line is longer than {MAX_LINE_BYTES} bytes (no line break within them)"
+            )));
+        }
         let mut bytes = &buf[..];
         if let Some(rest) = bytes.strip_suffix(b"\n") {
             bytes = rest;
@@ -83,6 +97,44 @@ fn read_lines(
         let line = std::str::from_utf8(bytes).map_err(|e| loc.error(format!("not UTF-8: {e}")))?;
         f(&loc, line)?;
     }
+}
+
+/// A config file's text: a regular file of at most [`MAX_CONFIG_BYTES`] (a FIFO or device
+/// would block or never end).
+pub fn read_config(path: &std::path::Path) -> anyhow::Result<String> {
+    let name = path.display().to_string();
+    let refuse = |t: &std::fs::FileType| match not_regular(t) {
+        Some(kind) => Err(UsageError::file(
+            &name,
+            format!("is {kind}, not a config file"),
+        )),
+        None => Ok(()),
+    };
+    // Before opening (a FIFO's open waits for a writer), and again after (the path may have
+    // changed in between).
+    refuse(
+        &std::fs::metadata(path)
+            .map_err(|e| UsageError::file(&name, e))?
+            .file_type(),
+    )?;
+    let file = File::open(path).map_err(|e| UsageError::file(&name, e))?;
+    refuse(
+        &file
+            .metadata()
+            .map_err(|e| UsageError::file(&name, e))?
+            .file_type(),
+    )?;
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| UsageError::file(&name, e))?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(UsageError::file(
+            &name,
+            format!("longer than {MAX_CONFIG_BYTES} bytes: not a config file"),
+        ));
+    }
+    Ok(text)
 }
 
 /// Checks before any input is read that `--save` can write `path`, so an unwritable path is

@@ -6,6 +6,26 @@ use std::io::Write;
 
 use serde_json::{Map, Value};
 
+/// `println!` to standard output that returns the write's error instead of panicking: a
+/// reader that has gone (`tidemark check | head -1`) ends the command quietly (see
+/// `error::report`), where `println!` would panic. Use in a function returning a `Result`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+pub(crate) use outln;
+
+/// `print!` with the write's error returned, as [`outln`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+pub(crate) use out;
+
 /// One answer: named fields in a fixed order.
 #[derive(Clone, Debug, Default)]
 pub struct Record {

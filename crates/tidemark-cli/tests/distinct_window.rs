@@ -108,6 +108,13 @@ fn every_stops_at_the_last_tick_of_time() {
     let ticks: Vec<u64> = r.iter().map(|x| x["tick"].as_u64().unwrap()).collect();
     assert_eq!(ticks, [u64::MAX]);
     assert_eq!(r[0]["estimate"].as_f64(), Some(2.0));
+    // Every tick a multiple of 1: after the last tick there is no next one.
+    let r = rows(&tidemark(
+        &["distinct", "--window", "10", "--every", "1", "--json"],
+        "18446744073709551615 a\n18446744073709551615 b\n",
+    ));
+    let ticks: Vec<u64> = r.iter().map(|x| x["tick"].as_u64().unwrap()).collect();
+    assert_eq!(ticks, [u64::MAX]);
 }
 
 #[test]

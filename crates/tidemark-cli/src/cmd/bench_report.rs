@@ -9,6 +9,7 @@
 //! `BENCHMARKS.md` (the hand-written sections above them are left alone), with the command and
 //! a machine line, and draws one chart of ratios per suite into `docs/benchmarks/`.
 
+use crate::output::out;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -277,7 +278,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     md.push_str(END);
     md.push('\n');
     if args.dry_run {
-        print!("{md}");
+        out!("{md}");
         return Ok(());
     }
     let path = args.repo.join("BENCHMARKS.md");

@@ -1,6 +1,7 @@
 //! `tidemark check`: verify a store — redb's page checksums, the metadata, the run state and
 //! every stored sketch — and say what is damaged.
 
+use crate::output::outln;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -62,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let report = tidemark_stream::check::check(&store);
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "db": args.db.display().to_string(),
@@ -76,16 +77,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
         );
     } else {
-        println!("store {}: pages {pages}", args.db.display());
+        outln!("store {}: pages {pages}", args.db.display());
         for t in &report.tables {
-            println!(
+            outln!(
                 "  {}: {} buckets, {} decoded, {} bytes of values",
-                t.name, t.buckets, t.decoded, t.bytes
+                t.name,
+                t.buckets,
+                t.decoded,
+                t.bytes
             );
         }
-        println!("  {} records counted", report.records);
+        outln!("  {} records counted", report.records);
         for p in &report.problems {
-            println!("  damaged: {p}");
+            outln!("  damaged: {p}");
         }
     }
     if report.is_healthy() {

@@ -1,6 +1,7 @@
 //! `tidemark config`: the reference of every pipeline config key, and the check of a config
 //! file without running it.
 
+use crate::output::{out, outln};
 use std::path::PathBuf;
 
 use tidemark_stream::config::{Config, REFERENCE};
@@ -19,18 +20,18 @@ pub struct Args {
 /// Runs `tidemark config`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(path) = args.check else {
-        print!("{REFERENCE}");
+        out!("{REFERENCE}");
         return Ok(());
     };
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| UsageError::file(&name, e))?;
+    let text = crate::input::read_config(&path)?;
     let config = Config::from_toml(&text).map_err(|e| UsageError::file(&name, e))?;
     let metrics: Vec<String> = config
         .metrics
         .iter()
         .map(|m| format!("{} ({})", m.name, m.kind.name()))
         .collect();
-    println!(
+    outln!(
         "{name}: a valid config: {} metric{}: {}",
         metrics.len(),
         if metrics.len() == 1 { "" } else { "s" },

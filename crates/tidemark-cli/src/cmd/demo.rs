@@ -8,6 +8,7 @@
 //! over 5 minutes in 1-minute HyperLogLog buckets and alerts above 500 by 3 standard errors.
 //! Volume would rank the health checker first; fan-out flags the laptop.
 
+use crate::output::outln;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -20,14 +21,14 @@ use tidemark_stream::store::RedbStore;
 /// Arguments of `tidemark demo`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Minutes of event time to generate.
-    #[arg(long, default_value_t = 30)]
+    /// Minutes of event time to generate (at most a day: the log is built in memory).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=1440))]
     pub minutes: u64,
-    /// Ordinary users.
-    #[arg(long, default_value_t = 200)]
+    /// Ordinary users (at most 64,000: they are 10.2.0.1 to 10.2.255.250).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=64_000))]
     pub users: u32,
-    /// Scanning laptops.
-    #[arg(long, default_value_t = 1)]
+    /// Scanning laptops (at most 254: they are 10.9.0.1 to 10.9.0.254).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=254))]
     pub scanners: u32,
     /// Random seed of the generated log.
     #[arg(long, default_value_t = 7)]
@@ -86,7 +87,7 @@ fn run_in(
     let db = dir.join("tidemark.db");
     let mut store = RedbStore::open(&db)?;
     if !args.json {
-        println!(
+        outln!(
             "generated {} flows over {} minutes: a health checker ({}, 4 targets every second), \
              {} users, {} scanner(s) (1,024 ports on each of 3 hosts in two minutes), \
              {:.1}% of user flows {} s late and {:.1}% {} s late",
@@ -100,7 +101,7 @@ fn run_in(
             spec.too_late_share * 100.0,
             spec.late_beyond
         );
-        println!(
+        outln!(
             "fan-out detector: distinct (dst_ip, dst_port) per src_ip over 5 minutes, 1-minute \
              HyperLogLog buckets at p = 10, alert above 500 + 3σ; allowed lateness 30 s, \
              later events dropped and counted"
@@ -121,9 +122,9 @@ fn run_in(
     let secs = started.elapsed().as_secs_f64();
     if args.json {
         for a in &alerts {
-            println!("{}", crate::cmd::run::alert_json(a));
+            outln!("{}", crate::cmd::run::alert_json(a));
         }
-        println!("{}", crate::cmd::run::summary_json(&report, secs));
+        outln!("{}", crate::cmd::run::summary_json(&report, secs));
     } else {
         let rfc = crate::cmd::query::rfc3339;
         for a in &alerts {
@@ -131,28 +132,29 @@ fn run_in(
             let fanout = format!("fan-out {:.0} [{:.0}, {:.0}]", e.value, e.low, e.high);
             let to = rfc(a.alert.window_end);
             match a.alert.phase {
-                Phase::Early => println!(
+                Phase::Early => outln!(
                     "ALERT {} {fanout} > {:.0} in the 5 minutes to {to} (early: at {}, before \
                      the bucket closed)",
                     a.key,
                     a.alert.limit,
                     rfc(a.alert.at)
                 ),
-                Phase::Closed => println!(
+                Phase::Closed => outln!(
                     "ALERT {} {fanout} > {:.0} in the 5 minutes to {to}",
-                    a.key, a.alert.limit
+                    a.key,
+                    a.alert.limit
                 ),
                 Phase::Confirmed => {
-                    println!("  confirmed by the close of the window to {to}: {fanout}")
+                    outln!("  confirmed by the close of the window to {to}: {fanout}")
                 }
-                Phase::Withdrawn => println!(
+                Phase::Withdrawn => outln!(
                     "  withdrawn by the close of the window to {to}: {fanout} is not above {:.0}",
                     a.alert.limit
                 ),
             }
         }
         if !alerts.is_empty() {
-            println!(
+            outln!(
                 "(one alert an episode: a source alerts again only after a close finds its \
                  window below the limit)"
             );
@@ -166,10 +168,10 @@ fn run_in(
         by_volume.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         let total = spec.minutes * 60_000;
         let all = query::window(&store, "fanout", total, None, None, None)?;
-        println!("top sources by volume, with their fan-out over the whole log:");
+        outln!("top sources by volume, with their fan-out over the whole log:");
         for (src, n) in by_volume.iter().take(4) {
             let fan = all.rows.iter().find(|r| r.key == *src);
-            println!(
+            outln!(
                 "  {src:<12} {n:>8} flows   fan-out {}",
                 fan.map_or("-".to_string(), |r| format!(
                     "{:.0} [{:.0}, {:.0}]",
@@ -191,7 +193,7 @@ fn run_in(
             let svg = chart(&store, &keys, log)?;
             std::fs::write(&args.chart, svg)
                 .map_err(|e| crate::UsageError::file(args.chart.display(), e))?;
-            println!("chart: {}", args.chart.display());
+            outln!("chart: {}", args.chart.display());
         }
         crate::cmd::run::print_summary(&report, secs);
     }

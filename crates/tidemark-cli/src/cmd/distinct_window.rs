@@ -174,7 +174,9 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
         let item = item.trim_start_matches([' ', '\t']);
         if let (Some(every), Some(n)) = (args.every, newest) {
             // Print at each multiple of `every` the ticks have crossed (none past u64::MAX).
-            let mut mark = (n / every + 1).checked_mul(every);
+            let mut mark = (n / every)
+                .checked_add(1)
+                .and_then(|q| q.checked_mul(every));
             while let Some(m) = mark.filter(|&m| m <= tick) {
                 out.emit(&w.record(m - 1, window, args.confidence, refused)?)?;
                 mark = m.checked_add(every);

@@ -256,12 +256,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    // Integer queries are checked before any input is read, as the ranges are.
+    let mut int_queries: Vec<u64> = Vec::new();
     if let Engine::Integers(s) = &engine {
         if let Some(&(_, r)) = ranges.iter().find(|&&(_, r)| r >> s.bits() != 0) {
             return Err(UsageError::flag(
                 "--range",
                 format!("expected R below 2^{} (--bits), got {r}", s.bits()),
             ));
+        }
+        for q in &args.queries {
+            let x: u64 = q.parse().map_err(|_| {
+                UsageError::flag("--query", format!("expected an integer item, got {q:?}"))
+            })?;
+            if x >> s.bits() != 0 {
+                return Err(UsageError::flag(
+                    "--query",
+                    format!("expected an item below 2^{} (--bits), got {x}", s.bits()),
+                ));
+            }
+            int_queries.push(x);
         }
     }
 
@@ -329,10 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         Engine::Integers(s) => {
             out.emit(&record("total", None, &Estimate::exact(s.total() as f64)))?;
-            for q in &args.queries {
-                let x: u64 = q.parse().map_err(|_| {
-                    UsageError::flag("--query", format!("expected an integer item, got {q:?}"))
-                })?;
+            for &x in &int_queries {
                 let e = s.point(x).map_err(|e| UsageError::flag("--query", e))?;
                 out.emit(&record("point", Some(x.to_string()), &e))?;
             }

@@ -1,6 +1,7 @@
 //! `tidemark query`: window estimates with error bars from a store's sketches. A frequency
 //! metric answers with each key's heavy items (those reaching φ of its events in the window).
 
+use crate::output::outln;
 use std::path::PathBuf;
 
 use tidemark_stream::query::{self, QueryError};
@@ -148,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )?;
     }
     if answer.rows.is_empty() && !args.json {
-        println!(
+        outln!(
             "no keys in {} [{}, {})",
             args.metric,
             rfc3339(answer.from),

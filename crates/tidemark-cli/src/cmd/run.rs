@@ -5,6 +5,7 @@
 //! committed input position, so a run killed at any point and started again with the same
 //! arguments counts every record once.
 
+use crate::output::outln;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -122,8 +123,7 @@ pub fn run_error(db: &std::path::Path, e: RunError) -> anyhow::Error {
 
 /// Runs `tidemark run`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.config)
-        .map_err(|e| UsageError::file(args.config.display(), e))?;
+    let text = crate::input::read_config(&args.config)?;
     // Validate before touching the store, so a bad config never creates a file.
     let mut config = tidemark_stream::config::Config::from_toml(&text)
         .map_err(|e| UsageError::file(args.config.display(), e))?;
@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let report = execute(&config, &mut store, &args)?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
-        println!("{}", summary_json(&report, secs));
+        outln!("{}", summary_json(&report, secs));
     } else if !args.quiet {
         print_summary(&report, secs);
     }

@@ -395,7 +395,8 @@ impl DyadicCountMin {
     /// visits every interval whose count exceeds the `k`-th item's, so a flat stream over a
     /// wide universe makes it walk most of the tree.
     pub fn top_k(&self, k: usize) -> Vec<(u64, Estimate)> {
-        let mut out = Vec::with_capacity(k);
+        // `k` is a caller's number: the vector grows with what is found, not with it.
+        let mut out = Vec::with_capacity(k.min(1024));
         if k == 0 || self.total <= 0 {
             return out;
         }
