@@ -234,10 +234,14 @@ impl PyHll {
         reduce(py, &self.inner.to_bytes())
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .downcast::<PyHll>()
-            .is_ok_and(|o| o.borrow().inner == self.inner)
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.downcast::<PyHll>() {
+            Ok(o) => {
+                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
+                Ok(o.inner == self.inner)
+            }
+            Err(_) => Ok(false),
+        }
     }
 
     fn __repr__(&self) -> String {
@@ -443,10 +447,14 @@ impl PyExaLogLog {
         reduce(py, &self.inner.to_bytes())
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .downcast::<PyExaLogLog>()
-            .is_ok_and(|o| o.borrow().inner == self.inner)
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.downcast::<PyExaLogLog>() {
+            Ok(o) => {
+                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
+                Ok(o.inner == self.inner)
+            }
+            Err(_) => Ok(false),
+        }
     }
 
     fn __repr__(&self) -> String {

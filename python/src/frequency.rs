@@ -278,10 +278,14 @@ impl PyCountMin {
         reduce(py, &self.inner.to_bytes())
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .downcast::<PyCountMin>()
-            .is_ok_and(|o| o.borrow().inner.to_bytes() == self.inner.to_bytes())
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.downcast::<PyCountMin>() {
+            Ok(o) => {
+                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
+                Ok(o.inner.to_bytes() == self.inner.to_bytes())
+            }
+            Err(_) => Ok(false),
+        }
     }
 
     fn __repr__(&self) -> String {

@@ -500,6 +500,19 @@ pub fn extract_batch<'a>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Batc
 /// would be read as they are at that moment.
 #[allow(unsafe_code)]
 fn numpy_native8<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<Batch<'a>>> {
+    // Only NumPy's own arrays (not a subclass, not a look-alike): the memory is read in place,
+    // so the interface must be NumPy's, which names memory the array owns. NumPy not imported
+    // means no object is one of its arrays.
+    let py = obj.py();
+    let ndarray = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .and_then(|m| m.get_item("numpy"))
+        .and_then(|np| np.getattr("ndarray"));
+    match ndarray {
+        Ok(t) if obj.get_type().is(&t) => {}
+        _ => return Ok(None),
+    }
     let Ok(face) = obj.getattr("__array_interface__") else {
         return Ok(None);
     };
@@ -806,7 +819,15 @@ fn decode(kind: &str, size: usize, swap: bool, raw: &[u8], name: &str) -> PyResu
 pub fn int_column(obj: &Bound<'_, PyAny>, n: usize, name: &str) -> PyResult<Vec<i128>> {
     if let Ok(x) = obj.extract::<i128>() {
         if !obj.is_instance_of::<PyFloat>() {
-            return Ok(vec![x; n]);
+            // `n` is a length the caller's object reported: reserve it fallibly.
+            let mut v = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{name}: {n} values (one per item) do not fit in memory"
+                ))
+            })?;
+            v.resize(n, x);
+            return Ok(v);
         }
     }
     let v = integers(obj, name)?;

@@ -57,6 +57,13 @@ pub(crate) fn value_error(name: &str, message: impl std::fmt::Display) -> PyErr 
     PyValueError::new_err(format!("{name}: {message}"))
 }
 
+/// The error for a sketch another thread holds for an update (with the GIL released).
+pub(crate) fn busy_error() -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err(
+        "Already borrowed: the other sketch is being updated (by another thread)",
+    )
+}
+
 pub(crate) fn decode_error(e: DecodeError) -> PyErr {
     TidemarkDecodeError::new_err(e.to_string())
 }

@@ -242,3 +242,34 @@ def test_long_lists_go_in_chunks_with_global_indices():
     a.update_many(t)
     b.update_many(list(t))
     assert a.to_bytes() == b.to_bytes()
+
+
+class _LookAlikeArray:
+    """Not a NumPy array, but with an array interface naming memory it does not own."""
+
+    __array_interface__ = {"typestr": "<u8", "shape": (4,), "data": (8, True), "version": 3}
+
+    def __len__(self):
+        return 4
+
+    def __iter__(self):
+        return iter([1, 2, 3, 4])
+
+
+def test_only_numpy_arrays_are_read_in_place():
+    # A look-alike (or a subclass) is read as the iterable it is; its interface is not
+    # trusted (address 8 would crash the interpreter).
+    h = tidemark.HyperLogLog()
+    h.update_many(_LookAlikeArray())
+    g = tidemark.HyperLogLog()
+    g.update_many([1, 2, 3, 4])
+    assert h == g
+    assert h.estimate().value == 4.0
+
+
+def test_a_reported_length_is_not_trusted_for_memory():
+    # One count for "every item" of a range claiming 2^62 items: a clean error, not a panic
+    # or an allocation abort.
+    cm = tidemark.CountMin()
+    with pytest.raises(ValueError, match="counts"):
+        cm.update_many(range(2**62), counts=1)
