@@ -96,8 +96,8 @@ impl fmt::Display for StoreError {
             StoreError::Locked { path } => write!(
                 f,
                 "store {} is open for writing in another process (a `tidemark run` still \
-                 running or still exiting, or a `query`/`check` verifying it): wait for it to \
-                 end; `query` reads a store while a run writes it",
+                 running or still exiting, or a `check` verifying it): wait for it to end; \
+                 `query` reads a store while a run writes it",
                 path.display()
             ),
             StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
