@@ -140,23 +140,67 @@ pub fn read_config(path: &std::path::Path) -> anyhow::Result<String> {
 /// Checks before any input is read that `--save` can write `path`, so an unwritable path is
 /// not found after minutes of input. A file that did not exist is not left behind.
 pub fn check_save(path: &std::path::Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    if path.is_dir() {
-        return Err(UsageError::flag(
-            "--save",
-            format!("{} is a directory", path.display()),
-        ));
-    }
+    let target = save_target(path)?;
+    // The directory must take a new file: the temporary one the save will write.
+    let tmp = temp_beside(&target);
     std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+        .create_new(true)
+        .open(&tmp)
         .map_err(|e| UsageError::flag("--save", format!("cannot write {}: {e}", path.display())))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
+    let _ = std::fs::remove_file(&tmp);
     Ok(())
+}
+
+/// The file a `--save` to `path` replaces: `path`, or the file it links to. A directory, FIFO
+/// or device is refused (writing one would fail, block, or never be a saved summary).
+fn save_target(path: &Path) -> anyhow::Result<PathBuf> {
+    let refuse = |what: &str| {
+        UsageError::flag(
+            "--save",
+            format!("{} is {what}, not a file", path.display()),
+        )
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(refuse("a directory")),
+        Ok(meta) => match not_regular(&meta.file_type()) {
+            Some(kind) => Err(refuse(kind)),
+            None => std::fs::canonicalize(path).map_err(|e| {
+                UsageError::flag("--save", format!("cannot write {}: {e}", path.display()))
+            }),
+        },
+        Err(_) => Ok(path.to_path_buf()),
+    }
+}
+
+/// A temporary name beside `path`, in the same directory (so a rename replaces `path` whole).
+fn temp_beside(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "save".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tidemark-{}.tmp", std::process::id()))
+}
+
+/// Writes a `--save` file whole or not at all: the bytes go to a temporary file beside it,
+/// synced, then renamed over it — an interrupted or failed save leaves the previous file (or
+/// none), never a part of the new one.
+pub fn save_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let target = save_target(path)?;
+    let tmp = temp_beside(&target);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map_err(|e| UsageError::file(path.display(), e))
 }
 
 /// A saved summary read by [`read_saved`]: a tidemark envelope, or a Redis `HYLL` value.

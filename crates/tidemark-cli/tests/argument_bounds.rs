@@ -115,3 +115,60 @@ fn configs_must_be_small_regular_files() {
         "a refused config creates no store"
     );
 }
+
+#[test]
+fn saves_replace_their_file_whole() {
+    let dir = common::dir("save-whole");
+    let file = dir.join("s.tdmk");
+    let s = file.to_str().unwrap();
+    // A first save, then a second over it: the file holds the second, nothing else is left.
+    for range in [0..10u64, 0..500] {
+        common::ok(&tidemark(
+            &["distinct", "--save", s],
+            common::lines(range).as_bytes(),
+        ));
+    }
+    let out = tidemark(&["distinct", "--merge", s, "--json"], "");
+    common::ok(&out);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["estimate"].as_f64(), Some(500.0));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["s.tdmk"], "no temporary file is left");
+    // Through a symbolic link: the target is replaced, the link stays.
+    let link = dir.join("link.tdmk");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    common::ok(&tidemark(
+        &["distinct", "--save", link.to_str().unwrap()],
+        common::lines(0..7).as_bytes(),
+    ));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let out = tidemark(&["distinct", "--merge", s, "--json"], "");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["estimate"].as_f64(), Some(7.0));
+}
+
+#[test]
+fn a_save_to_a_fifo_or_a_directory_is_refused_before_reading() {
+    let dir = common::dir("save-fifo");
+    let fifo = dir.join("f");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // Opening a FIFO without a reader for writing would block: it is refused instead.
+        refused(
+            &["distinct", "--save", fifo.to_str().unwrap()],
+            "a\n",
+            "--save",
+        );
+    }
+    refused(
+        &["distinct", "--save", dir.to_str().unwrap()],
+        "a\n",
+        "a directory",
+    );
+}

@@ -198,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map_err(|e| UsageError::flag("--redis", format!("cannot save as Redis: {e}")))?,
             h => h.to_bytes(),
         };
-        std::fs::write(path, bytes).map_err(|e| UsageError::file(path.display(), e))?;
+        crate::input::save_file(path, &bytes)?;
     }
     let mut out = Output::new(args.json);
     out.emit(&record(&h, args.confidence))?;

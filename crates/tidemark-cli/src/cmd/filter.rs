@@ -294,8 +294,7 @@ fn build(args: BuildArgs) -> anyhow::Result<()> {
         AnyFilter::Stacked(s) => s.to_bytes(),
         AnyFilter::Lengthening(t) => t.to_bytes(),
     };
-    let name = args.save.display().to_string();
-    std::fs::write(&args.save, bytes).map_err(|e| UsageError::file(&name, e))?;
+    crate::input::save_file(&args.save, &bytes)?;
     Output::new(args.json).emit(
         &filter
             .record()

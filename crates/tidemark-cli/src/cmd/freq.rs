@@ -338,7 +338,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 out.emit(&record("join", None, &e).field("with", file.as_str()))?;
             }
             if let Some(path) = &args.save {
-                save(path, &cm.to_bytes())?;
+                crate::input::save_file(path, &cm.to_bytes())?;
             }
         }
         Engine::Integers(s) => {
@@ -371,13 +371,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 out.emit(&quantile_record(q, x, &e))?;
             }
             if let Some(path) = &args.save {
-                save(path, &s.to_bytes())?;
+                crate::input::save_file(path, &s.to_bytes())?;
             }
         }
     }
     Ok(())
 }
 
-fn save(path: &PathBuf, bytes: &[u8]) -> anyhow::Result<()> {
-    std::fs::write(path, bytes).map_err(|e| UsageError::file(path.display(), e))
-}
