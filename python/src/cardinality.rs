@@ -153,9 +153,11 @@ impl PyHll {
 
     /// Merges `other` in (register-wise maximum; at the smaller precision if they differ).
     /// Sketches of different hashes raise `tidemark.MergeError`.
-    fn merge(&mut self, other: PyRef<'_, PyHll>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.merge(&o).map_err(merge_error)
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyHll>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.merge(&o).map_err(merge_error)
     }
 
     /// A merged copy of the two sketches.
@@ -376,9 +378,11 @@ impl PyExaLogLog {
 
     /// Merges `other` in: the sketch of the union (at the smaller p and d if they differ).
     /// Another `t` or hash raises `tidemark.MergeError`.
-    fn merge(&mut self, other: PyRef<'_, PyExaLogLog>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.merge(&o).map_err(merge_error)
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyExaLogLog>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.merge(&o).map_err(merge_error)
     }
 
     /// A merged copy of the two sketches.
@@ -575,9 +579,11 @@ impl PyRing {
     }
 
     /// Merges a ring of the same shape and hash.
-    fn merge(&mut self, other: PyRef<'_, PyRing>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.merge(&o).map_err(merge_error)
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyRing>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.merge(&o).map_err(merge_error)
     }
 
     /// Bucket width in ticks.

@@ -216,15 +216,19 @@ impl PyCountMin {
     }
 
     /// Adds `other`'s counts (same shape and hash, or `tidemark.MergeError`).
-    fn merge(&mut self, other: PyRef<'_, PyCountMin>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.merge(&o).map_err(|e| freq_error(e, "other"))
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
     }
 
     /// Subtracts `other`'s counts (turnstile models only).
-    fn subtract(&mut self, other: PyRef<'_, PyCountMin>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.subtract(&o).map_err(|e| freq_error(e, "other"))
+    fn subtract(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.subtract(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.subtract(&o).map_err(|e| freq_error(e, "other"))
     }
 
     /// The sum of all counts (exact).
@@ -415,9 +419,11 @@ impl PyDyadic {
     }
 
     /// Adds `other`'s counts (same shape, or `tidemark.MergeError`).
-    fn merge(&mut self, other: PyRef<'_, PyDyadic>) -> PyResult<()> {
-        let o = other.inner.clone();
-        self.inner.merge(&o).map_err(|e| freq_error(e, "other"))
+    fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyDyadic>) -> PyResult<()> {
+        // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
+        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
+        this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
     }
 
     /// The sum of all counts.

@@ -1,6 +1,7 @@
 """Invalid arguments raise ValueError/TypeError naming the parameter; corrupt bytes raise
 tidemark.DecodeError; nothing crashes the interpreter."""
 
+import copy
 import random
 
 import numpy as np
@@ -273,3 +274,26 @@ def test_a_reported_length_is_not_trusted_for_memory():
     cm = tidemark.CountMin()
     with pytest.raises(ValueError, match="counts"):
         cm.update_many(range(2**62), counts=1)
+
+
+def test_a_sketch_merges_with_itself_as_with_a_copy():
+    # One borrow after the other: merging x into x is merging a copy of x (it raised
+    # "Already borrowed").
+    h, g = tidemark.HyperLogLog(), tidemark.HyperLogLog()
+    h.update_many(range(3000))
+    g.update_many(range(3000))
+    h.merge(h)
+    g.merge(copy.copy(g))
+    assert h == g
+    e = tidemark.ExaLogLog()
+    e.update_many(range(3000))
+    f = copy.copy(e)
+    e.merge(e)
+    f.merge(copy.copy(f))
+    assert e == f
+    cm = tidemark.CountMin(model="turnstile")
+    cm.update_many([1, 2, 2])
+    cm.merge(cm)
+    assert cm.query(2).value >= 4
+    cm.subtract(cm)
+    assert cm.total == 0
