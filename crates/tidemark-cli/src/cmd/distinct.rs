@@ -262,38 +262,39 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
     }
     let acc =
         acc.ok_or_else(|| UsageError::flag("--merge", "expected at least one sketch file"))?;
-    if precisions.len() > 1 {
-        precisions.sort();
-        let list: Vec<String> = precisions
-            .iter()
-            .map(|(p, file)| format!("p = {p} ({file})"))
-            .collect();
+    if let Some(list) = mixed("p", precisions) {
         let p = acc.precision();
         let rse = match &acc {
             Sketch::Hll(_) => 1.04,
             Sketch::ExaLogLog(e) => tidemark::cardinality::ml_rse_constant(e.t(), e.d()),
         };
         eprintln!(
-            "tidemark: note: the sketches have different precisions: {}; the union is at \
+            "tidemark: note: the sketches have different precisions: {list}; the union is at \
              p = {p}, the smallest, with a standard error of about {:.2}%",
-            list.join(", "),
             100.0 * rse / f64::from(1u32 << p).sqrt()
         );
     }
-    if history.len() > 1 {
-        history.sort();
-        let list: Vec<String> = history
-            .iter()
-            .map(|(d, file)| format!("d = {d} ({file})"))
-            .collect();
+    if let Some(list) = mixed("d", history) {
         eprintln!(
-            "tidemark: note: the ExaLogLog sketches keep different history bits: {}; the \
-             union keeps d = {}, the fewest",
-            list.join(", "),
-            history[0].0
+            "tidemark: note: the ExaLogLog sketches keep different history bits: {list}; the \
+             union keeps the fewest"
         );
     }
     Ok(acc)
+}
+
+/// `"p = 10 (a.tdmk), p = 12 (b.tdmk)"` when the files had more than one value of a
+/// parameter, smallest first.
+fn mixed(name: &str, mut seen: Vec<(u8, String)>) -> Option<String> {
+    if seen.len() < 2 {
+        return None;
+    }
+    seen.sort();
+    let list: Vec<String> = seen
+        .iter()
+        .map(|(v, file)| format!("{name} = {v} ({file})"))
+        .collect();
+    Some(list.join(", "))
 }
 
 fn record(h: &Sketch, confidence: f64) -> Record {

@@ -377,4 +377,3 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
