@@ -155,7 +155,11 @@ impl PyHll {
     /// Sketches of different hashes raise `tidemark.MergeError`.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyHll>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.merge(&o).map_err(merge_error)
     }
@@ -380,7 +384,11 @@ impl PyExaLogLog {
     /// Another `t` or hash raises `tidemark.MergeError`.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyExaLogLog>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.merge(&o).map_err(merge_error)
     }
@@ -581,7 +589,11 @@ impl PyRing {
     /// Merges a ring of the same shape and hash.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyRing>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.merge(&o).map_err(merge_error)
     }

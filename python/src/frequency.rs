@@ -218,7 +218,11 @@ impl PyCountMin {
     /// Adds `other`'s counts (same shape and hash, or `tidemark.MergeError`).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
     }
@@ -226,7 +230,11 @@ impl PyCountMin {
     /// Subtracts `other`'s counts (turnstile models only).
     fn subtract(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
         // Borrowed one after the other, so `x.subtract(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.subtract(&o).map_err(|e| freq_error(e, "other"))
     }
@@ -421,7 +429,11 @@ impl PyDyadic {
     /// Adds `other`'s counts (same shape, or `tidemark.MergeError`).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyDyadic>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other.try_borrow().map_err(|_| crate::busy_error())?.inner.clone();
+        let o = other
+            .try_borrow()
+            .map_err(|_| crate::busy_error())?
+            .inner
+            .clone();
         let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
         this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
     }
