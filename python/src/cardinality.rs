@@ -155,13 +155,8 @@ impl PyHll {
     /// Sketches of different hashes raise `tidemark.MergeError`.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyHll>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
-            .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.merge(&o).map_err(merge_error)
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?.inner.merge(&o).map_err(merge_error)
     }
 
     /// A merged copy of the two sketches.
@@ -242,10 +237,7 @@ impl PyHll {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         match other.downcast::<PyHll>() {
-            Ok(o) => {
-                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
-                Ok(o.inner == self.inner)
-            }
+            Ok(o) => crate::read_other(o, |o| o.inner == self.inner),
             Err(_) => Ok(false),
         }
     }
@@ -384,13 +376,8 @@ impl PyExaLogLog {
     /// Another `t` or hash raises `tidemark.MergeError`.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyExaLogLog>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
-            .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.merge(&o).map_err(merge_error)
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?.inner.merge(&o).map_err(merge_error)
     }
 
     /// A merged copy of the two sketches.
@@ -461,10 +448,7 @@ impl PyExaLogLog {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         match other.downcast::<PyExaLogLog>() {
-            Ok(o) => {
-                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
-                Ok(o.inner == self.inner)
-            }
+            Ok(o) => crate::read_other(o, |o| o.inner == self.inner),
             Err(_) => Ok(false),
         }
     }
@@ -589,13 +573,8 @@ impl PyRing {
     /// Merges a ring of the same shape and hash.
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyRing>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
-            .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.merge(&o).map_err(merge_error)
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?.inner.merge(&o).map_err(merge_error)
     }
 
     /// Bucket width in ticks.

@@ -218,25 +218,21 @@ impl PyCountMin {
     /// Adds `other`'s counts (same shape and hash, or `tidemark.MergeError`).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?
             .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
+            .merge(&o)
+            .map_err(|e| freq_error(e, "other"))
     }
 
     /// Subtracts `other`'s counts (turnstile models only).
     fn subtract(slf: &Bound<'_, Self>, other: &Bound<'_, PyCountMin>) -> PyResult<()> {
         // Borrowed one after the other, so `x.subtract(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?
             .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.subtract(&o).map_err(|e| freq_error(e, "other"))
+            .subtract(&o)
+            .map_err(|e| freq_error(e, "other"))
     }
 
     /// The sum of all counts (exact).
@@ -292,10 +288,7 @@ impl PyCountMin {
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
         match other.downcast::<PyCountMin>() {
-            Ok(o) => {
-                let o = o.try_borrow().map_err(|_| crate::busy_error())?;
-                Ok(o.inner.to_bytes() == self.inner.to_bytes())
-            }
+            Ok(o) => crate::read_other(o, |o| o.inner.to_bytes() == self.inner.to_bytes()),
             Err(_) => Ok(false),
         }
     }
@@ -429,13 +422,11 @@ impl PyDyadic {
     /// Adds `other`'s counts (same shape, or `tidemark.MergeError`).
     fn merge(slf: &Bound<'_, Self>, other: &Bound<'_, PyDyadic>) -> PyResult<()> {
         // Borrowed one after the other, so `x.merge(x)` works (as with a copy of x).
-        let o = other
-            .try_borrow()
-            .map_err(|_| crate::busy_error())?
+        let o = crate::read_other(other, |o| o.inner.clone())?;
+        crate::write_self(slf)?
             .inner
-            .clone();
-        let mut this = slf.try_borrow_mut().map_err(|_| crate::busy_error())?;
-        this.inner.merge(&o).map_err(|e| freq_error(e, "other"))
+            .merge(&o)
+            .map_err(|e| freq_error(e, "other"))
     }
 
     /// The sum of all counts.

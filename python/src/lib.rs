@@ -57,6 +57,22 @@ pub(crate) fn value_error(name: &str, message: impl std::fmt::Display) -> PyErr 
     PyValueError::new_err(format!("{name}: {message}"))
 }
 
+/// `f` of `other`, borrowed for the call only — so that a method may then borrow its own
+/// object mutably, even when `other` is that object (`x.merge(x)`).
+pub(crate) fn read_other<T: pyo3::PyClass, U>(
+    other: &Bound<'_, T>,
+    f: impl FnOnce(&T) -> U,
+) -> PyResult<U> {
+    Ok(f(&*other.try_borrow().map_err(|_| busy_error())?))
+}
+
+/// `slf` borrowed mutably, or [`busy_error`].
+pub(crate) fn write_self<'py, T: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::False>>(
+    slf: &Bound<'py, T>,
+) -> PyResult<PyRefMut<'py, T>> {
+    slf.try_borrow_mut().map_err(|_| busy_error())
+}
+
 /// The error for a sketch another thread holds for an update (with the GIL released).
 pub(crate) fn busy_error() -> PyErr {
     pyo3::exceptions::PyRuntimeError::new_err(

@@ -778,8 +778,11 @@ mod tests {
         for d in cases.into_iter().chain(edges) {
             let mut buf = [0u8; 40];
             let n = format_double(d, &mut buf);
-            let text = std::str::from_utf8(&buf[..n]).expect("ASCII");
-            let back: f64 = text.parse().expect("a number");
+            let text = std::str::from_utf8(&buf[..n])
+                .expect("format_double writes ASCII only: digits, '-', '.', 'e', inf, NaN");
+            let back: f64 = text
+                .parse()
+                .expect("every form format_double writes is one Rust's f64 parser reads");
             // Bit for bit: -0.0 keeps its sign.
             assert_eq!(back.to_bits(), d.to_bits(), "{d} written as {text}");
             // The shortest form: Rust's own `{}` is the shortest that reads back.
