@@ -36,6 +36,7 @@ mod family;
 pub mod frequency;
 pub mod hash;
 pub mod membership;
+mod range_coder;
 pub mod window;
 
 pub use error::{DecodeError, MergeError, ParamError};

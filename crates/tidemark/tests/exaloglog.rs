@@ -190,6 +190,70 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Any sketch, merged or not, decodes from its bytes to itself (registers, martingale,
+    /// answers); dense registers go packed or coded, and coded at the recommended shape.
+    #[test]
+    fn any_sketch_round_trips_through_its_bytes(
+        t in 0u8..=3,
+        d in 0u8..=26,
+        p in 4u8..=12,
+        n in 0u64..30_000,
+        seed in any::<u64>(),
+        merged in any::<bool>(),
+    ) {
+        prop_assume!(ExaLogLog::with_params(t, d, p).is_ok());
+        let hasher = ItemHasher::xxh3(seed);
+        let mut s = ExaLogLog::with_hasher(t, d, p, hasher).unwrap();
+        for x in 0..n {
+            s.insert_u64(x);
+        }
+        if merged {
+            let mut other = ExaLogLog::with_hasher(t, d, p, hasher).unwrap();
+            for x in n / 2..n + n / 2 {
+                other.insert_u64(x);
+            }
+            s.merge(&other).unwrap();
+        }
+        let bytes = s.to_bytes();
+        let back = ExaLogLog::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(back.registers(), s.registers());
+        prop_assert_eq!(back.estimate(), s.estimate());
+        prop_assert_eq!(&back, &s);
+        let repr = bytes[HEADER_LEN + 11];
+        if s.representation() == Representation::Dense {
+            prop_assert!(repr == 1 || repr == 2);
+            if (t, d) == (2, 20) && p >= 8 {
+                prop_assert_eq!(repr, 2);
+            }
+        } else {
+            prop_assert_eq!(repr, 0);
+        }
+    }
+}
+
+#[test]
+fn coded_registers_take_about_their_entropy() {
+    // A (2, 20) register carries about 16.75 bits of its 28 (the Poisson model's entropy,
+    // averaged over a doubling of n: `scripts/exaloglog_register_entropy.py`), 0.60 of the
+    // packed bytes; the adaptive models add about ½·log₂(seen) bits each (64 + 64 of them),
+    // under 0.02 of 3,584 bytes. So 0.65 leaves room for the entropy's swing with n.
+    let mut s = ExaLogLog::new(10).unwrap();
+    let mut x = 0u64;
+    for n in [10_000u64, 100_000, 1_000_000] {
+        while x < n {
+            s.insert_u64(x);
+            x += 1;
+        }
+        let packed = s.serialized_register_bytes();
+        let coded = s.to_bytes().len() - (HEADER_LEN + 11 + 1 + 8 + 2 + CHECKSUM_LEN);
+        assert!(
+            (coded as f64) < 0.65 * packed as f64,
+            "n {n}: {coded} coded bytes against {packed} packed"
+        );
+    }
+}
+
 /// Mean and root-mean-square relative error over `trials` sketches of `n` items each, for
 /// the ML and the martingale estimate.
 fn errors(t: u8, d: u8, p: u8, n: u64, trials: u64) -> [(f64, f64); 2] {
@@ -294,29 +358,40 @@ fn every_form_round_trips_and_keeps_counting() {
         assert_eq!(a, b);
         assert_eq!(a.estimate(), b.estimate());
     }
-    // The dense payload is m registers of 6 + t + d bits.
+    // A dense sketch is written coded: shorter than its m registers of 6 + t + d bits.
     let s = fed(2, 20, 8, 0..5_000);
     let bytes = s.to_bytes();
     let header = HEADER_LEN + 11 + 1 + 8; // params, representation, martingale
-    assert_eq!(bytes.len(), header + 896 + CHECKSUM_LEN);
+    assert_eq!(bytes[HEADER_LEN + 11], 2, "the coded representation");
+    assert!(bytes.len() < header + 896 + CHECKSUM_LEN);
 }
 
 #[test]
 fn committed_vectors_decode_to_their_recipes() {
     // Recipes: (2, 20, 8) fed 0..40 (exact) and 0..5,000 (dense), xxh3 seed 0. The dense
-    // vector's registers are also unpacked here by hand: 28 bits each, little-endian.
+    // sketch is written coded; the packed vector, written before the coded form, still
+    // decodes to the same sketch, and its registers are also unpacked here by hand: 28 bits
+    // each, little-endian.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/vectors");
+    let read = |name: &str| {
+        std::fs::read(format!("{dir}/exaloglog_{name}_v1.bin")).expect("vector committed")
+    };
     for (name, n, repr) in [
         ("exact", 40u64, Representation::Exact),
+        ("coded", 5_000, Representation::Dense),
         ("dense", 5_000, Representation::Dense),
     ] {
-        let path = format!("{dir}/exaloglog_{name}_v1.bin");
-        let bytes = std::fs::read(&path).expect("vector committed");
+        let bytes = read(name);
         let s = ExaLogLog::from_bytes(&bytes).unwrap();
         assert_eq!(s.representation(), repr);
         assert_eq!(s, fed(2, 20, 8, 0..n), "{name}");
-        assert_eq!(s.to_bytes(), bytes);
-        if repr == Representation::Dense {
+        let written = if name == "dense" {
+            read("coded")
+        } else {
+            bytes.clone()
+        };
+        assert_eq!(s.to_bytes(), written, "{name}");
+        if name == "dense" {
             let items: Vec<u64> = (0..n).collect();
             let want = model_registers(&items, 2, 20, 8, ItemHasher::default());
             let regs = &bytes[HEADER_LEN + 11 + 1 + 8..bytes.len() - CHECKSUM_LEN];
@@ -353,7 +428,7 @@ fn each_field_is_checked() {
         (params + 1, 25, "d"),
         (params + 2, 3, "precision"),
         (params + 2, 19, "precision"),
-        (payload, 2, "representation"),
+        (payload, 3, "representation"),
     ] {
         let mut b = exact.clone();
         b[off] = val;
@@ -391,7 +466,12 @@ fn each_field_is_checked() {
     reseal(&mut b);
     assert!(ExaLogLog::from_bytes(&b).is_err());
     // A dense register whose u is above the largest value, or whose history claims value 0.
-    let dense = fed(2, 20, 8, 0..5_000).to_bytes();
+    // The packed form is written by builds before the coded one: its committed vector.
+    let dense = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/vectors/exaloglog_dense_v1.bin"
+    ))
+    .expect("vector committed");
     let regs = payload + 1 + 8;
     let mut b = dense.clone();
     b[regs + 3] |= 0x0f; // register 0's top 4 bits: u ≥ 240 > (65 − 8 − 2)·4 = 220
@@ -405,6 +485,43 @@ fn each_field_is_checked() {
     b[regs..regs + 4].copy_from_slice(&word.to_le_bytes());
     reseal(&mut b);
     assert_eq!(field_of(&b), "registers");
+
+    // The coded form: base, then the stream to the payload's end.
+    let coded = fed(2, 20, 8, 0..5_000).to_bytes();
+    let env = tidemark::codec::decode(&coded).unwrap();
+    let (params, body) = (env.params.to_vec(), env.payload.to_vec());
+    let with_body =
+        |body: &[u8]| tidemark::codec::encode(env.family, env.flags, env.hasher, &params, body);
+    let base_at = 1 + 8; // after the representation and the martingale value
+    let stream_at = base_at + 2;
+    let base = u16::from_le_bytes([body[base_at], body[base_at + 1]]);
+    // A base above the largest value (220 at (2, 20, 8)).
+    let mut x = body.clone();
+    x[base_at..stream_at].copy_from_slice(&221u16.to_le_bytes());
+    assert_eq!(field_of(&with_body(&x)), "lowest register value");
+    // Another valid base, a flipped stream byte, a trailing zero byte: each decodes to
+    // registers whose coding is not these bytes.
+    let mut x = body.clone();
+    x[base_at..stream_at].copy_from_slice(&(base - 1).to_le_bytes());
+    assert_eq!(field_of(&with_body(&x)), "coded registers");
+    for at in [stream_at, stream_at + 100, body.len() - 1] {
+        let mut x = body.clone();
+        x[at] ^= 0x10;
+        assert_eq!(field_of(&with_body(&x)), "coded registers", "byte {at}");
+    }
+    let mut x = body.clone();
+    x.push(0);
+    assert_eq!(field_of(&with_body(&x)), "coded registers");
+    // A stream as long as the packed registers (896 bytes with the base) is refused by its
+    // length.
+    let mut x = body.clone();
+    x.resize(stream_at + 894, 1);
+    assert_eq!(field_of(&with_body(&x)), "coded registers");
+    // A stream cut short.
+    assert_eq!(
+        field_of(&with_body(&body[..body.len() - 1])),
+        "coded registers"
+    );
     // The wrong family.
     assert!(matches!(
         ExaLogLog::from_bytes(&Hll::new(8).unwrap().to_bytes()),

@@ -4,18 +4,25 @@
 //! ExaLogLog (family 19)
 //!   flags:   bit 0 martingale estimate present; other bits zero
 //!   params:  t u8 (0..=3), d u8 (6 + t + d ≤ 32), p u8 (4..=18), confidence f64 (in (0, 1))
-//!   payload: representation u8 (0 exact, 1 dense)
+//!   payload: representation u8 (0 exact, 1 dense, 2 coded)
 //!            [martingale value f64, finite and ≥ 0; for the exact form equal to its count]
 //!     exact: count u64, then count hashes u64, strictly increasing; their table (load ≤ 1/2,
 //!            power-of-two capacity ≥ 4) at 8 bytes a slot takes at most 4·2^p bytes
 //!     dense: ⌈2^p·(6 + t + d)/8⌉ bytes, register i in bits i·b..(i+1)·b (b = 6 + t + d,
 //!            little-endian bit order), each u << d | history with u ≤ (65 − p − t)·2^t and
 //!            no history bit for a value below 1 (none at all when u = 0)
+//!     coded: base u16 (the smallest u, ≤ (65 − p − t)·2^t), then the rest of the payload:
+//!            the registers range-coded (`coded.rs`), shorter than the dense form's bytes,
+//!            without trailing zero bytes, and exactly what the coder writes for them
 //! ```
 //!
-//! Fields are checked in this order before anything is allocated; sorted hashes and unused
-//! bits at zero make the encoding canonical.
+//! Fields are checked in this order before anything is allocated (the coded form decodes into
+//! the 2^p registers its precision names, and is then coded again and compared); sorted
+//! hashes, unused bits at zero and the coder's own output make the encoding canonical. A
+//! dense sketch is written coded whenever that is shorter, which is nearly always past a few
+//! dozen registers; builds before the coded form refuse representation 2 by name.
 
+use super::coded;
 use super::register::Shape;
 use super::{check_params, ExaLogLog, Repr};
 use crate::cardinality::sets::{read_hashes, write_hashes};
@@ -25,6 +32,7 @@ use crate::DecodeError;
 const FLAG_MARTINGALE: u8 = 1;
 const REPR_EXACT: u8 = 0;
 const REPR_DENSE: u8 = 1;
+const REPR_CODED: u8 = 2;
 
 /// Packs `bits`-bit values, little-endian bit order.
 fn pack(values: &[u32], bits: u32) -> Vec<u8> {
@@ -62,17 +70,27 @@ impl ExaLogLog {
         let mut params = Writer::new();
         params.u8(t).u8(d).u8(p).f64(self.confidence());
         let mut w = Writer::new();
-        w.u8(match self.repr {
-            Repr::Exact(_) => REPR_EXACT,
-            Repr::Dense(_) => REPR_DENSE,
-        });
-        if let Some(m) = &self.martingale {
-            w.f64(m.value);
-        }
+        let martingale = |w: &mut Writer| {
+            if let Some(m) = &self.martingale {
+                w.f64(m.value);
+            }
+        };
         match &self.repr {
-            Repr::Exact(set) => write_hashes(&mut w, set),
+            Repr::Exact(set) => {
+                martingale(w.u8(REPR_EXACT));
+                write_hashes(&mut w, set);
+            }
             Repr::Dense(regs) => {
-                w.raw(&pack(regs, self.register_bits()));
+                let packed = pack(regs, self.register_bits());
+                let (base, stream) = coded::encode(self.shape, regs);
+                // The base's two bytes and the stream against the packed registers.
+                if 2 + stream.len() < packed.len() {
+                    martingale(w.u8(REPR_CODED));
+                    w.u16(base as u16).raw(&stream);
+                } else {
+                    martingale(w.u8(REPR_DENSE));
+                    w.raw(&packed);
+                }
             }
         }
         let flags = if self.martingale.is_some() {
@@ -128,11 +146,11 @@ impl ExaLogLog {
         let mut r = env.payload();
         let roff = r.offset();
         let kind = r.u8("representation")?;
-        if kind > REPR_DENSE {
+        if kind > REPR_CODED {
             return Err(Reader::invalid(
                 "representation",
                 roff,
-                "0 (exact) or 1 (dense)",
+                "0 (exact), 1 (dense) or 2 (coded)",
                 kind as u64,
             ));
         }
@@ -163,6 +181,8 @@ impl ExaLogLog {
                 ));
             }
             Repr::Exact(set)
+        } else if kind == REPR_CODED {
+            Repr::Dense(read_coded(&mut r, shape)?)
         } else {
             let bits = shape.register_bits();
             let m = 1usize << p;
@@ -196,6 +216,43 @@ impl ExaLogLog {
         ExaLogLog::from_parts(t, d, p, env.hasher, confidence, repr, martingale)
             .map_err(|_| Reader::invalid("confidence", coff, "in (0, 1)", confidence.to_bits()))
     }
+}
+
+/// The coded form's registers: the base, then the stream to the payload's end, decoded and
+/// checked to be exactly what the coder writes for them.
+fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError> {
+    let boff = r.offset();
+    let base = r.u16("lowest register value")? as u32;
+    if base > shape.max_value() {
+        return Err(Reader::invalid(
+            "lowest register value",
+            boff,
+            "at most (65 − p − t)·2^t",
+            base as u64,
+        ));
+    }
+    let m = 1usize << shape.p;
+    let packed_len = (m * shape.register_bits() as usize).div_ceil(8);
+    let soff = r.offset();
+    let stream = r.bytes(r.remaining() as u64, "coded registers")?;
+    if 2 + stream.len() >= packed_len {
+        return Err(Reader::invalid(
+            "coded registers",
+            soff,
+            "with the base, shorter than the packed registers",
+            stream.len() as u64,
+        ));
+    }
+    let regs = coded::decode(shape, m, base, stream);
+    if coded::encode(shape, &regs) != (base, stream.to_vec()) {
+        return Err(Reader::invalid(
+            "coded registers",
+            soff,
+            "the coder's own output for the registers they decode to",
+            stream.len() as u64,
+        ));
+    }
+    Ok(regs)
 }
 
 /// Why a register value cannot have been written by a sketch of `shape`.
