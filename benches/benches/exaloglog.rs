@@ -6,7 +6,8 @@
 //! sample inserts the next 100,000 distinct `u64` items of one endless stream into the same
 //! sketch (no copy a sample: a fresh copy's allocation made the times bimodal), so a sketch
 //! of a 100-sample run ends at about 10^7 items. `Hll` at p = 10 and 12; ExaLogLog (t, d) =
-//! (2, 20) at p = 7 (the error of `Hll` p = 10), 8 (about its bytes) and 10 (its p).
+//! (2, 20) at p = 7 (the error of `Hll` p = 10), 8 (about its bytes) and 10 (its p). Then
+//! each dense sketch of 10^6 items written (`to_bytes`) and read (`from_bytes`).
 
 use std::cell::RefCell;
 
@@ -68,4 +69,37 @@ fn exaloglog_estimate_ml(bencher: Bencher, p: u8) {
         s.insert_u64(i);
     }
     bencher.bench_local(|| s.estimate_ml());
+}
+
+/// A dense sketch of 10^6 items, as saved and read back: `Hll` packs 6-bit registers,
+/// ExaLogLog range-codes its registers (and its reader codes them again to check the bytes).
+fn dense<S>(mut sketch: S, insert: fn(&mut S, u64)) -> S {
+    for i in 0..1_000_000 {
+        insert(&mut sketch, i);
+    }
+    sketch
+}
+
+#[divan::bench(args = [10, 12])]
+fn hll_to_bytes(bencher: Bencher, p: u8) {
+    let h = dense(Hll::new(p).unwrap(), Hll::insert_u64);
+    bencher.bench_local(|| h.to_bytes());
+}
+
+#[divan::bench(args = [10, 12])]
+fn hll_from_bytes(bencher: Bencher, p: u8) {
+    let bytes = dense(Hll::new(p).unwrap(), Hll::insert_u64).to_bytes();
+    bencher.bench_local(|| Hll::from_bytes(&bytes).unwrap());
+}
+
+#[divan::bench(args = [7, 8, 10])]
+fn exaloglog_to_bytes(bencher: Bencher, p: u8) {
+    let s = dense(ExaLogLog::new(p).unwrap(), ExaLogLog::insert_u64);
+    bencher.bench_local(|| s.to_bytes());
+}
+
+#[divan::bench(args = [7, 8, 10])]
+fn exaloglog_from_bytes(bencher: Bencher, p: u8) {
+    let bytes = dense(ExaLogLog::new(p).unwrap(), ExaLogLog::insert_u64).to_bytes();
+    bencher.bench_local(|| ExaLogLog::from_bytes(&bytes).unwrap());
 }
