@@ -292,7 +292,7 @@ fn insert_many(
     .map(|_| ())
 }
 
-/// ExaLogLog: distinct items with HyperLogLog's answers in about 43% fewer bytes.
+/// ExaLogLog: distinct items with HyperLogLog's answers in about 60% fewer bytes at rest.
 ///
 /// The same sketch as `tidemark distinct --sketch exaloglog`: `precision` p in 4..=18 (2^p
 /// registers; default 11, HyperLogLog p = 14's error of 0.8%), `t` and `d` (the paper's 2 and

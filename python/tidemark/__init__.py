@@ -6,7 +6,7 @@ Rust library as the ``tidemark`` command line, over the same bytes:
 
 - :class:`ExpHistogram`: ones in a sliding window (DGIM);
 - :class:`HyperLogLog` (Redis mode and ``HYLL`` values too), :class:`ExaLogLog` (the same
-  answers in about 43% fewer bytes), :class:`RingWindow`, :class:`SlidingHyperLogLog`:
+  answers in about 60% fewer bytes at rest), :class:`RingWindow`, :class:`SlidingHyperLogLog`:
   distinct items, over all time or a window;
 - :class:`CountMin`, :class:`DyadicCountMin`, :class:`HeavyHitters`, :class:`TopK`:
   frequencies, ranges, quantiles, heavy hitters;
