@@ -11,38 +11,50 @@
 //!
 //! The model, register by register with the [`range_coder`](crate::range_coder):
 //!
-//! - `u` as a run of decisions "is `u` above `base + j`?", `j = 0, 1, …`, one adaptive model
-//!   per `j` (the last shared past 63), `base` the smallest `u` of the sketch. These are the
-//!   hazard rates of `u`'s distribution, which is the same for every register.
+//! - `u` as its `b` bits (`b` the bits `u` needs, at most 9), most significant first, down a
+//!   binary tree: each bit's model is the node it leaves from, so the tree's `2^b − 1` models
+//!   learn `u`'s whole distribution, which is the same for every register. Always `b`
+//!   decisions, whatever the bytes say.
 //! - then each history bit a value `k ≥ 1` below `u` can have, one adaptive model per
 //!   **level** `⌊(k − 1)/2^t⌋` of the value: in the Poisson model the values below the
 //!   maximum are seen independently of it, each with a probability that depends only on
 //!   `P(k)`, which is the same across a level. Bits for values below 1 do not exist and are
 //!   not coded.
 //!
-//! Every decision's model is learned as the stream goes (no table written down), so the
-//! format does not depend on floating point. The decoder builds each register from decisions
-//! (so it is always a valid register) and the caller re-encodes what it decoded and compares,
-//! which refuses any stream that is not exactly the coder's output for its registers.
+//! So a register costs at most `b + d ≤ 35` decisions to read. Every decision's model is
+//! learned as the stream goes (no table written down), so the format does not depend on
+//! floating point. The decoder refuses a `u` above the largest value and builds every other
+//! register from decisions (so it is always a valid register); the caller codes what was
+//! decoded again and compares, which refuses any stream that is not exactly the coder's output
+//! for its registers.
+//!
+//! **Bounds.** A stream may only be used when it is shorter than the packed registers and at
+//! least one byte per eight registers long ([`fits`]): a real sketch's registers carry more
+//! than a bit each (the dense form begins at `n ≈ m/4`, where a register's entropy is already
+//! above one bit), and the floor keeps what a reader allocates and decodes within 32 bytes of
+//! registers per byte of input, as packing does (1.14), so that a ring of many slots cannot
+//! turn a small input into a large allocation. Registers that code below the floor (all zero,
+//! say, which `from_bytes` of a packed form can give) are written packed.
 
 use super::register::Shape;
 use crate::range_coder::{BitModel, Decoder, Encoder};
 
-/// `u` models: one per step above the base, the last shared by every step past it.
-const U_MODELS: usize = 64;
+/// `u` models: the nodes of a binary tree over at most 9 bits (node 1 the root, node `i`'s
+/// children `2i` and `2i + 1`).
+const U_MODELS: usize = 1 << 9;
 /// History models: one per level; levels reach `64 − p − t ≤ 60`.
 const LEVEL_MODELS: usize = 64;
 
 /// The adaptive models of one stream.
 struct Models {
-    above: [BitModel; U_MODELS],
+    u: [BitModel; U_MODELS],
     seen: [BitModel; LEVEL_MODELS],
 }
 
 impl Models {
     fn new() -> Models {
         Models {
-            above: [BitModel::default(); U_MODELS],
+            u: [BitModel::default(); U_MODELS],
             seen: [BitModel::default(); LEVEL_MODELS],
         }
     }
@@ -60,48 +72,50 @@ fn level_model(shape: Shape, k: u32) -> usize {
     (((k - 1) >> shape.t) as usize).min(LEVEL_MODELS - 1)
 }
 
-/// The smallest `u` of `registers`, and their coded stream.
-pub(super) fn encode(shape: Shape, registers: &[u32]) -> (u32, Vec<u8>) {
+/// Whether a stream of `len` bytes may stand for `m` registers packed in `packed_len` bytes:
+/// shorter than them, and at least `⌈m/8⌉` bytes (the bounds above).
+pub(super) fn fits(len: usize, m: usize, packed_len: usize) -> bool {
+    len < packed_len && len >= m.div_ceil(8)
+}
+
+/// The coded stream of `registers`.
+pub(super) fn encode(shape: Shape, registers: &[u32]) -> Vec<u8> {
     let d = shape.d as u32;
-    let max = shape.max_value();
-    let base = registers.iter().map(|&r| r >> d).min().unwrap_or(0);
+    let bits = shape.value_bits();
     let mut models = Models::new();
     let mut e = Encoder::new();
     for &r in registers {
         let u = r >> d;
-        let mut v = base;
-        while v < max {
-            let above = u > v;
-            e.encode(
-                &mut models.above[((v - base) as usize).min(U_MODELS - 1)],
-                above,
-            );
-            if !above {
-                break;
-            }
-            v += 1;
+        let mut node = 1;
+        for i in (0..bits).rev() {
+            let bit = u >> i & 1;
+            e.encode(&mut models.u[node], bit == 1);
+            node = 2 * node + bit as usize;
         }
         for (bit, k) in history_values(shape, u) {
             e.encode(&mut models.seen[level_model(shape, k)], r >> bit & 1 == 1);
         }
     }
-    (base, e.finish())
+    e.finish()
 }
 
-/// `m` registers from a stream coded with `base` (at most the shape's largest value).
-/// Always valid registers; whether `stream` is the coder's own output for them is for the
-/// caller to check by encoding them again.
-pub(super) fn decode(shape: Shape, m: usize, base: u32, stream: &[u8]) -> Vec<u32> {
-    debug_assert!(base <= shape.max_value());
+/// `m` registers from a coded stream, or `None` when one's `u` is above the largest value.
+/// Every register returned is valid; whether `stream` is the coder's own output for them is
+/// for the caller to check by encoding them again.
+pub(super) fn decode(shape: Shape, m: usize, stream: &[u8]) -> Option<Vec<u32>> {
     let d = shape.d as u32;
-    let max = shape.max_value();
+    let bits = shape.value_bits();
     let mut models = Models::new();
     let mut dec = Decoder::new(stream);
     let mut registers = Vec::with_capacity(m);
     for _ in 0..m {
-        let mut u = base;
-        while u < max && dec.decode(&mut models.above[((u - base) as usize).min(U_MODELS - 1)]) {
-            u += 1;
+        let mut node = 1;
+        for _ in 0..bits {
+            node = 2 * node + dec.decode(&mut models.u[node]) as usize;
+        }
+        let u = (node - (1 << bits)) as u32;
+        if u > shape.max_value() {
+            return None;
         }
         let mut r = u << d;
         for (bit, k) in history_values(shape, u) {
@@ -111,7 +125,7 @@ pub(super) fn decode(shape: Shape, m: usize, base: u32, stream: &[u8]) -> Vec<u3
         }
         registers.push(r);
     }
-    registers
+    Some(registers)
 }
 
 #[cfg(test)]

@@ -11,16 +11,19 @@
 //!     dense: ⌈2^p·(6 + t + d)/8⌉ bytes, register i in bits i·b..(i+1)·b (b = 6 + t + d,
 //!            little-endian bit order), each u << d | history with u ≤ (65 − p − t)·2^t and
 //!            no history bit for a value below 1 (none at all when u = 0)
-//!     coded: base u16 (the smallest u, ≤ (65 − p − t)·2^t), then the rest of the payload:
-//!            the registers range-coded (`coded.rs`), shorter than the dense form's bytes,
-//!            without trailing zero bytes, and exactly what the coder writes for them
+//!     coded: the rest of the payload, the same registers range-coded (`coded.rs`): at least
+//!            ⌈2^p/8⌉ bytes and fewer than the dense form's, without trailing zero bytes,
+//!            and exactly what the coder writes for them
 //! ```
 //!
 //! Fields are checked in this order before anything is allocated (the coded form decodes into
 //! the 2^p registers its precision names, and is then coded again and compared); sorted
-//! hashes, unused bits at zero and the coder's own output make the encoding canonical. A
-//! dense sketch is written coded whenever that is shorter, which is nearly always past a few
-//! dozen registers; builds before the coded form refuse representation 2 by name.
+//! hashes, unused bits at zero and the coder's own output make what is written canonical:
+//! equal sketches encode to equal bytes. A dense sketch is written coded whenever the stream
+//! fits those lengths (nearly always past a few dozen registers), packed otherwise; a reader
+//! also takes the packed form where the coded one would fit (as builds before the coded form
+//! wrote every dense sketch) and writes it coded. Builds before the coded form refuse
+//! representation 2 by name.
 
 use super::coded;
 use super::register::Shape;
@@ -82,11 +85,10 @@ impl ExaLogLog {
             }
             Repr::Dense(regs) => {
                 let packed = pack(regs, self.register_bits());
-                let (base, stream) = coded::encode(self.shape, regs);
-                // The base's two bytes and the stream against the packed registers.
-                if 2 + stream.len() < packed.len() {
+                let stream = coded::encode(self.shape, regs);
+                if coded::fits(stream.len(), regs.len(), packed.len()) {
                     martingale(w.u8(REPR_CODED));
-                    w.u16(base as u16).raw(&stream);
+                    w.raw(&stream);
                 } else {
                     martingale(w.u8(REPR_DENSE));
                     w.raw(&packed);
@@ -221,36 +223,29 @@ impl ExaLogLog {
 /// The coded form's registers: the base, then the stream to the payload's end, decoded and
 /// checked to be exactly what the coder writes for them.
 fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError> {
-    let boff = r.offset();
-    let base = r.u16("lowest register value")? as u32;
-    if base > shape.max_value() {
-        return Err(Reader::invalid(
-            "lowest register value",
-            boff,
-            "at most (65 − p − t)·2^t",
-            base as u64,
-        ));
-    }
     let m = 1usize << shape.p;
     let packed_len = (m * shape.register_bits() as usize).div_ceil(8);
-    let soff = r.offset();
+    let off = r.offset();
     let stream = r.bytes(r.remaining() as u64, "coded registers")?;
-    if 2 + stream.len() >= packed_len {
+    if !coded::fits(stream.len(), m, packed_len) {
         return Err(Reader::invalid(
             "coded registers",
-            soff,
-            "with the base, shorter than the packed registers",
+            off,
+            "a length of at least one byte per 8 registers and below the packed registers' bytes",
             stream.len() as u64,
         ));
     }
-    let regs = coded::decode(shape, m, base, stream);
-    if coded::encode(shape, &regs) != (base, stream.to_vec()) {
-        return Err(Reader::invalid(
+    let refuse = || {
+        Reader::invalid(
             "coded registers",
-            soff,
-            "the coder's own output for the registers they decode to",
+            off,
+            "the coder's own output for valid registers",
             stream.len() as u64,
-        ));
+        )
+    };
+    let regs = coded::decode(shape, m, stream).ok_or_else(refuse)?;
+    if coded::encode(shape, &regs) != stream {
+        return Err(refuse());
     }
     Ok(regs)
 }
@@ -293,6 +288,77 @@ mod tests {
                 assert_eq!(unpack_at(&packed, i, bits), v, "bits {bits} at {i}");
             }
         }
+    }
+
+    /// `registers` of `shape` in an envelope whose payload is their coded stream.
+    fn coded_envelope(shape: Shape, registers: &[u32]) -> Vec<u8> {
+        let mut params = Writer::new();
+        params.u8(shape.t).u8(shape.d).u8(shape.p).f64(0.95);
+        let mut w = Writer::new();
+        w.u8(REPR_CODED).raw(&coded::encode(shape, registers));
+        codec::encode(
+            Family::ExaLogLog,
+            0,
+            crate::hash::ItemHasher::default(),
+            params.bytes(),
+            w.bytes(),
+        )
+    }
+
+    fn refused_field(bytes: &[u8]) -> &'static str {
+        match ExaLogLog::from_bytes(bytes) {
+            Err(DecodeError::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_coders_own_output_is_refused_outside_its_lengths() {
+        // Below a byte per 8 registers: all-zero registers code to a few bytes.
+        let s = Shape::new(2, 20, 10);
+        let zeros = vec![0u32; 1 << 10];
+        assert!(coded::encode(s, &zeros).len() < 128);
+        assert_eq!(refused_field(&coded_envelope(s, &zeros)), "coded registers");
+        // Not shorter than packed: registers drawn uniformly code to about their 32 bits.
+        let s = Shape::new(0, 26, 4);
+        let mut x = 7u64;
+        let random: Vec<u32> = (0..16)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (x >> 33) as u32 % (s.max_value() - 26) + 27;
+                u << 26 | (x >> 7) as u32 & ((1 << 26) - 1)
+            })
+            .collect();
+        assert!(random.iter().all(|&r| check_register(s, r).is_ok()));
+        assert!(coded::encode(s, &random).len() >= pack(&random, s.register_bits()).len());
+        assert_eq!(
+            refused_field(&coded_envelope(s, &random)),
+            "coded registers"
+        );
+        // Within both lengths the same kind of registers decode.
+        let s = Shape::new(2, 20, 8);
+        let ramp: Vec<u32> = (0..256u32)
+            .map(|i| (i % 40 + 30) << 20 | 0xF_0000)
+            .collect();
+        assert!(ramp.iter().all(|&r| check_register(s, r).is_ok()));
+        let back = ExaLogLog::from_bytes(&coded_envelope(s, &ramp)).unwrap();
+        assert_eq!(back.registers(), ramp);
+    }
+
+    #[test]
+    fn a_coded_value_above_the_largest_is_refused() {
+        // (2, 20, 8): u takes 8 bits, so a tree can spell 221..=255 above the largest, 220.
+        let s = Shape::new(2, 20, 8);
+        let mut regs: Vec<u32> = (0..256u32).map(|i| (i % 50 + 100) << 20).collect();
+        assert_eq!(
+            coded::decode(s, 256, &coded::encode(s, &regs)),
+            Some(regs.clone())
+        );
+        regs[17] = 230 << 20;
+        assert_eq!(coded::decode(s, 256, &coded::encode(s, &regs)), None);
+        assert_eq!(refused_field(&coded_envelope(s, &regs)), "coded registers");
     }
 
     #[test]
