@@ -42,7 +42,8 @@
 //! takes no more bytes than the registers would, then turns **dense**: `m` registers of 32
 //! bits each in memory (one load and compare an insert). At rest the envelope
 //! **entropy-codes** them (`coded.rs`: a range coder with models learned as it goes), about
-//! 60% of their packed `6 + t + d` bits for (2, 20) at any n, since a register carries about
+//! 60% of their packed `6 + t + d` bits for (2, 20) once n is a few times m, since a register
+//! carries about
 //! 16.75 bits of information in its 28; decoding pays for that (about 0.4 ms at p = 10). A
 //! sparse form like [`super::Hll`]'s would pay only between about `m/4` and `0.4·m` items at
 //! 28-bit registers, so there is none.
