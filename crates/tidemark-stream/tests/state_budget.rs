@@ -10,7 +10,8 @@ use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::store::MemStore;
 use tidemark_stream::RunError;
 
-/// Count, distinct and frequency metrics with alerts and late merges (a rollup too).
+/// Count, distinct (HyperLogLog, and ExaLogLog at p = 4, whose busy keys' buckets go dense and
+/// are stored coded) and frequency metrics with alerts and late merges (a rollup too).
 fn config(state: &str) -> Config {
     Config::from_toml(&format!(
         r#"
@@ -37,6 +38,22 @@ kind = "distinct"
 key = ["k"]
 item = ["i"]
 precision = 8
+bucket = "10s"
+window = "30s"
+retention = "1h"
+allowed_lateness = "5s"
+late = "merge"
+[[metric.alert]]
+above = 20
+margin = 0
+
+[[metric]]
+name = "e"
+kind = "distinct"
+sketch = "exaloglog"
+key = ["k"]
+item = ["i"]
+precision = 4
 bucket = "10s"
 window = "30s"
 retention = "1h"
@@ -172,6 +189,19 @@ fn a_tiny_budget_spills_and_answers_as_an_unbounded_run() {
         let (r1, a1) = run(&config(""), &mut held, &text).unwrap();
         assert_eq!(r1.spills, 0);
         assert!(!a1.is_empty(), "seed {seed}: the log raises alerts");
+        // Stored bodies are family, flags, then the payload's representation byte: 2 coded.
+        let coded_exaloglogs = buckets(&held)
+            .iter()
+            .filter(|((table, _, _), v)| {
+                use tidemark_stream::stored::{self, Stored};
+                table == "e"
+                    && matches!(stored::read(v), Ok(Stored::Body(b)) if b.get(2) == Some(&2))
+            })
+            .count();
+        assert!(
+            coded_exaloglogs > 0,
+            "seed {seed}: no coded ExaLogLog bucket"
+        );
         let mut spilled = MemStore::default();
         let tiny = "[state]\nmax_memory = \"64KiB\"\ncheckpoint_records = 5000";
         let (r2, a2) = run(&config(tiny), &mut spilled, &text).unwrap();

@@ -18,9 +18,10 @@
 //! probability down.
 //!
 //! A stream ends with a value inside the final interval whose low 24 bits are zero, and the
-//! decoder reads zeros past its end, so trailing zero bytes are dropped (at most a byte more
-//! than the shortest ending could be): encoding is deterministic, and [`Decoder`] never reads
-//! outside its slice. Garbage decodes to some
+//! decoder reads zeros past its end, so trailing zero bytes are dropped. That is not always
+//! the shortest ending (by a byte, or more when 0xFF bytes are held at the end), but it is
+//! deterministic: the format is the coder's output, and [`Decoder`] never reads outside its
+//! slice. Garbage decodes to some
 //! sequence of decisions, never to an error; callers that must refuse damaged streams
 //! encode what they decoded again and compare.
 

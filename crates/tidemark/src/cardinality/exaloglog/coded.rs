@@ -21,7 +21,7 @@
 //!   `P(k)`, which is the same across a level. Bits for values below 1 do not exist and are
 //!   not coded.
 //!
-//! So a register costs at most `b + d ≤ 35` decisions to read. Every decision's model is
+//! So a register costs at most `b + d ≤ 32` decisions to read (`b ≤ 6 + t`, `d ≤ 26 − t`). Every decision's model is
 //! learned as the stream goes (no table written down), so the format does not depend on
 //! floating point. The decoder refuses a `u` above the largest value and builds every other
 //! register from decisions (so it is always a valid register); the caller codes what was
@@ -32,7 +32,7 @@
 //! least one byte per eight registers long ([`fits`]): a real sketch's registers carry more
 //! than a bit each (the dense form begins at `n ≈ m/4`, where a register's entropy is already
 //! above one bit), and the floor keeps what a reader allocates and decodes within 32 bytes of
-//! registers per byte of input, as packing does (1.14), so that a ring of many slots cannot
+//! registers per byte of input (packing: 1 to about 5, by shape), so that a ring of many slots cannot
 //! turn a small input into a large allocation. Registers that code below the floor (all zero,
 //! say, which `from_bytes` of a packed form can give) are written packed.
 

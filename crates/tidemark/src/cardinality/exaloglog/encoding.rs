@@ -220,8 +220,8 @@ impl ExaLogLog {
     }
 }
 
-/// The coded form's registers: the base, then the stream to the payload's end, decoded and
-/// checked to be exactly what the coder writes for them.
+/// The coded form's registers: the stream to the payload's end, decoded and checked to be
+/// exactly what the coder writes for them.
 fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError> {
     let m = 1usize << shape.p;
     let packed_len = (m * shape.register_bits() as usize).div_ceil(8);

@@ -44,7 +44,7 @@
 //! **entropy-codes** them (`coded.rs`: a range coder with models learned as it goes), about
 //! 60% of their packed `6 + t + d` bits for (2, 20) once n is a few times m, since a register
 //! carries about
-//! 16.75 bits of information in its 28; decoding pays for that (about 0.4 ms at p = 10). A
+//! 16.75 bits of information in its 28; decoding pays for that (about 0.3 ms at p = 10). A
 //! sparse form like [`super::Hll`]'s would pay only between about `m/4` and `0.4·m` items at
 //! 28-bit registers, so there is none.
 //!
