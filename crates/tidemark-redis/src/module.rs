@@ -27,6 +27,7 @@
 #![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -397,6 +398,16 @@ fn format_double(d: f64, buf: &mut [u8; 40]) -> usize {
     40 - w.len()
 }
 
+/// Whether a reply holds a double, which RESP3 and RESP2 write differently.
+fn has_doubles(r: &Reply) -> bool {
+    match r {
+        Reply::Double(_) | Reply::Estimate(_) => true,
+        Reply::Array(a) => a.iter().any(has_doubles),
+        Reply::Map(m) => m.iter().any(|(_, v)| has_doubles(v)),
+        Reply::Ok | Reply::Integer(_) | Reply::Bulk(_) | Reply::Null => false,
+    }
+}
+
 fn is_resp3(ctx: &Context) -> bool {
     // SAFETY: `GetContextFlags` is set by `RedisModule_Init`; `ctx.ctx` is this call's context.
     let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx.ctx)) };
@@ -532,14 +543,13 @@ const TIMED_WRITES: [&[u8]; 4] = [
 /// (`Replicate::WithTime`).
 unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // SAFETY: the filter API is set by `RedisModule_Init`; `fctx` is the context Redis passes
-    // for this call; positions are checked against the count first; the new string's ownership
-    // passes to Redis with `CommandFilterArgReplace` (which frees the one it replaces).
+    // for this call; positions are checked against the count first; one reference to the
+    // stamp passes to Redis with `CommandFilterArgReplace` (which frees the one it replaces).
     unsafe {
-        let (Some(count), Some(get), Some(replace), Some(create)) = (
+        let (Some(count), Some(get), Some(replace)) = (
             raw::RedisModule_CommandFilterArgsCount,
             raw::RedisModule_CommandFilterArgGet,
             raw::RedisModule_CommandFilterArgReplace,
-            raw::RedisModule_CreateString,
         ) else {
             return;
         };
@@ -554,16 +564,61 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         if string_bytes(get(fctx, 2)) != b"*" {
             return;
         }
-        let mut buf = [0u8; 24];
-        buf[0] = b'*';
-        let n = 1 + write_decimal(now_ms(), &mut buf[1..]);
-        let stamped = create(std::ptr::null_mut(), buf.as_ptr().cast(), n);
-        if !stamped.is_null() && replace(fctx, 2, stamped) != raw::Status::Ok as c_int {
-            // Not handed over (cannot happen after the count check): ours to free.
+        let Some(stamped) = stamp_of(now_ms()) else {
+            return;
+        };
+        if replace(fctx, 2, stamped) != raw::Status::Ok as c_int {
+            // Not handed over (cannot happen after the count check): our reference to drop.
             if let Some(f) = raw::RedisModule_FreeString {
                 f(std::ptr::null_mut(), stamped);
             }
         }
+    }
+}
+
+thread_local! {
+    /// The last stamp made and its millisecond: the commands of one millisecond share one
+    /// string (Redis counts its references), instead of formatting and allocating one each.
+    /// Filters run on Redis's main thread only.
+    static LAST_STAMP: Cell<(u64, *mut raw::RedisModuleString)> =
+        const { Cell::new((0, std::ptr::null_mut())) };
+}
+
+/// The string `*<ms>` with one reference for the caller to hand over (the cache keeps its own).
+///
+/// # Safety
+/// Called from the command filter, on Redis's main thread, after `RedisModule_Init`.
+unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
+    // SAFETY: the string functions are set by `RedisModule_Init`; a NULL context makes plain
+    // reference counts (no automatic memory), and the cached string stays alive while the
+    // cache holds its reference.
+    unsafe {
+        let (Some(create), Some(retain), Some(free)) = (
+            raw::RedisModule_CreateString,
+            raw::RedisModule_RetainString,
+            raw::RedisModule_FreeString,
+        ) else {
+            return None;
+        };
+        let (at, cached) = LAST_STAMP.get();
+        if at == ms && !cached.is_null() {
+            retain(std::ptr::null_mut(), cached);
+            return Some(cached);
+        }
+        let mut buf = [0u8; 24];
+        buf[0] = b'*';
+        let n = 1 + write_decimal(ms, &mut buf[1..]);
+        let stamped = create(std::ptr::null_mut(), buf.as_ptr().cast(), n);
+        if stamped.is_null() {
+            return None;
+        }
+        // One reference for the cache, one for the caller.
+        retain(std::ptr::null_mut(), stamped);
+        if !cached.is_null() {
+            free(std::ptr::null_mut(), cached);
+        }
+        LAST_STAMP.set((ms, stamped));
+        Some(stamped)
     }
 }
 
@@ -659,7 +714,8 @@ fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), Str
     drop(ks);
     match outcome.reply {
         Ok(r) => {
-            reply(ctx, &r, is_resp3(ctx));
+            // The protocol matters only to doubles: ask for it only then.
+            reply(ctx, &r, has_doubles(&r) && is_resp3(ctx));
             Ok(())
         }
         Err(e) => Err(e.to_string().replace(['\r', '\n'], " ")),
