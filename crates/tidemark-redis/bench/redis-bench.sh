@@ -11,22 +11,9 @@
 # and used_memory per key over 1,000 keys), and the server time of TM.DISTINCT.COUNT over an
 # hour of minute buckets (INFO commandstats usec_per_call).
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 N=${N:-1000000}
 P=${P:-16}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p tidemark-redis
-SO=$(realpath "$CARGO_TARGET_DIR/release/libtidemark_redis.so")
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DIR=$(mktemp -d)
-redis-server --port "$PORT" --bind 127.0.0.1 --loadmodule "$SO" --save '' --appendonly no \
-  --dir "$DIR" --daemonize yes --logfile "$DIR/log" --pidfile "$DIR/pid"
-trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-C="redis-cli -p $PORT"
-for _ in $(seq 100); do $C ping >/dev/null 2>&1 && break; sleep 0.1; done
-$C ping >/dev/null || { cat "$DIR/log"; exit 1; }
-
-echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); $(redis-server --version | cut -d' ' -f3)"
+source "$(dirname "$0")/server.sh"
 rps() { redis-benchmark -p "$PORT" -n "$N" -P "$P" -c 50 -q "$@" | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1; }
 stat() { $C info commandstats | grep -i "cmdstat_$1:" | tr -d '\r'; }
 

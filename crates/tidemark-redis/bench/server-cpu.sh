@@ -7,19 +7,8 @@
 #
 #   crates/tidemark-redis/bench/server-cpu.sh            # N=1000000 requests, two rounds
 set -euo pipefail
-cd "$(dirname "$0")/../../.."
 N=${N:-1000000}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release -q -p tidemark-redis
-SO=$(realpath "$CARGO_TARGET_DIR/release/libtidemark_redis.so")
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DIR=$(mktemp -d)
-redis-server --port "$PORT" --bind 127.0.0.1 --loadmodule "$SO" --save '' --appendonly no \
-  --dir "$DIR" --daemonize yes --logfile "$DIR/log" --pidfile "$DIR/pid"
-trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-C="redis-cli -p $PORT"
-for _ in $(seq 100); do $C ping >/dev/null 2>&1 && break; sleep 0.1; done
-PID=$(cat "$DIR/pid")
+source "$(dirname "$0")/server.sh"
 TICK=$(getconf CLK_TCK)
 $C TM.COUNT.CREATE rl WINDOW 60000 >/dev/null
 $C TM.DISTINCT.CREATE d WINDOW 3600000 BUCKET 60000 >/dev/null
@@ -32,7 +21,6 @@ run() {
   b=$(cpu)
   echo "$* : $r req/s, server CPU $(python3 -c "print(round(($b - $a) / $TICK * 1e6 / $N, 3))") µs a request"
 }
-echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); $(redis-server --version | cut -d' ' -f3)"
 for _ in 1 2; do
   run INCR rl:incr
   run TM.COUNT.ADD rl '*'
