@@ -72,10 +72,10 @@ fn level_model(shape: Shape, k: u32) -> usize {
     (((k - 1) >> shape.t) as usize).min(LEVEL_MODELS - 1)
 }
 
-/// Whether a stream of `len` bytes may stand for `m` registers packed in `packed_len` bytes:
-/// shorter than them, and at least `⌈m/8⌉` bytes (the bounds above).
-pub(super) fn fits(len: usize, m: usize, packed_len: usize) -> bool {
-    len < packed_len && len >= m.div_ceil(8)
+/// Whether a stream of `len` bytes may stand for the registers of `shape`: shorter than they
+/// take packed, and at least a byte per 8 of them (the bounds above).
+pub(super) fn fits(shape: Shape, len: usize) -> bool {
+    len < shape.packed_bytes() && len >= (1usize << shape.p).div_ceil(8)
 }
 
 /// The coded stream of `registers`.
@@ -99,10 +99,11 @@ pub(super) fn encode(shape: Shape, registers: &[u32]) -> Vec<u8> {
     e.finish()
 }
 
-/// `m` registers from a coded stream, or `None` when one's `u` is above the largest value.
+/// The `2^p` registers of a coded stream, or `None` when one's `u` is above the largest value.
 /// Every register returned is valid; whether `stream` is the coder's own output for them is
 /// for the caller to check by encoding them again.
-pub(super) fn decode(shape: Shape, m: usize, stream: &[u8]) -> Option<Vec<u32>> {
+pub(super) fn decode(shape: Shape, stream: &[u8]) -> Option<Vec<u32>> {
+    let m = 1usize << shape.p;
     let d = shape.d as u32;
     let bits = shape.value_bits();
     let mut models = Models::new();

@@ -84,14 +84,13 @@ impl ExaLogLog {
                 write_hashes(&mut w, set);
             }
             Repr::Dense(regs) => {
-                let packed = pack(regs, self.register_bits());
                 let stream = coded::encode(self.shape, regs);
-                if coded::fits(stream.len(), regs.len(), packed.len()) {
+                if coded::fits(self.shape, stream.len()) {
                     martingale(w.u8(REPR_CODED));
                     w.raw(&stream);
                 } else {
                     martingale(w.u8(REPR_DENSE));
-                    w.raw(&packed);
+                    w.raw(&pack(regs, self.register_bits()));
                 }
             }
         }
@@ -189,7 +188,7 @@ impl ExaLogLog {
             let bits = shape.register_bits();
             let m = 1usize << p;
             let off = r.offset();
-            let packed = r.bytes((m * bits as usize).div_ceil(8) as u64, "registers")?;
+            let packed = r.bytes(shape.packed_bytes() as u64, "registers")?;
             let mut regs = Vec::with_capacity(m);
             for i in 0..m {
                 let reg = unpack_at(packed, i, bits);
@@ -223,11 +222,9 @@ impl ExaLogLog {
 /// The coded form's registers: the stream to the payload's end, decoded and checked to be
 /// exactly what the coder writes for them.
 fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError> {
-    let m = 1usize << shape.p;
-    let packed_len = (m * shape.register_bits() as usize).div_ceil(8);
     let off = r.offset();
     let stream = r.bytes(r.remaining() as u64, "coded registers")?;
-    if !coded::fits(stream.len(), m, packed_len) {
+    if !coded::fits(shape, stream.len()) {
         return Err(Reader::invalid(
             "coded registers",
             off,
@@ -243,7 +240,7 @@ fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError>
             stream.len() as u64,
         )
     };
-    let regs = coded::decode(shape, m, stream).ok_or_else(refuse)?;
+    let regs = coded::decode(shape, stream).ok_or_else(refuse)?;
     if coded::encode(shape, &regs) != stream {
         return Err(refuse());
     }
@@ -353,11 +350,11 @@ mod tests {
         let s = Shape::new(2, 20, 8);
         let mut regs: Vec<u32> = (0..256u32).map(|i| (i % 50 + 100) << 20).collect();
         assert_eq!(
-            coded::decode(s, 256, &coded::encode(s, &regs)),
+            coded::decode(s, &coded::encode(s, &regs)),
             Some(regs.clone())
         );
         regs[17] = 230 << 20;
-        assert_eq!(coded::decode(s, 256, &coded::encode(s, &regs)), None);
+        assert_eq!(coded::decode(s, &coded::encode(s, &regs)), None);
         assert_eq!(refused_field(&coded_envelope(s, &regs)), "coded registers");
     }
 

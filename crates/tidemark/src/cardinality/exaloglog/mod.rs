@@ -219,7 +219,7 @@ impl ExaLogLog {
     /// compare with other sketches' registers. At rest ([`ExaLogLog::to_bytes`]) they are
     /// entropy-coded whenever that is shorter, about 60% of this at (2, 20).
     pub fn serialized_register_bytes(&self) -> usize {
-        (self.m() * self.register_bits() as usize).div_ceil(8)
+        self.shape.packed_bytes()
     }
 
     /// Bytes held: the struct and its heap (a table's whole capacity).

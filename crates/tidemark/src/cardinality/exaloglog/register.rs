@@ -79,6 +79,11 @@ impl Shape {
         self.value_bits() + self.d as u32
     }
 
+    /// Bytes the `2^p` registers take packed, `⌈2^p·register_bits/8⌉`.
+    pub(crate) fn packed_bytes(self) -> usize {
+        ((1usize << self.p) * self.register_bits() as usize).div_ceil(8)
+    }
+
     #[inline]
     fn history_mask(self) -> u32 {
         self.history
