@@ -5,7 +5,7 @@
 # by the requests. On two cores redis-benchmark competes with the server for CPU; the server's
 # CPU per request is what bounds its throughput on a machine of its own.
 #
-#   crates/tidemark-redis/bench/server-cpu.sh            # N=1000000 requests, two rounds
+#   crates/tidemark-redis/bench/server-cpu.sh            # N=1000000 requests, ROUNDS=2 rounds
 set -euo pipefail
 N=${N:-1000000}
 source "$(dirname "$0")/server.sh"
@@ -21,7 +21,7 @@ run() {
   b=$(cpu)
   echo "$* : $r req/s, server CPU $(python3 -c "print(round(($b - $a) / $TICK * 1e6 / $N, 3))") µs a request"
 }
-for _ in 1 2; do
+for _ in $(seq ${ROUNDS:-2}); do
   run INCR rl:incr
   run TM.COUNT.ADD rl '*'
   run -r 1000000 PFADD hll ele:__rand_int__

@@ -15,8 +15,9 @@
 //!   or an AOF replay resolves the same time. Only AOF loading runs no filter (it replays
 //!   stamped times); a plain `*` that reached a command anyway would still replicate with its
 //!   time resolved ([`Replicate::WithTime`]).
-//! - One raw command function serves every command ([`REGISTERED`]): arguments are read where
-//!   Redis keeps them, without a vector of owned strings.
+//! - Each command has its own raw function (`command::<I>`, [`REGISTERED`]), which knows its
+//!   command without reading the name; arguments are read where Redis keeps them, without a
+//!   vector of owned strings.
 //! - Keys are opened for writing (a distinct ring's query updates its merge cache), so the
 //!   module turns off Redis's implicit modified-key signal and signals the keys of writes
 //!   itself: a read never aborts a `WATCH`.
@@ -36,7 +37,9 @@ use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
 use redis_module::{raw, redis_module, Context, KeyType, RedisString};
 
-use crate::command::{key_positions, run_refs, Env, Keyspace, Lookup, Replicate, Reply, COMMANDS};
+use crate::command::{
+    is_name, key_positions, run_as, Env, Keyspace, Lookup, Replicate, Reply, COMMANDS,
+};
 use crate::value::Value;
 
 /// The RDB encoding version this build writes; it reads this one and every older one.
@@ -169,6 +172,9 @@ unsafe extern "C" fn copy(
 struct RedisKeyspace<'c> {
     ctx: &'c Context,
     args: &'c [*mut raw::RedisModuleString],
+    /// The same arguments' bytes (a key is found among them by address, without asking Redis
+    /// for each argument's bytes again).
+    argv: &'c [&'c [u8]],
     // Most commands open one key: it stays inline, further ones go to `more`. Each entry:
     // the key's bytes (address, length), its handle, and its name as a Redis string.
     first: Option<OpenKey>,
@@ -189,7 +195,9 @@ impl RedisKeyspace<'_> {
         let at = (key.as_ptr(), key.len());
         let same = |e: &OpenKey| (e.0, e.1) == at;
         if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
-            let (handle, name) = match arg_bytes(self.args)
+            let (handle, name) = match self
+                .argv
+                .iter()
                 .zip(self.args)
                 .find(|(a, _)| (a.as_ptr(), a.len()) == at)
             {
@@ -230,14 +238,7 @@ impl RedisKeyspace<'_> {
     ///
     /// Each key also gets a keyspace notification of class `d` (module) named after the
     /// command in lower case (`tm.count.add`), for `notify-keyspace-events` subscribers.
-    fn signal_modified(&self, command: &[u8]) {
-        let mut event = [0u8; 32];
-        let n = command.len().min(event.len() - 1);
-        event[..n].copy_from_slice(&command[..n]);
-        event[..n].make_ascii_lowercase();
-        if event[..n].contains(&0) {
-            return;
-        }
+    fn signal_modified(&self, event: &CStr) {
         for (_, _, _, name) in self.first.iter().chain(&self.more) {
             // SAFETY: set by `RedisModule_Init`; `name` is an argument of this call or a
             // string in `owned`, both alive; `event` is NUL-terminated.
@@ -249,7 +250,7 @@ impl RedisKeyspace<'_> {
                     f(
                         self.ctx.ctx,
                         raw::REDISMODULE_NOTIFY_MODULE,
-                        event.as_ptr().cast(),
+                        event.as_ptr(),
                         *name,
                     );
                 }
@@ -439,9 +440,19 @@ fn replicate(ctx: &Context, name: &[u8], rest: &[*mut raw::RedisModuleString]) {
 }
 
 fn now_ms() -> u64 {
+    // Redis's own clock (`mstime`, the wall clock in ms): about a third of what
+    // `SystemTime::now` and its conversions cost, on every timed write.
+    // SAFETY: set by `RedisModule_Init`; takes no arguments.
+    if let Some(f) = unsafe { raw::RedisModule_Milliseconds } {
+        return u64::try_from(unsafe { f() }).unwrap_or(0);
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| {
+            d.as_secs()
+                .saturating_mul(1000)
+                .saturating_add(u64::from(d.subsec_millis()))
+        })
 }
 
 /// The bytes of a Redis string.
@@ -477,37 +488,149 @@ fn arg_bytes(args: &[*mut raw::RedisModuleString]) -> impl Iterator<Item = &[u8]
     args.iter().map(|a| unsafe { string_bytes(*a) })
 }
 
-/// Every command's name and Redis flags, in the order of the command layer's [`COMMANDS`],
-/// whose key positions go with them (a test holds the names equal).
-const REGISTERED: [(&CStr, &CStr); 19] = [
-    (c"TM.COUNT.CREATE", c"write deny-oom getkeys-api"),
-    (c"TM.COUNT.ADD", c"write deny-oom getkeys-api fast"),
-    (c"TM.COUNT.GET", c"readonly getkeys-api fast"),
-    (c"TM.DISTINCT.CREATE", c"write deny-oom getkeys-api"),
-    (c"TM.DISTINCT.ADD", c"write deny-oom getkeys-api fast"),
-    (c"TM.DISTINCT.COUNT", c"readonly getkeys-api"),
-    (c"TM.DISTINCT.TOPF", c"write deny-oom getkeys-api"),
-    (c"TM.FREQ.CREATE", c"write deny-oom getkeys-api"),
-    (c"TM.FREQ.ADD", c"write deny-oom getkeys-api"),
-    (c"TM.FREQ.QUERY", c"readonly getkeys-api"),
-    (c"TM.FREQ.TOP", c"readonly getkeys-api"),
-    (c"TM.FILTER.CREATE", c"write deny-oom getkeys-api"),
-    (c"TM.FILTER.ADD", c"write deny-oom getkeys-api"),
-    (c"TM.FILTER.ADDAT", c"write deny-oom getkeys-api"),
-    (c"TM.FILTER.EXISTS", c"readonly getkeys-api"),
-    (c"TM.FILTER.DEL", c"write getkeys-api"),
-    (c"TM.INFO", c"readonly getkeys-api"),
-    (c"TM.DUMP", c"readonly getkeys-api"),
-    (c"TM.LOAD", c"write deny-oom getkeys-api"),
+/// What Redis is told of a command at load time.
+struct Registered {
+    name: &'static CStr,
+    /// The keyspace event a write notifies: the name in lower case, as Redis's own are.
+    event: &'static CStr,
+    flags: &'static CStr,
+    /// `command::<I>`, `I` the command's place in [`COMMANDS`]: each command has a function of
+    /// its own, so a call never looks its name up again.
+    function: CommandFn,
+}
+
+type CommandFn = unsafe extern "C" fn(
+    *mut raw::RedisModuleCtx,
+    *mut *mut raw::RedisModuleString,
+    c_int,
+) -> c_int;
+
+/// Every command, in the order of the command layer's [`COMMANDS`], whose key positions go
+/// with them (a test holds the names equal).
+const REGISTERED: [Registered; 19] = [
+    Registered {
+        name: c"TM.COUNT.CREATE",
+        event: c"tm.count.create",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<0>,
+    },
+    Registered {
+        name: c"TM.COUNT.ADD",
+        event: c"tm.count.add",
+        flags: c"write deny-oom getkeys-api fast",
+        function: command::<1>,
+    },
+    Registered {
+        name: c"TM.COUNT.GET",
+        event: c"tm.count.get",
+        flags: c"readonly getkeys-api fast",
+        function: command::<2>,
+    },
+    Registered {
+        name: c"TM.DISTINCT.CREATE",
+        event: c"tm.distinct.create",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<3>,
+    },
+    Registered {
+        name: c"TM.DISTINCT.ADD",
+        event: c"tm.distinct.add",
+        flags: c"write deny-oom getkeys-api fast",
+        function: command::<4>,
+    },
+    Registered {
+        name: c"TM.DISTINCT.COUNT",
+        event: c"tm.distinct.count",
+        flags: c"readonly getkeys-api",
+        function: command::<5>,
+    },
+    Registered {
+        name: c"TM.DISTINCT.TOPF",
+        event: c"tm.distinct.topf",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<6>,
+    },
+    Registered {
+        name: c"TM.FREQ.CREATE",
+        event: c"tm.freq.create",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<7>,
+    },
+    Registered {
+        name: c"TM.FREQ.ADD",
+        event: c"tm.freq.add",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<8>,
+    },
+    Registered {
+        name: c"TM.FREQ.QUERY",
+        event: c"tm.freq.query",
+        flags: c"readonly getkeys-api",
+        function: command::<9>,
+    },
+    Registered {
+        name: c"TM.FREQ.TOP",
+        event: c"tm.freq.top",
+        flags: c"readonly getkeys-api",
+        function: command::<10>,
+    },
+    Registered {
+        name: c"TM.FILTER.CREATE",
+        event: c"tm.filter.create",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<11>,
+    },
+    Registered {
+        name: c"TM.FILTER.ADD",
+        event: c"tm.filter.add",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<12>,
+    },
+    Registered {
+        name: c"TM.FILTER.ADDAT",
+        event: c"tm.filter.addat",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<13>,
+    },
+    Registered {
+        name: c"TM.FILTER.EXISTS",
+        event: c"tm.filter.exists",
+        flags: c"readonly getkeys-api",
+        function: command::<14>,
+    },
+    Registered {
+        name: c"TM.FILTER.DEL",
+        event: c"tm.filter.del",
+        flags: c"write getkeys-api",
+        function: command::<15>,
+    },
+    Registered {
+        name: c"TM.INFO",
+        event: c"tm.info",
+        flags: c"readonly getkeys-api",
+        function: command::<16>,
+    },
+    Registered {
+        name: c"TM.DUMP",
+        event: c"tm.dump",
+        flags: c"readonly getkeys-api",
+        function: command::<17>,
+    },
+    Registered {
+        name: c"TM.LOAD",
+        event: c"tm.load",
+        flags: c"write deny-oom getkeys-api",
+        function: command::<18>,
+    },
 ];
 
 // `init` pairs the two tables element by element.
 const _: () = assert!(REGISTERED.len() == COMMANDS.len());
 
-/// The function Redis calls for every TM command. The arguments are read where Redis keeps
-/// them (no vector of owned strings, no reference counts per argument): most of a fast
-/// command's cost in the module is the module's own, so this path stays short.
-unsafe extern "C" fn command(
+/// The function Redis calls for the TM command at `I` in [`COMMANDS`]. The arguments are read
+/// where Redis keeps them (no vector of owned strings, no reference counts per argument): most
+/// of a fast command's cost in the module is the module's own, so this path stays short.
+unsafe extern "C" fn command<const I: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
@@ -518,18 +641,18 @@ unsafe extern "C" fn command(
         Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
         _ => &[],
     };
-    if let Err(e) = handle(&context, args) {
+    if let Err(e) = handle(&context, I, args) {
         context.reply_error_string(&e);
     }
     raw::Status::Ok as c_int
 }
 
 /// The write commands whose argument 2 is a time (`*` allowed).
-const TIMED_WRITES: [&[u8]; 4] = [
-    b"TM.COUNT.ADD",
-    b"TM.DISTINCT.ADD",
-    b"TM.FREQ.ADD",
-    b"TM.FILTER.ADDAT",
+const TIMED_WRITES: [&str; 4] = [
+    "TM.COUNT.ADD",
+    "TM.DISTINCT.ADD",
+    "TM.FREQ.ADD",
+    "TM.FILTER.ADDAT",
 ];
 
 /// The command filter: a timed write's `*` becomes `*<ms>`, the server's clock as the command
@@ -556,12 +679,13 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         if count(fctx) < 3 {
             return;
         }
-        // Both slices are dropped before any argument is replaced.
-        let name = string_bytes(get(fctx, 0));
-        if !TIMED_WRITES.iter().any(|w| name.eq_ignore_ascii_case(w)) {
+        // The argument first: other commands rarely have a `*` there, and it is one byte to
+        // look at. Both slices are dropped before any argument is replaced.
+        if string_bytes(get(fctx, 2)) != b"*" {
             return;
         }
-        if string_bytes(get(fctx, 2)) != b"*" {
+        let name = string_bytes(get(fctx, 0));
+        if !TIMED_WRITES.iter().any(|w| is_name(name, w)) {
             return;
         }
         let Some(stamped) = stamp_of(now_ms()) else {
@@ -623,24 +747,44 @@ unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
 }
 
 /// Writes `v` in decimal at the start of `buf` (at least 20 bytes); returns the length.
+/// The decimal digits of 0..=99, two bytes each.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Writes `v` in decimal at the start of `buf` (at least 20 bytes), returning the length.
+/// Two digits a division, from the end of a scratch buffer: a reply's three numbers are
+/// written on every `TM.COUNT.ADD`.
 fn write_decimal(mut v: u64, buf: &mut [u8]) -> usize {
     let mut digits = [0u8; 20];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (v % 10) as u8;
-        len += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+    let mut at = digits.len();
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
-    for (i, d) in digits[..len].iter().rev().enumerate() {
-        buf[i] = *d;
+    if v >= 10 {
+        let pair = v as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + v as u8;
     }
+    let len = digits.len() - at;
+    buf[..len].copy_from_slice(&digits[at..]);
     len
 }
 
-fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), String> {
+fn handle(ctx: &Context, index: usize, args: &[*mut raw::RedisModuleString]) -> Result<(), String> {
     // Most commands have a handful of arguments: keep their slices on the stack.
     let mut small: [&[u8]; 16] = [&[]; 16];
     let heap: Vec<&[u8]>;
@@ -662,6 +806,7 @@ fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), Str
     let mut ks = RedisKeyspace {
         ctx,
         args,
+        argv,
         first: None,
         more: Vec::new(),
         owned: Vec::new(),
@@ -669,20 +814,22 @@ fn handle(ctx: &Context, args: &[*mut raw::RedisModuleString]) -> Result<(), Str
     // The clock only for commands that can read it (`*` the filter did not stamp, and
     // filters with EXPIRE).
     let clock = argv.iter().any(|a| *a == b"*")
-        || argv
-            .first()
-            .is_some_and(|n| n.len() > 9 && n[..10].eq_ignore_ascii_case(b"TM.FILTER."));
+        || COMMANDS
+            .get(index)
+            .is_some_and(|c| c.0.starts_with("TM.FILTER."));
     let env = Env {
         now_ms: if clock { now_ms() } else { 0 },
     };
     // The command layer never panics on any input (tests drive random vectors through it);
     // should an internal invariant break anyway, the client gets an error, not a dead server.
-    let outcome = match catch_unwind(AssertUnwindSafe(|| run_refs(&mut ks, env, argv))) {
+    let outcome = match catch_unwind(AssertUnwindSafe(|| run_as(&mut ks, env, index, argv))) {
         Ok(o) => o,
         Err(_) => return Err("ERR tidemark: internal error (a bug; please report it)".into()),
     };
     if outcome.replicate != Replicate::Nothing {
-        ks.signal_modified(argv[0]);
+        if let Some(r) = REGISTERED.get(index) {
+            ks.signal_modified(r.event);
+        }
     }
     match outcome.replicate {
         Replicate::Nothing => {}
@@ -742,18 +889,18 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
         let Some(create) = raw::RedisModule_CreateCommand else {
             return redis_module::Status::Err;
         };
-        for ((name, flags), &(_, _, first, last, step)) in REGISTERED.iter().zip(COMMANDS) {
+        for (r, &(_, _, first, last, step)) in REGISTERED.iter().zip(COMMANDS) {
             let ok = create(
                 ctx.ctx,
-                name.as_ptr(),
-                Some(command),
-                flags.as_ptr(),
+                r.name.as_ptr(),
+                Some(r.function),
+                r.flags.as_ptr(),
                 first,
                 last,
                 step,
             );
             if ok != raw::Status::Ok as c_int {
-                ctx.log_warning(&format!("tidemark: cannot register {name:?}"));
+                ctx.log_warning(&format!("tidemark: cannot register {:?}", r.name));
                 return redis_module::Status::Err;
             }
         }
@@ -785,15 +932,32 @@ mod tests {
     #[test]
     fn registered_commands_are_the_command_layers() {
         assert_eq!(REGISTERED.len(), COMMANDS.len());
-        for ((name, flags), (cname, write, ..)) in REGISTERED.iter().zip(COMMANDS) {
-            assert_eq!(name.to_str(), Ok(*cname));
-            let flags = flags.to_str().unwrap_or_default();
+        for (r, (cname, write, ..)) in REGISTERED.iter().zip(COMMANDS) {
+            assert_eq!(r.name.to_str(), Ok(*cname));
+            assert_eq!(r.event.to_str(), Ok(cname.to_lowercase().as_str()));
+            let flags = r.flags.to_str().unwrap_or_default();
             assert_eq!(flags.starts_with("write"), *write, "{cname}: {flags}");
             assert!(flags.contains("getkeys-api"), "{cname}: {flags}");
         }
         // Every timed write the filter stamps is a registered write command.
         for w in TIMED_WRITES {
-            assert!(COMMANDS.iter().any(|c| c.0.as_bytes() == w && c.1));
+            assert!(COMMANDS.iter().any(|c| c.0 == w && c.1));
+        }
+    }
+
+    #[test]
+    fn decimals_are_as_std_writes_them() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let edges = (0..20).flat_map(|k| {
+            let p = 10u64.pow(k);
+            [p - 1, p, p + 1]
+        });
+        let random = (0..10_000).map(|_| rng.random::<u64>() >> rng.random_range(0..64));
+        for v in edges.chain([u64::MAX, 99, 100]).chain(random) {
+            let mut buf = [0u8; 20];
+            let n = write_decimal(v, &mut buf);
+            assert_eq!(&buf[..n], v.to_string().as_bytes(), "{v}");
         }
     }
 

@@ -188,12 +188,24 @@ pub fn parse_u64(a: &[u8]) -> Option<u64> {
     if a.is_empty() || a.len() > 20 {
         return None;
     }
+    // Nineteen digits stay below 10^19 < 2^64: only a twentieth can overflow (a time is
+    // parsed on every timed write, so the common lengths skip the checked arithmetic).
+    let (head, last) = if a.len() == 20 {
+        (&a[..19], Some(a[19]))
+    } else {
+        (a, None)
+    };
     let mut v: u64 = 0;
-    for &c in a {
-        if !c.is_ascii_digit() {
+    for &c in head {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+        v = v * 10 + u64::from(d);
     }
-    Some(v)
+    match last {
+        None => Some(v),
+        Some(c) if c.is_ascii_digit() => v.checked_mul(10)?.checked_add(u64::from(c - b'0')),
+        Some(_) => None,
+    }
 }

@@ -43,7 +43,7 @@ mod parse;
 pub use args::{parse_u64, show, Args, Time};
 pub use exec::execute;
 pub use keyspace::{Keyspace, Lookup, MemKeyspace, Slot};
-pub use parse::{key_positions, parse, Command, DistinctShape, COMMANDS};
+pub use parse::{command_index, is_name, key_positions, parse, Command, DistinctShape, COMMANDS};
 
 use core::fmt;
 
@@ -128,7 +128,17 @@ pub fn run(ks: &mut dyn Keyspace, env: Env, argv: &[Vec<u8>]) -> Outcome {
 
 /// [`run`] over borrowed arguments.
 pub fn run_refs(ks: &mut dyn Keyspace, env: Env, argv: &[&[u8]]) -> Outcome {
-    match parse(argv) {
+    finish(ks, env, parse(argv))
+}
+
+/// [`run_refs`] for the command at `index` in [`COMMANDS`], whatever `argv[0]` says
+/// ([`parse::parse_as`]).
+pub fn run_as(ks: &mut dyn Keyspace, env: Env, index: usize, argv: &[&[u8]]) -> Outcome {
+    finish(ks, env, parse::parse_as(index, argv))
+}
+
+fn finish(ks: &mut dyn Keyspace, env: Env, parsed: Result<Command<'_>, CmdError>) -> Outcome {
+    match parsed {
         Ok(cmd) => execute(ks, env, &cmd),
         Err(e) => Outcome {
             reply: Err(e),

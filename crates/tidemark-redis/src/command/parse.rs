@@ -136,12 +136,25 @@ pub enum Command<'a> {
     },
 }
 
-fn name_of(argv0: &[u8]) -> Result<&'static str, CmdError> {
-    COMMANDS
-        .iter()
-        .find(|(n, ..)| argv0.eq_ignore_ascii_case(n.as_bytes()))
-        .map(|(n, ..)| *n)
-        .ok_or_else(|| CmdError::UnknownCommand { name: show(argv0) })
+/// Whether `arg` is `name` in any case. Every TM name is upper-case letters and dots, so a
+/// byte matches when equal or when the name's letter is its upper-case form: one comparison a
+/// byte, where `eq_ignore_ascii_case` folds both sides (a fast command's name is compared on
+/// every call, by the command filter).
+pub fn is_name(arg: &[u8], name: &str) -> bool {
+    arg.len() == name.len()
+        && arg
+            .iter()
+            .zip(name.as_bytes())
+            .all(|(&a, &n)| a == n || (n.is_ascii_uppercase() && a == n | 0x20))
+}
+
+/// The position in [`COMMANDS`] of the command named `argv0` (any case).
+pub fn command_index(argv0: &[u8]) -> Option<usize> {
+    COMMANDS.iter().position(|(n, ..)| is_name(argv0, n))
+}
+
+fn name_of(argv0: &[u8]) -> Result<usize, CmdError> {
+    command_index(argv0).ok_or_else(|| CmdError::UnknownCommand { name: show(argv0) })
 }
 
 /// The positions (in `argv`) of a command's keys, for cluster routing. A malformed command
@@ -157,7 +170,17 @@ pub fn key_positions(argv: &[&[u8]]) -> Vec<usize> {
 
 /// Parses an argument vector (`argv[0]` the command's name, any case).
 pub fn parse<'a>(argv: &'a [&'a [u8]]) -> Result<Command<'a>, CmdError> {
-    let name = name_of(argv.first().copied().unwrap_or(b""))?;
+    parse_as(name_of(argv.first().copied().unwrap_or(b""))?, argv)
+}
+
+/// Parses an argument vector as the command at `index` in [`COMMANDS`], whatever `argv[0]`
+/// says: Redis calls each registered command's own function, which knows its name.
+pub fn parse_as<'a>(index: usize, argv: &'a [&'a [u8]]) -> Result<Command<'a>, CmdError> {
+    let Some(&(name, ..)) = COMMANDS.get(index) else {
+        return Err(CmdError::UnknownCommand {
+            name: format!("#{index}"),
+        });
+    };
     let mut a = Args::new(name, argv);
     let cmd = match name {
         "TM.COUNT.CREATE" => {
