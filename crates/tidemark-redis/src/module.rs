@@ -28,10 +28,10 @@
 #![allow(unsafe_code)] // Redis's C API: each block says why it is sound.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use redis_module::key::RedisKeyWritable;
 use redis_module::native_types::RedisType;
@@ -700,13 +700,13 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     }
 }
 
-thread_local! {
-    /// The last stamp made and its millisecond: the commands of one millisecond share one
-    /// string (Redis counts its references), instead of formatting and allocating one each.
-    /// Filters run on Redis's main thread only.
-    static LAST_STAMP: Cell<(u64, *mut raw::RedisModuleString)> =
-        const { Cell::new((0, std::ptr::null_mut())) };
-}
+/// The last stamp made and its millisecond: the commands of one millisecond share one string
+/// (Redis counts its references), instead of formatting and allocating one each. Filters run
+/// on Redis's main thread (or a thread holding the global lock), one at a time, so the two
+/// need no more than relaxed order; statics, because a thread-local costs a `cdylib` a call
+/// to find.
+static LAST_STAMP_MS: AtomicU64 = AtomicU64::new(0);
+static LAST_STAMP: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The string `*<ms>` with one reference for the caller to hand over (the cache keeps its own).
 ///
@@ -724,7 +724,10 @@ unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
         ) else {
             return None;
         };
-        let (at, cached) = LAST_STAMP.get();
+        let (at, cached) = (
+            LAST_STAMP_MS.load(Ordering::Relaxed),
+            LAST_STAMP.load(Ordering::Relaxed),
+        );
         if at == ms && !cached.is_null() {
             retain(std::ptr::null_mut(), cached);
             return Some(cached);
@@ -741,7 +744,8 @@ unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
         if !cached.is_null() {
             free(std::ptr::null_mut(), cached);
         }
-        LAST_STAMP.set((ms, stamped));
+        LAST_STAMP_MS.store(ms, Ordering::Relaxed);
+        LAST_STAMP.store(stamped, Ordering::Relaxed);
         Some(stamped)
     }
 }

@@ -42,6 +42,13 @@ proptest! {
         a in prop_oneof![
             prop::collection::vec(b'0'..=b'9', 0..23),
             prop::collection::vec(any::<u8>(), 0..23),
+            // Digits with one byte changed, anywhere in an eight-byte block or after it.
+            (prop::collection::vec(b'0'..=b'9', 1..21), any::<prop::sample::Index>(), any::<u8>())
+                .prop_map(|(mut v, i, b)| { let i = i.index(v.len()); v[i] = b; v }),
+            // Digits with a byte just outside '0'..='9' ('/' and ':'), and with a high bit set.
+            (prop::collection::vec(b'0'..=b'9', 1..21), any::<prop::sample::Index>(),
+             prop::sample::select(vec![b'/', b':', 0xB0, 0xB9, 0x00, 0xFF]))
+                .prop_map(|(mut v, i, b)| { let i = i.index(v.len()); v[i] = b; v }),
             // Around 2^64 - 1 = 18446744073709551615, the one place a twentieth digit overflows.
             (0u64..2000).prop_map(|d| ((u64::MAX as u128) - 1000 + d as u128).to_string().into_bytes()),
         ]
