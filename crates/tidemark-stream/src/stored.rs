@@ -161,7 +161,9 @@ pub(crate) fn body(envelope: &[u8]) -> Vec<u8> {
          reaches this decode",
     );
     if let Some(hashes) = exact_hashes(&e) {
-        let mut out = vec![TAG_EXACT];
+        // Tag, count (at most 10 LEB128 bytes), hashes, check: one allocation.
+        let mut out = Vec::with_capacity(1 + 10 + hashes.len() + CHECK_LEN);
+        out.push(TAG_EXACT);
         leb128(&mut out, (hashes.len() / 8) as u64);
         out.extend_from_slice(hashes);
         return seal(out);
@@ -192,7 +194,8 @@ fn exact_hashes<'a>(e: &codec::Envelope<'a>) -> Option<&'a [u8]> {
 
 /// The stored form of a count bucket holding `count` events.
 pub fn count(count: u64) -> Vec<u8> {
-    let mut out = vec![TAG_COUNT];
+    let mut out = Vec::with_capacity(1 + 10 + CHECK_LEN);
+    out.push(TAG_COUNT);
     leb128(&mut out, count);
     seal(out)
 }

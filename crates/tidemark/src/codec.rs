@@ -449,6 +449,14 @@ impl Writer {
         Writer::default()
     }
 
+    /// An empty writer with room for `n` bytes: a writer whose length is known up front
+    /// grows its buffer once, not a doubling at a time.
+    pub fn with_capacity(n: usize) -> Self {
+        Writer {
+            buf: Vec::with_capacity(n),
+        }
+    }
+
     /// Appends a `u8`.
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.buf.push(v);

@@ -50,9 +50,17 @@ impl Hll {
         if self.cache.is_some() {
             flags |= FLAG_CACHE;
         }
-        let mut params = Writer::new();
+        let mut params = Writer::with_capacity(10);
         params.u8(self.p).u8(SPARSE_PRECISION).f64(self.confidence);
-        let mut w = Writer::new();
+        // The payload's length, so its buffer is allocated once: representation, HIP and
+        // cached values, then a count and 8-byte hashes, a count and 4-byte entries, or the
+        // packed registers.
+        let body = match &self.repr {
+            Repr::Exact(set) => 8 + 8 * set.len(),
+            Repr::Sparse(map) => 8 + 4 * map.len(),
+            Repr::Dense(regs) => (regs.len() * 6).div_ceil(8),
+        };
+        let mut w = Writer::with_capacity(1 + 8 + 8 + body);
         w.u8(match self.repr {
             Repr::Exact(_) => REPR_EXACT,
             Repr::Sparse(_) => REPR_SPARSE,

@@ -146,7 +146,10 @@ impl ExactSet {
 /// Writes an exact set as the envelopes keep it: its count (u64), then its hashes (u64) in
 /// increasing order, so that equal sets encode to equal bytes.
 pub(crate) fn write_hashes(w: &mut Writer, set: &ExactSet) {
-    let mut hs: Vec<u64> = set.iter().collect();
+    // Sized up front: a filtered iterator over the table's slots gives no length, and a
+    // pipeline writes one of these at every bucket's close.
+    let mut hs = Vec::with_capacity(set.len());
+    hs.extend(set.iter());
     hs.sort_unstable();
     w.u64(hs.len() as u64);
     for h in hs {

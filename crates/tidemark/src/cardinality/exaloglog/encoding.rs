@@ -70,9 +70,14 @@ impl ExaLogLog {
     /// Encodes the sketch in the envelope (see `FORMAT.md`).
     pub fn to_bytes(&self) -> Vec<u8> {
         let (t, d, p) = self.shape_parts();
-        let mut params = Writer::new();
+        let mut params = Writer::with_capacity(11);
         params.u8(t).u8(d).u8(p).f64(self.confidence());
-        let mut w = Writer::new();
+        // Sized for the exact form, the one written at every close of a small pipeline
+        // bucket; a dense sketch's payload is its coded stream, grown once.
+        let mut w = Writer::with_capacity(match &self.repr {
+            Repr::Exact(set) => 1 + 8 + 8 + 8 * set.len(),
+            Repr::Dense(_) => 0,
+        });
         let martingale = |w: &mut Writer| {
             if let Some(m) = &self.martingale {
                 w.f64(m.value);
