@@ -85,10 +85,10 @@ impl TimeFormat {
     /// Parses a field into epoch milliseconds.
     #[inline]
     pub fn parse(self, text: &str) -> Result<u64, TimeError> {
-        // A field that starts and ends with a digit has nothing to trim (the Unicode trim
-        // is a per-record cost otherwise).
+        // A field whose first and last bytes are visible ASCII has nothing to trim (such a
+        // byte is a whole character, and not a space): the Unicode trim is a per-record cost.
         let trimmed = match (text.as_bytes().first(), text.as_bytes().last()) {
-            (Some(a), Some(b)) if a.is_ascii_digit() && b.is_ascii_digit() => text,
+            (Some(a), Some(b)) if a.is_ascii_graphic() && b.is_ascii_graphic() => text,
             _ => text.trim(),
         };
         let t = match self {
@@ -373,6 +373,31 @@ mod tests {
             .is_err());
         assert!(TimeFormat::EpochMillis.parse("12.5").is_err());
         assert!(TimeFormat::EpochMillis.parse("").is_err());
+    }
+
+    #[test]
+    fn fields_are_read_as_their_trimmed_text() {
+        let spaces = ["", " ", "\t", "\u{2003}", "\u{a0}", " \u{3000}"];
+        for (format, text) in [
+            (TimeFormat::EpochSeconds, "1700000000.5"),
+            (TimeFormat::EpochMillis, "1700000000500"),
+            (TimeFormat::Rfc3339, "2023-11-14T22:13:20.5Z"),
+        ] {
+            for (a, b) in spaces
+                .iter()
+                .flat_map(|a| spaces.iter().map(move |b| (a, b)))
+            {
+                let padded = format!("{a}{text}{b}");
+                assert_eq!(
+                    format.parse(&padded).ok(),
+                    Some(1_700_000_000_500),
+                    "{padded:?}"
+                );
+            }
+            // A non-space character at either end is part of the field, not trimmed away.
+            assert!(format.parse(&format!("{text}\u{e9}")).is_err());
+            assert!(format.parse(&format!("x{text}")).is_err());
+        }
     }
 
     #[test]
