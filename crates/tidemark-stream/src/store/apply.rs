@@ -93,10 +93,12 @@ pub(super) fn read_meta(r: &(impl ReadTxn + ?Sized)) -> Result<Option<Meta>, Sto
     }))
 }
 
-/// Pending digests of one transaction: `(table, start)` → `(entries, XOR of their hashes)`.
+/// Pending digests of one transaction: table → start → `(entries, XOR of their hashes)`.
+/// By table first, so a put finds its table by `&str` (a `(String, u64)` key would allocate a
+/// string at every put to look it up).
 struct Digests {
     on: bool,
-    pending: BTreeMap<(String, u64), (u64, u64)>,
+    pending: BTreeMap<String, BTreeMap<u64, (u64, u64)>>,
 }
 
 impl Digests {
@@ -106,15 +108,19 @@ impl Digests {
         table: &str,
         start: u64,
     ) -> Result<&mut (u64, u64), StoreError> {
-        let k = (table.to_string(), start);
-        if !self.pending.contains_key(&k) {
-            let d = match t.get(&digest_table(table), start, &[])? {
-                None => (0, 0),
-                Some(v) => parse_digest(table, start, &v)?,
-            };
-            self.pending.insert(k.clone(), d);
+        if !self.pending.contains_key(table) {
+            self.pending.insert(table.to_string(), BTreeMap::new());
         }
-        Ok(self.pending.get_mut(&k).expect("inserted above"))
+        let starts = self.pending.get_mut(table).expect("inserted above");
+        Ok(match starts.entry(start) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(match t.get(&digest_table(table), start, &[])? {
+                    None => (0, 0),
+                    Some(bytes) => parse_digest(table, start, &bytes)?,
+                })
+            }
+        })
     }
 
     /// Accounts for `key`'s value at `start` changing from `old` to `new`.
@@ -145,11 +151,14 @@ impl Digests {
     }
 
     fn flush(&mut self, t: &mut dyn Txn) -> Result<(), StoreError> {
-        for ((table, start), (n, x)) in std::mem::take(&mut self.pending) {
-            let mut v = [0u8; 16];
-            v[..8].copy_from_slice(&n.to_le_bytes());
-            v[8..].copy_from_slice(&x.to_le_bytes());
-            t.put(&digest_table(&table), start, &[], &v)?;
+        for (table, starts) in std::mem::take(&mut self.pending) {
+            let digests = digest_table(&table);
+            for (start, (n, x)) in starts {
+                let mut v = [0u8; 16];
+                v[..8].copy_from_slice(&n.to_le_bytes());
+                v[8..].copy_from_slice(&x.to_le_bytes());
+                t.put(&digests, start, &[], &v)?;
+            }
         }
         Ok(())
     }
