@@ -6,6 +6,7 @@
 # CPU per request is what bounds its throughput on a machine of its own.
 #
 #   crates/tidemark-redis/bench/server-cpu.sh            # N=1000000 requests, ROUNDS=2 rounds
+#   P=1 N=100000 crates/tidemark-redis/bench/server-cpu.sh  # one request a round trip (redis-benchmark's default)
 set -euo pipefail
 N=${N:-1000000}
 source "$(dirname "$0")/server.sh"
@@ -17,7 +18,7 @@ LOG=$(mktemp)
 run() {
   local a b r
   a=$(cpu)
-  r=$(redis-benchmark -p "$PORT" -n "$N" -P 16 -c 50 -q "$@" | tr '\r' '\n' \
+  r=$(redis-benchmark -p "$PORT" -n "$N" -P "${P:-16}" -c 50 -q "$@" | tr '\r' '\n' \
       | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1)
   b=$(cpu)
   local us
