@@ -12,14 +12,7 @@
 # command lookup: take the least of a few runs.
 set -euo pipefail
 N=${N:-50000}
-cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-if [ -z "${SO:-}" ]; then
-  cargo build --release -q -p tidemark-redis
-  SO=$(realpath "$CARGO_TARGET_DIR/release/libtidemark_redis.so")
-fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DIR=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/module.sh"
 valgrind --tool=callgrind --callgrind-out-file="$DIR/cg.out" redis-server --port "$PORT" \
   --bind 127.0.0.1 --loadmodule "$SO" --save '' --appendonly no --dir "$DIR" > "$DIR/log" 2>&1 &
 VG=$!

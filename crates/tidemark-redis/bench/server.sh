@@ -1,15 +1,7 @@
-# Sourced by the bench scripts here: builds the module in release mode (or takes $SO) and starts redis-server
-# with it on a free loopback port, stopped and cleaned up when the script exits. Sets SO, PORT,
+# Sourced by the bench scripts here: builds the module (module.sh; or takes $SO) and starts
+# redis-server with it on a free loopback port, stopped and cleaned up when the script exits. Sets SO, PORT,
 # DIR, PID (the server's) and C (a redis-cli for it), and prints the machine line.
-cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-# SO=path/to/libtidemark_redis.so runs a module built elsewhere (a before/after pair).
-if [ -z "${SO:-}" ]; then
-  cargo build --release -q -p tidemark-redis
-  SO=$(realpath "$CARGO_TARGET_DIR/release/libtidemark_redis.so")
-fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-DIR=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/module.sh"
 redis-server --port "$PORT" --bind 127.0.0.1 --loadmodule "$SO" --save '' --appendonly no \
   --dir "$DIR" --daemonize yes --logfile "$DIR/log" --pidfile "$DIR/pid"
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
