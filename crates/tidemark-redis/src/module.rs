@@ -38,7 +38,7 @@ use redis_module::native_types::RedisType;
 use redis_module::{raw, redis_module, Context, KeyType, RedisString};
 
 use crate::command::{
-    is_name, key_positions, run_as, Env, Keyspace, Lookup, Replicate, Reply, COMMANDS,
+    is_name, key_positions_as, run_as, Env, Keyspace, Lookup, Replicate, Reply, COMMANDS,
 };
 use crate::value::Value;
 
@@ -497,6 +497,24 @@ struct Registered {
     /// `command::<I>`, `I` the command's place in [`COMMANDS`]: each command has a function of
     /// its own, so a call never looks its name up again.
     function: CommandFn,
+    /// That `I`, which [`registered`] sets with the function (so a row cannot pair one
+    /// command's name with another's function: a test holds `index` to the row's place).
+    index: usize,
+}
+
+/// The row of the command at `I` in [`COMMANDS`].
+const fn registered<const I: usize>(
+    name: &'static CStr,
+    event: &'static CStr,
+    flags: &'static CStr,
+) -> Registered {
+    Registered {
+        name,
+        event,
+        flags,
+        function: command::<I>,
+        index: I,
+    }
 }
 
 type CommandFn = unsafe extern "C" fn(
@@ -508,123 +526,80 @@ type CommandFn = unsafe extern "C" fn(
 /// Every command, in the order of the command layer's [`COMMANDS`], whose key positions go
 /// with them (a test holds the names equal).
 const REGISTERED: [Registered; 19] = [
-    Registered {
-        name: c"TM.COUNT.CREATE",
-        event: c"tm.count.create",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<0>,
-    },
-    Registered {
-        name: c"TM.COUNT.ADD",
-        event: c"tm.count.add",
-        flags: c"write deny-oom getkeys-api fast",
-        function: command::<1>,
-    },
-    Registered {
-        name: c"TM.COUNT.GET",
-        event: c"tm.count.get",
-        flags: c"readonly getkeys-api fast",
-        function: command::<2>,
-    },
-    Registered {
-        name: c"TM.DISTINCT.CREATE",
-        event: c"tm.distinct.create",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<3>,
-    },
-    Registered {
-        name: c"TM.DISTINCT.ADD",
-        event: c"tm.distinct.add",
-        flags: c"write deny-oom getkeys-api fast",
-        function: command::<4>,
-    },
-    Registered {
-        name: c"TM.DISTINCT.COUNT",
-        event: c"tm.distinct.count",
-        flags: c"readonly getkeys-api",
-        function: command::<5>,
-    },
-    Registered {
-        name: c"TM.DISTINCT.TOPF",
-        event: c"tm.distinct.topf",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<6>,
-    },
-    Registered {
-        name: c"TM.FREQ.CREATE",
-        event: c"tm.freq.create",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<7>,
-    },
-    Registered {
-        name: c"TM.FREQ.ADD",
-        event: c"tm.freq.add",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<8>,
-    },
-    Registered {
-        name: c"TM.FREQ.QUERY",
-        event: c"tm.freq.query",
-        flags: c"readonly getkeys-api",
-        function: command::<9>,
-    },
-    Registered {
-        name: c"TM.FREQ.TOP",
-        event: c"tm.freq.top",
-        flags: c"readonly getkeys-api",
-        function: command::<10>,
-    },
-    Registered {
-        name: c"TM.FILTER.CREATE",
-        event: c"tm.filter.create",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<11>,
-    },
-    Registered {
-        name: c"TM.FILTER.ADD",
-        event: c"tm.filter.add",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<12>,
-    },
-    Registered {
-        name: c"TM.FILTER.ADDAT",
-        event: c"tm.filter.addat",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<13>,
-    },
-    Registered {
-        name: c"TM.FILTER.EXISTS",
-        event: c"tm.filter.exists",
-        flags: c"readonly getkeys-api",
-        function: command::<14>,
-    },
-    Registered {
-        name: c"TM.FILTER.DEL",
-        event: c"tm.filter.del",
-        flags: c"write getkeys-api",
-        function: command::<15>,
-    },
-    Registered {
-        name: c"TM.INFO",
-        event: c"tm.info",
-        flags: c"readonly getkeys-api",
-        function: command::<16>,
-    },
-    Registered {
-        name: c"TM.DUMP",
-        event: c"tm.dump",
-        flags: c"readonly getkeys-api",
-        function: command::<17>,
-    },
-    Registered {
-        name: c"TM.LOAD",
-        event: c"tm.load",
-        flags: c"write deny-oom getkeys-api",
-        function: command::<18>,
-    },
+    registered::<0>(
+        c"TM.COUNT.CREATE",
+        c"tm.count.create",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<1>(
+        c"TM.COUNT.ADD",
+        c"tm.count.add",
+        c"write deny-oom getkeys-api fast",
+    ),
+    registered::<2>(
+        c"TM.COUNT.GET",
+        c"tm.count.get",
+        c"readonly getkeys-api fast",
+    ),
+    registered::<3>(
+        c"TM.DISTINCT.CREATE",
+        c"tm.distinct.create",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<4>(
+        c"TM.DISTINCT.ADD",
+        c"tm.distinct.add",
+        c"write deny-oom getkeys-api fast",
+    ),
+    registered::<5>(
+        c"TM.DISTINCT.COUNT",
+        c"tm.distinct.count",
+        c"readonly getkeys-api",
+    ),
+    registered::<6>(
+        c"TM.DISTINCT.TOPF",
+        c"tm.distinct.topf",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<7>(
+        c"TM.FREQ.CREATE",
+        c"tm.freq.create",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<8>(
+        c"TM.FREQ.ADD",
+        c"tm.freq.add",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<9>(c"TM.FREQ.QUERY", c"tm.freq.query", c"readonly getkeys-api"),
+    registered::<10>(c"TM.FREQ.TOP", c"tm.freq.top", c"readonly getkeys-api"),
+    registered::<11>(
+        c"TM.FILTER.CREATE",
+        c"tm.filter.create",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<12>(
+        c"TM.FILTER.ADD",
+        c"tm.filter.add",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<13>(
+        c"TM.FILTER.ADDAT",
+        c"tm.filter.addat",
+        c"write deny-oom getkeys-api",
+    ),
+    registered::<14>(
+        c"TM.FILTER.EXISTS",
+        c"tm.filter.exists",
+        c"readonly getkeys-api",
+    ),
+    registered::<15>(c"TM.FILTER.DEL", c"tm.filter.del", c"write getkeys-api"),
+    registered::<16>(c"TM.INFO", c"tm.info", c"readonly getkeys-api"),
+    registered::<17>(c"TM.DUMP", c"tm.dump", c"readonly getkeys-api"),
+    registered::<18>(c"TM.LOAD", c"tm.load", c"write deny-oom getkeys-api"),
 ];
 
-// `init` pairs the two tables element by element.
+// Every command is registered, each once (a test holds each row to its place).
 const _: () = assert!(REGISTERED.len() == COMMANDS.len());
 
 /// The function Redis calls for the TM command at `I` in [`COMMANDS`]. The arguments are read
@@ -711,7 +686,9 @@ static LAST_STAMP: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::
 /// The string `*<ms>` with one reference for the caller to hand over (the cache keeps its own).
 ///
 /// # Safety
-/// Called from the command filter, on Redis's main thread, after `RedisModule_Init`.
+/// Called from the command filter, after `RedisModule_Init`, with Redis's global lock held
+/// (the main thread, or a module thread that locked it): the cache's two statics are read and
+/// written by one caller at a time.
 unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
     // SAFETY: the string functions are set by `RedisModule_Init`; a NULL context makes plain
     // reference counts (no automatic memory), and the cached string stays alive while the
@@ -750,7 +727,6 @@ unsafe fn stamp_of(ms: u64) -> Option<*mut raw::RedisModuleString> {
     }
 }
 
-/// Writes `v` in decimal at the start of `buf` (at least 20 bytes); returns the length.
 /// The decimal digits of 0..=99, two bytes each.
 const DIGIT_PAIRS: [u8; 200] = {
     let mut t = [0u8; 200];
@@ -802,7 +778,7 @@ fn handle(ctx: &Context, index: usize, args: &[*mut raw::RedisModuleString]) -> 
         &heap
     };
     if ctx.is_keys_position_request() {
-        for pos in key_positions(argv) {
+        for pos in key_positions_as(index, argv) {
             ctx.key_at_pos(pos as i32);
         }
         return Ok(());
@@ -893,7 +869,10 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
         let Some(create) = raw::RedisModule_CreateCommand else {
             return redis_module::Status::Err;
         };
-        for (r, &(_, _, first, last, step)) in REGISTERED.iter().zip(COMMANDS) {
+        for r in &REGISTERED {
+            let Some(&(_, _, first, last, step)) = COMMANDS.get(r.index) else {
+                return redis_module::Status::Err;
+            };
             let ok = create(
                 ctx.ctx,
                 r.name.as_ptr(),
@@ -925,7 +904,7 @@ redis_module! {
     allocator: (TmAlloc, TmAlloc),
     data_types: [TM_TYPE],
     init: init,
-    // The commands are registered by `init` (one raw function for all of them).
+    // The commands are registered by `init` (a raw function each, `REGISTERED`).
     commands: [],
 }
 
@@ -936,7 +915,8 @@ mod tests {
     #[test]
     fn registered_commands_are_the_command_layers() {
         assert_eq!(REGISTERED.len(), COMMANDS.len());
-        for (r, (cname, write, ..)) in REGISTERED.iter().zip(COMMANDS) {
+        for (k, (r, (cname, write, ..))) in REGISTERED.iter().zip(COMMANDS).enumerate() {
+            assert_eq!(r.index, k, "{cname}: its function is another command's");
             assert_eq!(r.name.to_str(), Ok(*cname));
             assert_eq!(r.event.to_str(), Ok(cname.to_lowercase().as_str()));
             let flags = r.flags.to_str().unwrap_or_default();

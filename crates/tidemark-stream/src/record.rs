@@ -486,8 +486,9 @@ window = "5m"
     proptest::proptest! {
         /// The word-at-a-time split against a byte-by-byte model: the same fields for a line
         /// without quotes (commas at every position of a word, multi-byte characters, short
-        /// and long lines), and the same unquoted fields or error as the quoted path for a
-        /// line with one.
+        /// and long lines). A line with a quote must take the unquoting path (unchanged, and
+        /// tested on its own in `csv_fields_quotes_and_errors`): the same fields, or an error
+        /// where it errs.
         #[test]
         fn split_finds_the_fields_a_byte_loop_finds(
             parts in proptest::collection::vec(

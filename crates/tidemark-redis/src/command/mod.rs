@@ -43,7 +43,10 @@ mod parse;
 pub use args::{parse_u64, show, Args, Time};
 pub use exec::execute;
 pub use keyspace::{Keyspace, Lookup, MemKeyspace, Slot};
-pub use parse::{command_index, is_name, key_positions, parse, Command, DistinctShape, COMMANDS};
+pub use parse::{
+    command_index, is_name, key_positions, key_positions_as, parse, Command, DistinctShape,
+    COMMANDS,
+};
 
 use core::fmt;
 

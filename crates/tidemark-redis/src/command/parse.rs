@@ -160,7 +160,16 @@ fn name_of(argv0: &[u8]) -> Result<usize, CmdError> {
 /// The positions (in `argv`) of a command's keys, for cluster routing. A malformed command
 /// reports its first argument, which is where every TM command keeps its (first) key.
 pub fn key_positions(argv: &[&[u8]]) -> Vec<usize> {
-    match parse(argv) {
+    key_positions_as(
+        command_index(argv.first().copied().unwrap_or(b"")).unwrap_or(usize::MAX),
+        argv,
+    )
+}
+
+/// [`key_positions`] for the command at `index` in [`COMMANDS`], whatever `argv[0]` says
+/// (the module's functions know their command).
+pub fn key_positions_as(index: usize, argv: &[&[u8]]) -> Vec<usize> {
+    match parse_as(index, argv) {
         Ok(Command::DistinctCount { keys, .. }) => (1..=keys.len()).collect(),
         Ok(Command::DistinctTopf { .. }) => vec![1, 2],
         _ if argv.len() > 1 => vec![1],
