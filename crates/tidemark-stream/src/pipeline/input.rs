@@ -27,6 +27,8 @@ pub(crate) enum Line<'a> {
         number: u64,
         /// The offset just after it.
         end: u64,
+        /// Whether it ended with a newline (an unterminated one may still be growing).
+        terminated: bool,
     },
     /// The end of the input.
     End,
@@ -107,6 +109,7 @@ impl<R: BufRead> Lines<R> {
                         len: raw_len,
                         number: self.line,
                         end: self.offset,
+                        terminated: false,
                     }
                 } else {
                     Line::Text {
@@ -134,6 +137,7 @@ impl<R: BufRead> Lines<R> {
                             len: len as u64,
                             number: self.line,
                             end: self.offset,
+                            terminated: true,
                         });
                     }
                     if self.buf.is_empty() {

@@ -540,7 +540,31 @@ pub fn run(
             let line_start = (lines.offset, lines.line);
             let next = match lines.next_line().map_err(io_err)? {
                 Line::End => None,
-                Line::TooLong { len, number, end } => {
+                l @ (Line::Text {
+                    terminated: false, ..
+                }
+                | Line::TooLong {
+                    terminated: false, ..
+                }) if (opts.keep_open || follow.is_some())
+                    && matches!(source, Source::File(_))
+                    && (opts.skip_bad || matches!(l, Line::Text { .. })) =>
+                {
+                    // The unterminated last line of a file that more will be appended to is
+                    // not a whole line yet: the next run (or a followed file's next look)
+                    // reads it, whole. One already past max_line_bytes is bad whatever
+                    // follows: without skip_bad the run stops on it now, as on any bad line;
+                    // counted as a bad line it waits too, so that it is counted once, whole,
+                    // and the committed position never falls inside it.
+                    if follow.is_none() {
+                        unfinished = Some(line_start);
+                        break;
+                    }
+                    lines.seek_to(line_start.0, line_start.1).map_err(io_err)?;
+                    None
+                }
+                Line::TooLong {
+                    len, number, end, ..
+                } => {
                     if let Some(h) = &mut head {
                         h.unknown();
                     }
@@ -552,19 +576,6 @@ pub fn run(
                             limits.line
                         )),
                     ))
-                }
-                Line::Text {
-                    terminated: false, ..
-                } if (opts.keep_open || follow.is_some()) && matches!(source, Source::File(_)) => {
-                    // The unterminated last line of a file that more will be appended to is
-                    // not a whole line yet: the next run (or a followed file's next look)
-                    // reads it, whole.
-                    if follow.is_none() {
-                        unfinished = Some(line_start);
-                        break;
-                    }
-                    lines.seek_to(line_start.0, line_start.1).map_err(io_err)?;
-                    None
                 }
                 Line::Text {
                     raw, number, end, ..
