@@ -238,7 +238,7 @@ impl RedisKeyspace<'_> {
     ///
     /// Each key also gets a keyspace notification of class `d` (module) named after the
     /// command in lower case (`tm.count.add`), for `notify-keyspace-events` subscribers.
-    fn signal_modified(&self, event: &CStr) {
+    fn signal_modified(&self, event: &[u8; EVENT_LEN]) {
         for (_, _, _, name) in self.first.iter().chain(&self.more) {
             // SAFETY: set by `RedisModule_Init`; `name` is an argument of this call or a
             // string in `owned`, both alive; `event` is NUL-terminated.
@@ -250,7 +250,7 @@ impl RedisKeyspace<'_> {
                     f(
                         self.ctx.ctx,
                         raw::REDISMODULE_NOTIFY_MODULE,
-                        event.as_ptr(),
+                        event.as_ptr().cast(),
                         *name,
                     );
                 }
@@ -491,8 +491,9 @@ fn arg_bytes(args: &[*mut raw::RedisModuleString]) -> impl Iterator<Item = &[u8]
 /// What Redis is told of a command at load time.
 struct Registered {
     name: &'static CStr,
-    /// The keyspace event a write notifies: the name in lower case, as Redis's own are.
-    event: &'static CStr,
+    /// The keyspace event a write notifies: the name in lower case, as Redis's own are,
+    /// NUL-terminated (derived from `name` at compile time).
+    event: [u8; EVENT_LEN],
     flags: &'static CStr,
     /// `command::<I>`, `I` the command's place in [`COMMANDS`]: each command has a function of
     /// its own, so a call never looks its name up again.
@@ -503,18 +504,33 @@ struct Registered {
 }
 
 /// The row of the command at `I` in [`COMMANDS`].
-const fn registered<const I: usize>(
-    name: &'static CStr,
-    event: &'static CStr,
-    flags: &'static CStr,
-) -> Registered {
+const fn registered<const I: usize>(name: &'static CStr, flags: &'static CStr) -> Registered {
     Registered {
         name,
-        event,
+        event: lower_case(name),
         flags,
         function: command::<I>,
         index: I,
     }
+}
+
+/// Room for the longest event name and its NUL (every TM name is under 20 bytes).
+const EVENT_LEN: usize = 32;
+
+/// `name` in lower case, NUL-terminated; a name too long for it fails the build.
+const fn lower_case(name: &CStr) -> [u8; EVENT_LEN] {
+    let bytes = name.to_bytes();
+    assert!(
+        bytes.len() < EVENT_LEN,
+        "a command name longer than EVENT_LEN - 1"
+    );
+    let mut out = [0u8; EVENT_LEN];
+    let mut i = 0;
+    while i < bytes.len() {
+        out[i] = bytes[i].to_ascii_lowercase();
+        i += 1;
+    }
+    out
 }
 
 type CommandFn = unsafe extern "C" fn(
@@ -526,77 +542,25 @@ type CommandFn = unsafe extern "C" fn(
 /// Every command, in the order of the command layer's [`COMMANDS`], whose key positions go
 /// with them (a test holds the names equal).
 const REGISTERED: [Registered; 19] = [
-    registered::<0>(
-        c"TM.COUNT.CREATE",
-        c"tm.count.create",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<1>(
-        c"TM.COUNT.ADD",
-        c"tm.count.add",
-        c"write deny-oom getkeys-api fast",
-    ),
-    registered::<2>(
-        c"TM.COUNT.GET",
-        c"tm.count.get",
-        c"readonly getkeys-api fast",
-    ),
-    registered::<3>(
-        c"TM.DISTINCT.CREATE",
-        c"tm.distinct.create",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<4>(
-        c"TM.DISTINCT.ADD",
-        c"tm.distinct.add",
-        c"write deny-oom getkeys-api fast",
-    ),
-    registered::<5>(
-        c"TM.DISTINCT.COUNT",
-        c"tm.distinct.count",
-        c"readonly getkeys-api",
-    ),
-    registered::<6>(
-        c"TM.DISTINCT.TOPF",
-        c"tm.distinct.topf",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<7>(
-        c"TM.FREQ.CREATE",
-        c"tm.freq.create",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<8>(
-        c"TM.FREQ.ADD",
-        c"tm.freq.add",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<9>(c"TM.FREQ.QUERY", c"tm.freq.query", c"readonly getkeys-api"),
-    registered::<10>(c"TM.FREQ.TOP", c"tm.freq.top", c"readonly getkeys-api"),
-    registered::<11>(
-        c"TM.FILTER.CREATE",
-        c"tm.filter.create",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<12>(
-        c"TM.FILTER.ADD",
-        c"tm.filter.add",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<13>(
-        c"TM.FILTER.ADDAT",
-        c"tm.filter.addat",
-        c"write deny-oom getkeys-api",
-    ),
-    registered::<14>(
-        c"TM.FILTER.EXISTS",
-        c"tm.filter.exists",
-        c"readonly getkeys-api",
-    ),
-    registered::<15>(c"TM.FILTER.DEL", c"tm.filter.del", c"write getkeys-api"),
-    registered::<16>(c"TM.INFO", c"tm.info", c"readonly getkeys-api"),
-    registered::<17>(c"TM.DUMP", c"tm.dump", c"readonly getkeys-api"),
-    registered::<18>(c"TM.LOAD", c"tm.load", c"write deny-oom getkeys-api"),
+    registered::<0>(c"TM.COUNT.CREATE", c"write deny-oom getkeys-api"),
+    registered::<1>(c"TM.COUNT.ADD", c"write deny-oom getkeys-api fast"),
+    registered::<2>(c"TM.COUNT.GET", c"readonly getkeys-api fast"),
+    registered::<3>(c"TM.DISTINCT.CREATE", c"write deny-oom getkeys-api"),
+    registered::<4>(c"TM.DISTINCT.ADD", c"write deny-oom getkeys-api fast"),
+    registered::<5>(c"TM.DISTINCT.COUNT", c"readonly getkeys-api"),
+    registered::<6>(c"TM.DISTINCT.TOPF", c"write deny-oom getkeys-api"),
+    registered::<7>(c"TM.FREQ.CREATE", c"write deny-oom getkeys-api"),
+    registered::<8>(c"TM.FREQ.ADD", c"write deny-oom getkeys-api"),
+    registered::<9>(c"TM.FREQ.QUERY", c"readonly getkeys-api"),
+    registered::<10>(c"TM.FREQ.TOP", c"readonly getkeys-api"),
+    registered::<11>(c"TM.FILTER.CREATE", c"write deny-oom getkeys-api"),
+    registered::<12>(c"TM.FILTER.ADD", c"write deny-oom getkeys-api"),
+    registered::<13>(c"TM.FILTER.ADDAT", c"write deny-oom getkeys-api"),
+    registered::<14>(c"TM.FILTER.EXISTS", c"readonly getkeys-api"),
+    registered::<15>(c"TM.FILTER.DEL", c"write getkeys-api"),
+    registered::<16>(c"TM.INFO", c"readonly getkeys-api"),
+    registered::<17>(c"TM.DUMP", c"readonly getkeys-api"),
+    registered::<18>(c"TM.LOAD", c"write deny-oom getkeys-api"),
 ];
 
 // Every command is registered, each once (a test holds each row to its place).
@@ -808,7 +772,7 @@ fn handle(ctx: &Context, index: usize, args: &[*mut raw::RedisModuleString]) -> 
     };
     if outcome.replicate != Replicate::Nothing {
         if let Some(r) = REGISTERED.get(index) {
-            ks.signal_modified(r.event);
+            ks.signal_modified(&r.event);
         }
     }
     match outcome.replicate {
@@ -918,7 +882,8 @@ mod tests {
         for (k, (r, (cname, write, ..))) in REGISTERED.iter().zip(COMMANDS).enumerate() {
             assert_eq!(r.index, k, "{cname}: its function is another command's");
             assert_eq!(r.name.to_str(), Ok(*cname));
-            assert_eq!(r.event.to_str(), Ok(cname.to_lowercase().as_str()));
+            let event = CStr::from_bytes_until_nul(&r.event).map(CStr::to_str);
+            assert_eq!(event, Ok(Ok(cname.to_lowercase().as_str())));
             let flags = r.flags.to_str().unwrap_or_default();
             assert_eq!(flags.starts_with("write"), *write, "{cname}: {flags}");
             assert!(flags.contains("getkeys-api"), "{cname}: {flags}");

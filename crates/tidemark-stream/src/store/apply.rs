@@ -111,7 +111,10 @@ impl Digests {
         if !self.pending.contains_key(table) {
             self.pending.insert(table.to_string(), BTreeMap::new());
         }
-        let starts = self.pending.get_mut(table).expect("inserted above");
+        let starts = self.pending.get_mut(table).expect(
+            "the table's map is inserted just above when absent, and nothing removes one \
+             before the flush that consumes them all",
+        );
         Ok(match starts.entry(start) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
