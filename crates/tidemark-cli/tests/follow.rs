@@ -209,6 +209,41 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A rotated file whose last line never got its newline (its writer stopped mid-line, or wrote
+/// the last bytes just before the rename): the line counts once, as in a run over the file, and
+/// lines written to the old file after the rename still count.
+#[test]
+fn a_rotated_file_s_unterminated_last_line_counts_once() {
+    let d = dir("follow-rotate-tail");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let log = d.join("log.csv");
+    let db = d.join("f.db");
+    std::fs::write(&log, format!("{HEADER}{}", lines(0, 300))).unwrap();
+    let child = follow(&config, &db, &log);
+    wait_for(&db, 300);
+    // Record 349 without its newline: the follower sees it and waits for the rest.
+    let last = line(349);
+    append(&log, &lines(300, 349));
+    append(&log, last.trim_end());
+    wait_for(&db, 349);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        records(&db),
+        349,
+        "an unterminated line waits while the file may grow"
+    );
+    let old = d.join("log.csv.1");
+    std::fs::rename(&log, &old).unwrap();
+    std::fs::write(&log, format!("{HEADER}{}", lines(350, 400))).unwrap();
+    wait_for(&db, 400);
+    stop(child);
+    let (followed, one) = (dump(&db), one_run(&config, &d, 400));
+    assert_eq!(followed.1, one.1, "counters differ");
+    assert_eq!(followed.0, one.0, "buckets differ");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn a_log_split_in_two_parts_equals_one_run() {
     let d = dir("follow-split");

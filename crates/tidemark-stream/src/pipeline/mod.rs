@@ -532,6 +532,10 @@ pub fn run(
         // Following: the path was rotated, so the open file is read to its end, then the
         // new one.
         let mut draining = false;
+        // Draining: the rotated file's length at the last look, and whether it has stopped
+        // growing, so that its unterminated last line (if any) is read as a whole line.
+        let mut drained_len = None;
+        let mut drained = false;
         loop {
             if report.records_this_run % 64 == 0 && stopping() {
                 stopped = true;
@@ -546,6 +550,7 @@ pub fn run(
                 | Line::TooLong {
                     terminated: false, ..
                 }) if (opts.keep_open || follow.is_some())
+                    && !drained
                     && matches!(source, Source::File(_))
                     && (opts.skip_bad || matches!(l, Line::Text { .. })) =>
                 {
@@ -607,7 +612,20 @@ pub fn run(
                     break;
                 };
                 if draining {
-                    // Rotated and read to its end: the path's new file next.
+                    // Rotated and read to its end. A writer may still hold it (between a
+                    // rename and its reopen), so it is done only once a poll passed without
+                    // it growing; then its last line counts even without a newline, since
+                    // nothing will complete it, and the path's new file is next.
+                    let len = f.file.metadata().map_err(io_err)?.len();
+                    if drained_len != Some(len) {
+                        drained_len = Some(len);
+                        std::thread::sleep(follow.poll);
+                        continue;
+                    }
+                    if lines.offset < len && !drained {
+                        drained = true;
+                        continue;
+                    }
                     inputs.push_front(input.clone());
                     break;
                 }
