@@ -114,6 +114,10 @@ fn append(path: &Path, text: &str) {
 
 /// Starts `tidemark run --follow` on `log`.
 fn follow(config: &Path, db: &Path, log: &Path) -> std::process::Child {
+    follow_with(config, db, log, &[])
+}
+
+fn follow_with(config: &Path, db: &Path, log: &Path, more: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
             "run",
@@ -124,6 +128,7 @@ fn follow(config: &Path, db: &Path, log: &Path) -> std::process::Child {
             "--db",
             s(db),
         ])
+        .args(more)
         .arg(log)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -239,6 +244,42 @@ fn a_rotated_file_s_unterminated_last_line_counts_once() {
     wait_for(&db, 400);
     stop(child);
     let (followed, one) = (dump(&db), one_run(&config, &d, 400));
+    assert_eq!(followed.1, one.1, "counters differ");
+    assert_eq!(followed.0, one.0, "buckets differ");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A followed line past max_line_bytes written in parts, with --skip-bad: one bad line, counted
+/// once its newline comes, and the lines around it counted.
+#[test]
+fn a_too_long_line_written_in_parts_is_one_bad_line() {
+    let d = dir("follow-long");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        CONFIG.replace(
+            "time_field = \"ts\"",
+            "time_field = \"ts\"\nmax_line_bytes = 100",
+        ),
+    )
+    .unwrap();
+    let log = d.join("log.csv");
+    let db = d.join("f.db");
+    std::fs::write(&log, format!("{HEADER}{}", lines(0, 100))).unwrap();
+    let child = follow_with(&config, &db, &log, &["--skip-bad"]);
+    wait_for(&db, 100);
+    for _ in 0..3 {
+        append(&log, &"x".repeat(5_000));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    append(&log, &format!("\n{}", lines(100, 150)));
+    wait_for(&db, 150);
+    stop(child);
+    let store = RedbStore::open_existing(&db).unwrap();
+    let state = RunState::from_bytes(&store.meta().unwrap().unwrap().state).unwrap();
+    assert_eq!((state.records, state.bad_lines), (150, 1));
+    drop(store);
+    let (followed, one) = (dump(&db), one_run(&config, &d, 150));
     assert_eq!(followed.1, one.1, "counters differ");
     assert_eq!(followed.0, one.0, "buckets differ");
     std::fs::remove_dir_all(&d).unwrap();

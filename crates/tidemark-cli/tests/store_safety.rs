@@ -229,6 +229,13 @@ fn long_lines_keys_and_items_are_bad_lines_held_within_the_limit() {
         "{}",
         stderr(&o)
     );
+    // Its whole length, not the last buffer's part of it.
+    let len = huge_line.len() - 1;
+    assert!(
+        stderr(&o).contains(&format!("the line is {len} bytes")),
+        "{}",
+        stderr(&o)
+    );
     let o = tidemark(
         &[
             "run",

@@ -46,6 +46,12 @@ pub(crate) struct Lines<R> {
     pub offset: u64,
     /// Lines read so far.
     pub line: u64,
+    /// Bytes already scanned of a too-long line that had no newline yet (see
+    /// [`Lines::hold_too_long`]): the reader stands after them, `offset` at the line's start.
+    held: u64,
+    /// The last byte scanned of the line so far: a carriage return before a newline that
+    /// comes with the next fill.
+    last: u8,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -57,6 +63,8 @@ impl<R: BufRead> Lines<R> {
             max,
             offset: 0,
             line: 0,
+            held: 0,
+            last: 0,
         }
     }
 
@@ -71,6 +79,7 @@ impl<R: BufRead> Lines<R> {
     /// returning how many there were.
     pub(crate) fn discard(&mut self, n: u64, seen: &mut dyn FnMut(&[u8])) -> io::Result<u64> {
         self.settle();
+        self.held = 0;
         let mut left = n;
         while left > 0 {
             let avail = self.reader.fill_buf()?;
@@ -91,8 +100,13 @@ impl<R: BufRead> Lines<R> {
     pub(crate) fn next_line(&mut self) -> io::Result<Line<'_>> {
         self.settle();
         self.buf.clear();
-        let mut raw_len = 0u64; // bytes of the line so far, newline excluded
-        let mut too_long = false;
+        // Bytes of the line so far, newline excluded: those of a held too-long line are not
+        // read again.
+        let mut raw_len = std::mem::take(&mut self.held);
+        let mut too_long = raw_len > 0;
+        if !too_long {
+            self.last = 0;
+        }
         loop {
             let avail = self.reader.fill_buf()?;
             if avail.is_empty() {
@@ -128,9 +142,11 @@ impl<R: BufRead> Lines<R> {
                     let cr = if i > 0 {
                         avail[i - 1] == b'\r'
                     } else {
-                        self.buf.last() == Some(&b'\r')
+                        self.last == b'\r'
                     };
-                    let len = self.buf.len() + i - cr as usize;
+                    // Bytes before the newline, of every fill (a too-long line's earlier
+                    // ones were not kept).
+                    let len = raw_len as usize - cr as usize;
                     if too_long || len > self.max {
                         self.reader.consume(i + 1);
                         return Ok(Line::TooLong {
@@ -162,6 +178,7 @@ impl<R: BufRead> Lines<R> {
                 None => {
                     let n = avail.len();
                     raw_len += n as u64;
+                    self.last = avail[n - 1];
                     if !too_long {
                         // One byte of slack: it may be the carriage return before a newline.
                         if self.buf.len() + n > self.max + 1 {
@@ -176,6 +193,16 @@ impl<R: BufRead> Lines<R> {
             }
         }
     }
+
+    /// Takes back the unterminated too-long line just returned (its start `offset`, its
+    /// number `line + 1`) to wait for its newline, without reading its bytes again: the next
+    /// call goes on from where the scan stopped, so waiting costs only the bytes appended.
+    pub(crate) fn hold_too_long(&mut self, offset: u64, line: u64) {
+        debug_assert!(self.held == 0 && self.offset >= offset);
+        self.held = self.offset - offset;
+        self.offset = offset;
+        self.line = line;
+    }
 }
 
 impl<R: BufRead + Seek> Lines<R> {
@@ -185,6 +212,7 @@ impl<R: BufRead + Seek> Lines<R> {
         self.reader.seek(SeekFrom::Start(offset))?;
         self.offset = offset;
         self.line = line;
+        self.held = 0;
         Ok(())
     }
 }
@@ -269,4 +297,139 @@ pub(crate) fn changed(mark: &FileMark, file: &mut File, size: u64) -> io::Result
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// A file that grows while it is read: the bytes written so far, and how many were read.
+    #[derive(Clone, Default)]
+    struct Growing {
+        bytes: Rc<RefCell<Vec<u8>>>,
+        read: Rc<RefCell<u64>>,
+        at: u64,
+    }
+
+    impl Read for Growing {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let bytes = self.bytes.borrow();
+            let from = (self.at as usize).min(bytes.len());
+            let n = out.len().min(bytes.len() - from);
+            out[..n].copy_from_slice(&bytes[from..from + n]);
+            self.at += n as u64;
+            *self.read.borrow_mut() += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl Seek for Growing {
+        fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+            let SeekFrom::Start(at) = to else {
+                unreachable!("Lines seeks from the start only")
+            };
+            self.at = at;
+            Ok(at)
+        }
+    }
+
+    #[test]
+    fn a_held_too_long_line_is_not_read_again_while_it_grows() {
+        let file = Growing::default();
+        let (bytes, read) = (file.bytes.clone(), file.read.clone());
+        bytes.borrow_mut().extend_from_slice(b"a,b\n");
+        bytes.borrow_mut().extend_from_slice(&[b'x'; 100]);
+        let mut lines = Lines::new(io::BufReader::with_capacity(16, file), 10);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::Text { raw: b"a,b\n", .. }
+        ));
+        let start = (lines.offset, lines.line);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 100,
+                number: 2,
+                end: 104,
+                terminated: false
+            }
+        ));
+        assert_eq!(*read.borrow(), 104);
+        // Held, then 50 bytes more: only those are read.
+        lines.hold_too_long(start.0, start.1);
+        assert_eq!((lines.offset, lines.line), (4, 1));
+        bytes.borrow_mut().extend_from_slice(&[b'y'; 50]);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 150,
+                number: 2,
+                end: 154,
+                terminated: false
+            }
+        ));
+        assert_eq!(*read.borrow(), 154);
+        lines.hold_too_long(start.0, start.1);
+        // Its newline at last: one too-long line, whole, then the next line as usual.
+        bytes.borrow_mut().extend_from_slice(b"zz\r\nq,r\n");
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 152,
+                number: 2,
+                end: 158,
+                terminated: true
+            }
+        ));
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::Text {
+                raw: b"q,r\n",
+                number: 3,
+                end: 162,
+                terminated: true
+            }
+        ));
+        // 4 + 154 + 4 bytes in all.
+        assert_eq!(*read.borrow(), 162, "no byte read twice");
+        assert!(matches!(lines.next_line().unwrap(), Line::End));
+        // A carriage return held at the end of the scan, its newline in the next fill: not
+        // counted in the length, as within one fill.
+        bytes.borrow_mut().extend_from_slice(&[b'w'; 30]);
+        bytes.borrow_mut().push(b'\r');
+        let tail = (lines.offset, lines.line);
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 31,
+                number: 4,
+                end: 193,
+                terminated: false
+            }
+        ));
+        lines.hold_too_long(tail.0, tail.1);
+        bytes.borrow_mut().push(b'\n');
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 30,
+                number: 4,
+                end: 194,
+                terminated: true
+            }
+        ));
+        // Seeking forgets a held line: read from its start again, it is the same line.
+        lines.seek_to(start.0, start.1).unwrap();
+        assert!(matches!(
+            lines.next_line().unwrap(),
+            Line::TooLong {
+                len: 152,
+                number: 2,
+                end: 158,
+                terminated: true
+            }
+        ));
+    }
 }

@@ -564,7 +564,14 @@ pub fn run(
                         unfinished = Some(line_start);
                         break;
                     }
-                    lines.seek_to(line_start.0, line_start.1).map_err(io_err)?;
+                    // Followed, it is read again at the next look: a short line from its
+                    // start, a too-long one (which may grow without bound) from where its
+                    // scan stopped.
+                    if matches!(l, Line::TooLong { .. }) {
+                        lines.hold_too_long(line_start.0, line_start.1);
+                    } else {
+                        lines.seek_to(line_start.0, line_start.1).map_err(io_err)?;
+                    }
                     None
                 }
                 Line::TooLong {
