@@ -1,32 +1,52 @@
 //! The keys of a metric held in memory: their states side by side in one vector, found by an
-//! index from key to position. Keeping the states contiguous (rather than each in its own
-//! allocation) keeps an event's probe within few memory pages: the states of twenty thousand
-//! keys span a few megabytes, not the whole heap.
+//! index of positions. Keeping the states contiguous (rather than each in its own allocation)
+//! keeps an event's probe within few memory pages: the states of twenty thousand keys span a
+//! few megabytes, not the whole heap. The index holds positions only (8 bytes an entry, 160 KB
+//! for twenty thousand keys, within a core's cache) and compares a key against the state's own
+//! copy of it, so finding a key touches the index and the state it reads next anyway, not a
+//! third place holding the key again.
 
-use super::key::{FastMap, Key};
+use hashbrown::HashTable;
+
+use super::key::Key;
 use super::KeyState;
+
+/// The hash of a key's bytes in the index.
+#[inline]
+fn hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
+}
 
 /// A map from key to [`KeyState`], with the states in one vector. A removal moves the last
 /// state into the hole, so the vector has none.
 #[derive(Default)]
 pub(super) struct KeyTable {
-    /// Key → position in `states`.
-    index: FastMap<Key, usize>,
+    /// Positions in `states`, by the hash of their key.
+    index: HashTable<usize>,
     states: Vec<(Key, KeyState)>,
 }
 
 impl KeyTable {
     /// Bytes a key costs in the table: its index entry (with the index's spare capacity at
-    /// its load factor) and its place in the vector.
+    /// its load factor, and its control byte) and its place in the vector.
     pub(super) const KEY_BYTES: usize =
-        (std::mem::size_of::<(Key, usize)>() + 1) * 8 / 7 + std::mem::size_of::<(Key, KeyState)>();
+        (std::mem::size_of::<usize>() + 1) * 8 / 7 + std::mem::size_of::<(Key, KeyState)>();
 
     pub(super) fn len(&self) -> usize {
         self.states.len()
     }
 
+    /// The position of `key`'s state.
+    #[inline]
+    fn position(&self, h: u64, key: &[u8]) -> Option<usize> {
+        let states = &self.states;
+        self.index
+            .find(h, |&i| states[i].0.as_bytes() == key)
+            .copied()
+    }
+
     pub(super) fn contains_key(&self, key: &[u8]) -> bool {
-        self.index.contains_key(key)
+        self.position(hash(key), key).is_some()
     }
 
     /// The key's state, made by `make` if the key is not in the table; whether it was made.
@@ -36,34 +56,48 @@ impl KeyTable {
         key: &[u8],
         make: impl FnOnce() -> KeyState,
     ) -> (&mut KeyState, bool) {
-        let (i, made) = match self.index.get(key) {
-            Some(&i) => (i, false),
-            None => {
-                self.states.push((Key::new(key), make()));
-                self.index.insert(Key::new(key), self.states.len() - 1);
-                (self.states.len() - 1, true)
-            }
+        let h = hash(key);
+        let (i, made) = match self.position(h, key) {
+            Some(i) => (i, false),
+            None => (self.push(h, Key::new(key), make()), true),
         };
         (&mut self.states[i].1, made)
     }
 
+    /// Appends a key known not to be in the table; its position.
+    fn push(&mut self, h: u64, key: Key, ks: KeyState) -> usize {
+        let i = self.states.len();
+        self.states.push((key, ks));
+        let states = &self.states;
+        self.index
+            .insert_unique(h, i, |&j| hash(states[j].0.as_bytes()));
+        i
+    }
+
     /// Inserts a key's state (replacing the one it had).
     pub(super) fn insert(&mut self, key: Key, ks: KeyState) {
-        match self.index.get(key.as_bytes()) {
-            Some(&i) => self.states[i].1 = ks,
+        let h = hash(key.as_bytes());
+        match self.position(h, key.as_bytes()) {
+            Some(i) => self.states[i].1 = ks,
             None => {
-                self.index.insert(key.clone(), self.states.len());
-                self.states.push((key, ks));
+                self.push(h, key, ks);
             }
         }
     }
 
     pub(super) fn remove(&mut self, key: &[u8]) -> Option<KeyState> {
-        let i = self.index.remove(key)?;
+        let states = &self.states;
+        let entry = self
+            .index
+            .find_entry(hash(key), |&i| states[i].0.as_bytes() == key)
+            .ok()?;
+        let (i, _) = entry.remove();
+        let last = self.states.len() - 1;
         let (_, ks) = self.states.swap_remove(i);
-        // The last state moved into the hole: its index follows it.
-        if let Some((moved, _)) = self.states.get(i) {
-            if let Some(at) = self.index.get_mut(moved.as_bytes()) {
+        // The last state moved into the hole: its index entry follows it.
+        if i != last {
+            let moved = hash(self.states[i].0.as_bytes());
+            if let Some(at) = self.index.find_mut(moved, |&j| j == last) {
                 *at = i;
             }
         }
@@ -90,7 +124,7 @@ impl KeyTable {
     /// the index and of the vector.
     pub(super) fn spare_bytes(&self) -> usize {
         let index = self.index.capacity().saturating_sub(self.index.len())
-            * (std::mem::size_of::<(Key, usize)>() + 1);
+            * (std::mem::size_of::<usize>() + 1);
         let states =
             (self.states.capacity() - self.states.len()) * std::mem::size_of::<(Key, KeyState)>();
         index + states
@@ -99,6 +133,59 @@ impl KeyTable {
     /// Gives spare capacity back (after many keys left).
     pub(super) fn compact(&mut self) {
         self.states.shrink_to_fit();
-        self.index.shrink_to_fit();
+        let states = &self.states;
+        self.index.shrink_to_fit(|&j| hash(states[j].0.as_bytes()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn seen_keys(table: &KeyTable) -> Vec<(Vec<u8>, u64)> {
+        table
+            .iter()
+            .map(|(k, ks)| (k.as_bytes().to_vec(), ks.early_end))
+            .collect()
+    }
+
+    proptest! {
+        /// Against a map: inserts, lookups and removals (which move the last state into the
+        /// hole) keep every key's state and nothing else.
+        #[test]
+        fn the_table_is_a_map(ops in proptest::collection::vec((0u8..3, 0u16..40), 0..400)) {
+            let mut table = KeyTable::default();
+            let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+            for (n, (op, k)) in ops.into_iter().enumerate() {
+                let key = format!("key-{k}").into_bytes();
+                match op {
+                    0 => {
+                        let (ks, made) = table.get_or_insert_with(&key, || KeyState::new(0));
+                        prop_assert_eq!(made, !model.contains_key(&key));
+                        if made {
+                            ks.early_end = n as u64;
+                            model.insert(key, n as u64);
+                        }
+                        prop_assert_eq!(ks.early_end, model[&format!("key-{k}").into_bytes()]);
+                    }
+                    1 => {
+                        let got = table.remove(&key).map(|ks| ks.early_end);
+                        prop_assert_eq!(got, model.remove(&key));
+                    }
+                    _ => prop_assert_eq!(table.contains_key(&key), model.contains_key(&key)),
+                }
+                prop_assert_eq!(table.len(), model.len());
+            }
+            let mut seen = seen_keys(&table);
+            seen.sort();
+            prop_assert_eq!(seen, model.into_iter().collect::<Vec<_>>());
+            table.compact();
+            prop_assert_eq!(table.iter().count(), table.len());
+            for (k, _) in seen_keys(&table) {
+                prop_assert!(table.contains_key(&k), "found after compacting");
+            }
+        }
     }
 }
