@@ -4,8 +4,8 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{dir, ok, s, tidemark};
@@ -113,11 +113,11 @@ fn append(path: &Path, text: &str) {
 }
 
 /// Starts `tidemark run --follow` on `log`.
-fn follow(config: &Path, db: &Path, log: &Path) -> std::process::Child {
+fn follow(config: &Path, db: &Path, log: &Path) -> Child {
     follow_with(config, db, log, &[])
 }
 
-fn follow_with(config: &Path, db: &Path, log: &Path, more: &[&str]) -> std::process::Child {
+fn follow_with(config: &Path, db: &Path, log: &Path, more: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
             "run",
@@ -137,7 +137,7 @@ fn follow_with(config: &Path, db: &Path, log: &Path, more: &[&str]) -> std::proc
 }
 
 /// Stops a follower with SIGTERM: it must exit cleanly, having committed.
-fn stop(child: std::process::Child) {
+fn stop(child: Child) {
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -170,16 +170,37 @@ fn one_run(config: &Path, dir: &Path, n: u64) -> Dump {
     dump(&db)
 }
 
-#[test]
-fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
-    let d = dir("follow-rotate");
-    let config = d.join("c.toml");
-    std::fs::write(&config, CONFIG).unwrap();
+/// Asserts the followed store `db` equals one run over records `0..n`; its dump.
+fn equals_one_run(config: &Path, d: &Path, db: &Path, n: u64) -> Dump {
+    let (followed, one) = (dump(db), one_run(config, d, n));
+    assert_eq!(followed.1, one.1, "counters differ");
+    assert_eq!(followed.0, one.0, "buckets differ");
+    followed
+}
+
+/// A directory `name` with `config`, a log of records `0..n` and a follower started on it
+/// (with `more` arguments), once it has committed them: the directory, the config's, the
+/// log's and the store's paths, and the follower.
+fn following(
+    name: &str,
+    config: &str,
+    n: u64,
+    more: &[&str],
+) -> (PathBuf, PathBuf, PathBuf, PathBuf, Child) {
+    let d = dir(name);
+    let config_path = d.join("c.toml");
+    std::fs::write(&config_path, config).unwrap();
     let log = d.join("log.csv");
     let db = d.join("f.db");
-    std::fs::write(&log, format!("{HEADER}{}", lines(0, 300))).unwrap();
-    let child = follow(&config, &db, &log);
-    wait_for(&db, 300);
+    std::fs::write(&log, format!("{HEADER}{}", lines(0, n))).unwrap();
+    let child = follow_with(&config_path, &db, &log, more);
+    wait_for(&db, n);
+    (d, config_path, log, db, child)
+}
+
+#[test]
+fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
+    let (d, config, log, db, child) = following("follow-rotate", CONFIG, 300, &[]);
 
     // Appended, the last line in two writes: it is read once, whole.
     let half = line(499);
@@ -203,14 +224,12 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
 
     stop(child);
     // One run over the same lines, in the same order.
-    let (followed, one) = (dump(&db), one_run(&config, &d, 800));
+    let followed = equals_one_run(&config, &d, &db, 800);
     assert_eq!(followed.2, 800);
-    assert_eq!(followed.1, one.1, "counters differ");
     assert!(
         followed.0.iter().any(|r| r.0.starts_with('~')),
         "the last buckets are still open"
     );
-    assert_eq!(followed.0, one.0, "buckets differ");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -219,14 +238,7 @@ fn a_followed_log_appended_rotated_truncated_and_stopped_equals_one_run() {
 /// lines written to the old file after the rename still count.
 #[test]
 fn a_rotated_file_s_unterminated_last_line_counts_once() {
-    let d = dir("follow-rotate-tail");
-    let config = d.join("c.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let log = d.join("log.csv");
-    let db = d.join("f.db");
-    std::fs::write(&log, format!("{HEADER}{}", lines(0, 300))).unwrap();
-    let child = follow(&config, &db, &log);
-    wait_for(&db, 300);
+    let (d, config, log, db, child) = following("follow-rotate-tail", CONFIG, 300, &[]);
     // Record 349 without its newline: the follower sees it and waits for the rest.
     let last = line(349);
     append(&log, &lines(300, 349));
@@ -243,9 +255,7 @@ fn a_rotated_file_s_unterminated_last_line_counts_once() {
     std::fs::write(&log, format!("{HEADER}{}", lines(350, 400))).unwrap();
     wait_for(&db, 400);
     stop(child);
-    let (followed, one) = (dump(&db), one_run(&config, &d, 400));
-    assert_eq!(followed.1, one.1, "counters differ");
-    assert_eq!(followed.0, one.0, "buckets differ");
+    equals_one_run(&config, &d, &db, 400);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -253,21 +263,11 @@ fn a_rotated_file_s_unterminated_last_line_counts_once() {
 /// once its newline comes, and the lines around it counted.
 #[test]
 fn a_too_long_line_written_in_parts_is_one_bad_line() {
-    let d = dir("follow-long");
-    let config = d.join("c.toml");
-    std::fs::write(
-        &config,
-        CONFIG.replace(
-            "time_field = \"ts\"",
-            "time_field = \"ts\"\nmax_line_bytes = 100",
-        ),
-    )
-    .unwrap();
-    let log = d.join("log.csv");
-    let db = d.join("f.db");
-    std::fs::write(&log, format!("{HEADER}{}", lines(0, 100))).unwrap();
-    let child = follow_with(&config, &db, &log, &["--skip-bad"]);
-    wait_for(&db, 100);
+    let config = CONFIG.replace(
+        "time_field = \"ts\"",
+        "time_field = \"ts\"\nmax_line_bytes = 100",
+    );
+    let (d, config, log, db, child) = following("follow-long", &config, 100, &["--skip-bad"]);
     for _ in 0..3 {
         append(&log, &"x".repeat(5_000));
         std::thread::sleep(Duration::from_millis(300));
@@ -279,9 +279,7 @@ fn a_too_long_line_written_in_parts_is_one_bad_line() {
     let state = RunState::from_bytes(&store.meta().unwrap().unwrap().state).unwrap();
     assert_eq!((state.records, state.bad_lines), (150, 1));
     drop(store);
-    let (followed, one) = (dump(&db), one_run(&config, &d, 150));
-    assert_eq!(followed.1, one.1, "counters differ");
-    assert_eq!(followed.0, one.0, "buckets differ");
+    equals_one_run(&config, &d, &db, 150);
     std::fs::remove_dir_all(&d).unwrap();
 }
 

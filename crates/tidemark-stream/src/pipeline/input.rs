@@ -335,101 +335,64 @@ mod tests {
         }
     }
 
+    /// A line as a comparable tuple: whether it was too long, its length (text: its bytes),
+    /// number, end, and whether it had its newline; `None` at the end.
+    fn next<R: BufRead>(lines: &mut Lines<R>) -> Option<(bool, u64, u64, u64, bool)> {
+        match lines.next_line().unwrap() {
+            Line::Text {
+                raw,
+                number,
+                end,
+                terminated,
+            } => Some((false, raw.len() as u64, number, end, terminated)),
+            Line::TooLong {
+                len,
+                number,
+                end,
+                terminated,
+            } => Some((true, len, number, end, terminated)),
+            Line::End => None,
+        }
+    }
+
     #[test]
     fn a_held_too_long_line_is_not_read_again_while_it_grows() {
         let file = Growing::default();
         let (bytes, read) = (file.bytes.clone(), file.read.clone());
-        bytes.borrow_mut().extend_from_slice(b"a,b\n");
-        bytes.borrow_mut().extend_from_slice(&[b'x'; 100]);
+        let append = |b: &[u8]| bytes.borrow_mut().extend_from_slice(b);
+        append(b"a,b\n");
+        append(&[b'x'; 100]);
         let mut lines = Lines::new(io::BufReader::with_capacity(16, file), 10);
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::Text { raw: b"a,b\n", .. }
-        ));
+        assert_eq!(next(&mut lines), Some((false, 4, 1, 4, true)));
         let start = (lines.offset, lines.line);
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 100,
-                number: 2,
-                end: 104,
-                terminated: false
-            }
-        ));
+        assert_eq!(next(&mut lines), Some((true, 100, 2, 104, false)));
         assert_eq!(*read.borrow(), 104);
         // Held, then 50 bytes more: only those are read.
         lines.hold_too_long(start.0, start.1);
         assert_eq!((lines.offset, lines.line), (4, 1));
-        bytes.borrow_mut().extend_from_slice(&[b'y'; 50]);
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 150,
-                number: 2,
-                end: 154,
-                terminated: false
-            }
-        ));
+        append(&[b'y'; 50]);
+        assert_eq!(next(&mut lines), Some((true, 150, 2, 154, false)));
         assert_eq!(*read.borrow(), 154);
         lines.hold_too_long(start.0, start.1);
-        // Its newline at last: one too-long line, whole, then the next line as usual.
-        bytes.borrow_mut().extend_from_slice(b"zz\r\nq,r\n");
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 152,
-                number: 2,
-                end: 158,
-                terminated: true
-            }
-        ));
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::Text {
-                raw: b"q,r\n",
-                number: 3,
-                end: 162,
-                terminated: true
-            }
-        ));
+        // Its newline at last: one too-long line, whole (its carriage return not counted),
+        // then the next line as usual.
+        append(b"zz\r\nq,r\n");
+        assert_eq!(next(&mut lines), Some((true, 152, 2, 158, true)));
+        assert_eq!(next(&mut lines), Some((false, 4, 3, 162, true)));
         // 4 + 154 + 4 bytes in all.
         assert_eq!(*read.borrow(), 162, "no byte read twice");
-        assert!(matches!(lines.next_line().unwrap(), Line::End));
+        assert_eq!(next(&mut lines), None);
         // A carriage return held at the end of the scan, its newline in the next fill: not
         // counted in the length, as within one fill.
-        bytes.borrow_mut().extend_from_slice(&[b'w'; 30]);
-        bytes.borrow_mut().push(b'\r');
+        append(&[b'w'; 30]);
+        append(b"\r");
         let tail = (lines.offset, lines.line);
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 31,
-                number: 4,
-                end: 193,
-                terminated: false
-            }
-        ));
+        assert_eq!(next(&mut lines), Some((true, 31, 4, 193, false)));
         lines.hold_too_long(tail.0, tail.1);
-        bytes.borrow_mut().push(b'\n');
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 30,
-                number: 4,
-                end: 194,
-                terminated: true
-            }
-        ));
+        append(b"\n");
+        assert_eq!(next(&mut lines), Some((true, 30, 4, 194, true)));
         // Seeking forgets a held line: read from its start again, it is the same line.
         lines.seek_to(start.0, start.1).unwrap();
-        assert!(matches!(
-            lines.next_line().unwrap(),
-            Line::TooLong {
-                len: 152,
-                number: 2,
-                end: 158,
-                terminated: true
-            }
-        ));
+        assert_eq!(next(&mut lines), Some((true, 152, 2, 158, true)));
     }
 }
