@@ -582,8 +582,14 @@ impl Config {
                 }
                 "count" => {
                     let e = m.epsilon.unwrap_or(0.1);
-                    if !(e > 0.0 && e < 1.0) {
-                        return Err(ConfigError::invalid(at("epsilon"), "a number in (0, 1)", e));
+                    // The exponential histogram's own rule (k = ⌈1/ε⌉ at most 10^6), asked of
+                    // it here: a bucket's close must not be the first to hear of it.
+                    if tidemark::window::ExpHistogram::ticks(1, e).is_err() {
+                        return Err(ConfigError::invalid(
+                            at("epsilon"),
+                            "a number in [0.000001, 1)",
+                            e,
+                        ));
                     }
                     Kind::Count { epsilon: e }
                 }
@@ -1017,6 +1023,19 @@ consecutive = 2
                 phi: 0.05
             }
         );
+        // A count metric's ε: within (0, 1) and no finer than its histogram takes.
+        let count = |e: &str| {
+            format!(
+                "[input]\ntime_field = \"ts\"\n[[metric]]\nname = \"c\"\nkind = \"count\"\n\
+                 key = [\"k\"]\nbucket = \"1m\"\nwindow = \"5m\"\nepsilon = {e}\n"
+            )
+        };
+        for bad in ["0.0", "1.0", "5e-7", "1e-300", "-0.5"] {
+            let e = err_of(&count(bad));
+            assert!(e.contains("`metric[0].epsilon`"), "{bad}: {e}");
+        }
+        Config::from_toml(&count("0.000001")).expect("ε = 10^-6 is the finest a count takes");
+        Config::from_toml(&count("0.5")).expect("ε = 0.5 is a count's ε");
         for (bad, key) in [
             ("epsilon = 0.0000001", "epsilon"),
             ("epsilon = 0.02\ndelta = 1.0", "delta"),
