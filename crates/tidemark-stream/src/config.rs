@@ -689,17 +689,6 @@ impl Config {
                     format!("{:?}", m.window),
                 ));
             }
-            let retention = match &m.retention {
-                Some(r) => duration(at("retention"), r)?,
-                None => window.max(86_400_000),
-            };
-            if retention < window {
-                return Err(ConfigError::invalid(
-                    at("retention"),
-                    format!("at least the window {}", format_duration(window)),
-                    format!("{:?}", m.retention.unwrap_or_default()),
-                ));
-            }
             let rollup = match &m.rollup {
                 None => None,
                 Some(r) => {
@@ -717,6 +706,29 @@ impl Config {
                     Some(w)
                 }
             };
+            // A rollup period's buckets are rolled up when the period ends: they must still be
+            // stored then, so the retention covers a period (by default too).
+            let retention = match &m.retention {
+                Some(r) => duration(at("retention"), r)?,
+                None => window.max(86_400_000).max(rollup.unwrap_or(0)),
+            };
+            if retention < window {
+                return Err(ConfigError::invalid(
+                    at("retention"),
+                    format!("at least the window {}", format_duration(window)),
+                    format!("{:?}", m.retention.clone().unwrap_or_default()),
+                ));
+            }
+            if let Some(r) = rollup.filter(|&r| retention < r) {
+                return Err(ConfigError::invalid(
+                    at("retention"),
+                    format!(
+                        "at least the rollup {} (a period's buckets are rolled up at its end)",
+                        format_duration(r)
+                    ),
+                    format!("{:?}", m.retention.clone().unwrap_or_default()),
+                ));
+            }
             let rollup_retention = match &m.rollup_retention {
                 Some(r) => duration(at("rollup_retention"), r)?,
                 None => 30 * 86_400_000,

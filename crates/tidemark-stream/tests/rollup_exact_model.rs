@@ -56,8 +56,11 @@ fn events() -> Vec<(u64, u8, u32)> {
     ev.into_iter().map(|(_, t, k, i)| (t, k, i)).collect()
 }
 
-fn run(ev: &[(u64, u8, u32)]) -> (MemStore, RunReport) {
-    let dir = std::env::temp_dir().join(format!("tidemark-rollup-{}", std::process::id()));
+fn run(config: &str, ev: &[(u64, u8, u32)]) -> (MemStore, RunReport) {
+    // One directory a run: the tests run at once.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tidemark-rollup-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("in.csv");
     let mut csv = String::from("ts,k,i\n");
@@ -67,7 +70,7 @@ fn run(ev: &[(u64, u8, u32)]) -> (MemStore, RunReport) {
     std::fs::write(&file, csv).unwrap();
     let mut store = MemStore::default();
     let report = pipeline::run(
-        &tidemark_stream::config::Config::from_toml(CONFIG).unwrap(),
+        &tidemark_stream::config::Config::from_toml(config).unwrap(),
         &mut store,
         RunOptions {
             inputs: vec![file],
@@ -82,8 +85,30 @@ fn run(ev: &[(u64, u8, u32)]) -> (MemStore, RunReport) {
 
 #[test]
 fn rollups_hold_their_periods_exactly() {
+    check(CONFIG, true);
+}
+
+/// The shortest retention a rollup takes: its period. Each period's buckets are still stored
+/// when it ends and is rolled up (a shorter retention deleted them first, and is refused).
+#[test]
+fn rollups_hold_their_periods_exactly_with_a_retention_of_one_period() {
+    let config = CONFIG.replace("rollup = \"10m\"", "rollup = \"10m\"\nretention = \"10m\"");
+    assert_eq!(config.matches("retention").count(), 2);
+    check(&config, false);
+    let shorter = CONFIG.replace("rollup = \"10m\"", "rollup = \"10m\"\nretention = \"9m\"");
+    let e = tidemark_stream::config::Config::from_toml(&shorter).unwrap_err();
+    assert!(e.to_string().contains("`metric[0].retention`"), "{e}");
+    // A rollup longer than the default retention (a day) keeps its period by default.
+    let long = CONFIG.replace("rollup = \"10m\"", "rollup = \"2d\"");
+    let c = tidemark_stream::config::Config::from_toml(&long).unwrap();
+    assert_eq!(c.metrics[0].retention, 2 * 86_400_000);
+}
+
+/// Checks the rollups of a run of `config` against the model; `retained`: the buckets are
+/// kept past the windows compared (the default day's retention).
+fn check(config: &str, retained: bool) {
     let ev = events();
-    let (store, report) = run(&ev);
+    let (store, report) = run(config, &ev);
     assert!(report.merged > 0, "the stream has too-late events");
     // Model: with `merge`, every event ends in its own period.
     let mut counts: BTreeMap<(String, u64), u64> = BTreeMap::new();
@@ -113,7 +138,7 @@ fn rollups_hold_their_periods_exactly() {
     }
     assert!(checked >= 6 * 4, "{checked}");
     // A window through the rollup equals the same window through the buckets.
-    for end in [PERIOD * 3, PERIOD * 6] {
+    for end in [PERIOD * 3, PERIOD * 6].into_iter().filter(|_| retained) {
         let a = query::window(&store, "n@10m", 3 * PERIOD, Some(end), None, None).unwrap();
         let b = query::window(&store, "n", 3 * PERIOD, Some(end), None, None).unwrap();
         let av: Vec<(String, f64)> = a
