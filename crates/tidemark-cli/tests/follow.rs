@@ -283,6 +283,39 @@ fn a_too_long_line_written_in_parts_is_one_bad_line() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A rotation that brings to the path a file on an inode read before, with other bytes (what
+/// logrotate's deleted file and a reused inode look like): a new file, read from its start,
+/// where the run stopped before with "rewritten or replaced".
+#[test]
+fn a_rotated_in_file_on_an_inode_read_before_is_a_new_file() {
+    let (d, config, log, db, child) = following("follow-reused", CONFIG, 100, &[]);
+    let (old, older) = (d.join("log.csv.1"), d.join("log.csv.2"));
+    std::fs::rename(&log, &old).unwrap();
+    std::fs::write(&log, format!("{HEADER}{}", lines(100, 150))).unwrap();
+    wait_for(&db, 150);
+    // The first file's inode, its bytes rewritten in place (what a new file on a reused
+    // inode is to its old mark), rotated in.
+    std::fs::write(&old, format!("{HEADER}{}", lines(150, 200))).unwrap();
+    std::fs::rename(&log, &older).unwrap();
+    std::fs::rename(&old, &log).unwrap();
+    wait_for(&db, 200);
+    stop(child);
+    equals_one_run(&config, &d, &db, 200);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Truncated and written again past what was read within one poll (copytruncate and a busy
+/// writer): no shorter than what was read, yet rewritten, so read again from its start.
+#[test]
+fn a_truncation_followed_at_once_by_more_bytes_than_were_read_is_seen() {
+    let (d, config, log, db, child) = following("follow-regrown", CONFIG, 50, &[]);
+    std::fs::write(&log, format!("{HEADER}{}", lines(50, 250))).unwrap();
+    wait_for(&db, 250);
+    stop(child);
+    equals_one_run(&config, &d, &db, 250);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn a_log_split_in_two_parts_equals_one_run() {
     let d = dir("follow-split");

@@ -199,6 +199,15 @@ fn the_same_file_under_another_path_resumes_and_a_replaced_file_is_refused() {
     std::fs::write(d.join("access.csv"), &other).unwrap();
     ok(&run_in(&["--restart", "access.csv"]));
     assert_eq!(records(&db), 80 + 99);
+    // --restart reads a file from its start once, however often and by whatever path the
+    // run names it.
+    ok(&run_in(&[
+        "--restart",
+        "access.csv",
+        "./access.csv",
+        "link.csv",
+    ]));
+    assert_eq!(records(&db), 80 + 99 + 99);
     std::fs::remove_dir_all(&d).unwrap();
 }
 

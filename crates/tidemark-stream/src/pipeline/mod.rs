@@ -118,6 +118,20 @@ fn look(path: &std::path::Path, f: &OpenFile, read: u64) -> Followed {
     }
 }
 
+/// Whether a followed file's bytes already read (`read`, their mark when they were read to
+/// their end) changed since: truncated and then, within one poll, written past what was read,
+/// it is no shorter than what was read, yet holds other bytes.
+fn rewritten(f: &mut OpenFile, read: &FileMark) -> Result<bool, RunError> {
+    let io_err = |e: io::Error| RunError::Input {
+        file: f.path.clone(),
+        message: e.to_string(),
+    };
+    let len = f.file.metadata().map_err(io_err)?.len();
+    Ok(input::changed(read, &mut f.probe, len)
+        .map_err(io_err)?
+        .is_some())
+}
+
 /// An alert as printed: the metric's name and the key as text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlertOut {
@@ -323,6 +337,16 @@ pub fn run(
         None => Engine::new(config).map_err(RunError::Engine)?,
     };
     convert_legacy(&mut state, &opts.inputs)?;
+    // `restart` reads the named files from their start: their marks are forgotten once, here,
+    // so that a file named twice (or by another path, or found again by --follow) counts once.
+    if opts.restart {
+        for p in &opts.inputs {
+            if let Ok(meta) = std::fs::metadata(p) {
+                let (dev, ino) = input::identity(&meta, p);
+                state.forget_file(dev, ino);
+            }
+        }
+    }
     // Whether the last run completed decides how standard input is read (below).
     let completed_before = state.completed;
     if opts.inputs.is_empty() && (state.completed || opts.restart) {
@@ -378,10 +402,13 @@ pub fn run(
         rollup_names: &rollup_names,
         tables: &tables,
     };
+    // Following: the next input is the path's new file after a rotation.
+    let mut rotated_in = false;
     while let Some(input) = inputs.pop_front() {
         if stopped {
             break;
         }
+        let after_rotation = std::mem::take(&mut rotated_in);
         let name = input
             .as_ref()
             .map_or("<stdin>".to_string(), |p| p.display().to_string());
@@ -418,18 +445,19 @@ pub fn run(
             Source::Stdin => state.stdin,
             Source::Stream(_) => (0, 0),
             Source::File(f) => match state.file(f.dev, f.ino).cloned() {
-                Some(_) if opts.restart => (0, 0),
-                Some(mark) => {
-                    if let Some(what) =
-                        input::changed(&mark, &mut f.probe, f.size).map_err(io_err)?
-                    {
+                Some(mark) => match input::changed(&mark, &mut f.probe, f.size).map_err(io_err)? {
+                    None => (mark.offset, mark.line),
+                    // The path's new file after a rotation, on the inode of a file read
+                    // before: that file was deleted and its inode reused (logrotate's
+                    // routine), so the mark is stale and this is a new file.
+                    Some(_) if after_rotation => (0, 0),
+                    Some(what) => {
                         return Err(RunError::InputChanged {
                             file: name.clone(),
                             what,
-                        });
+                        })
                     }
-                    (mark.offset, mark.line)
-                }
+                },
                 None => (0, 0),
             },
         };
@@ -536,6 +564,8 @@ pub fn run(
         // growing, so that its unterminated last line (if any) is read as a whole line.
         let mut drained_len = None;
         let mut drained = false;
+        // Following: the file's mark where it was last found idle, to tell a rewrite.
+        let mut idle_mark = None;
         loop {
             if report.records_this_run % 64 == 0 && stopping() {
                 stopped = true;
@@ -615,7 +645,8 @@ pub fn run(
             };
             let Some((number, end, parsed)) = next else {
                 // The end of the input, or of a followed file for now.
-                let (Some(follow), Source::File(f), Some(path)) = (follow, &source, &input) else {
+                let (Some(follow), Source::File(f), Some(path)) = (follow, &mut source, &input)
+                else {
                     break;
                 };
                 if draining {
@@ -634,9 +665,39 @@ pub fn run(
                         continue;
                     }
                     inputs.push_front(input.clone());
+                    rotated_in = true;
                     break;
                 }
-                match look(path, f, lines.offset) {
+                // What was read, fingerprinted as soon as it is read to its end: a rewrite
+                // during the wait shows against it (see `rewritten`).
+                if idle_mark
+                    .as_ref()
+                    .is_none_or(|m: &FileMark| m.offset != lines.offset)
+                {
+                    idle_mark = Some(f.mark(lines.offset, lines.line)?);
+                }
+                if stopping() {
+                    stopped = true;
+                    break;
+                }
+                // Idle: what was read is committed as often as while reading.
+                if interval.idle_due() {
+                    set_position(&mut state, &mut source, lines.offset, lines.line)?;
+                    view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
+                    report.commits += 1;
+                    interval.restart();
+                }
+                std::thread::sleep(follow.poll);
+                // Then a look before reading on.
+                let (Source::File(f), Some(read)) = (&mut source, &idle_mark) else {
+                    break;
+                };
+                let mut seen = look(path, f, lines.offset);
+                if matches!(seen, Followed::Same) && rewritten(f, read)? {
+                    seen = Followed::Truncated;
+                }
+                match seen {
+                    Followed::Same => {}
                     Followed::Rotated => {
                         // Once more to the end: lines written before the rotation.
                         draining = true;
@@ -650,21 +711,6 @@ pub fn run(
                         inputs.push_front(input.clone());
                         unfinished = Some((0, 0));
                         break;
-                    }
-                    Followed::Same => {
-                        if stopping() {
-                            stopped = true;
-                            break;
-                        }
-                        // Idle: what was read is committed as often as while reading.
-                        if interval.idle_due() {
-                            set_position(&mut state, &mut source, lines.offset, lines.line)?;
-                            view =
-                                commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
-                            report.commits += 1;
-                            interval.restart();
-                        }
-                        std::thread::sleep(follow.poll);
                     }
                 }
                 continue;

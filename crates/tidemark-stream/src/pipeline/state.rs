@@ -100,6 +100,11 @@ impl RunState {
         self.files.iter().find(|f| f.dev == dev && f.ino == ino)
     }
 
+    /// Forgets a file's mark: it is read again from its start.
+    pub fn forget_file(&mut self, dev: u64, ino: u64) {
+        self.files.retain(|f| !(f.dev == dev && f.ino == ino));
+    }
+
     /// Records a file's mark (replacing the one of the same identity), forgetting the least
     /// recently used beyond [`MAX_FILES`].
     pub fn set_file(&mut self, mut mark: FileMark) {
