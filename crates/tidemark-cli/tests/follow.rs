@@ -316,6 +316,39 @@ fn a_truncation_followed_at_once_by_more_bytes_than_were_read_is_seen() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// --follow on a directory or a named pipe fails at once, naming it, where a directory was
+/// waited for forever (it never has a whole first line) and a pipe blocked the look.
+#[test]
+fn following_a_directory_or_a_pipe_is_refused_at_once() {
+    let d = dir("follow-kinds");
+    let config = d.join("c.toml");
+    std::fs::write(&config, CONFIG).unwrap();
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (path, says) in [(d.join("sub"), "a directory"), (fifo, "a pipe or a device")] {
+        if !path.exists() {
+            std::fs::create_dir(&path).unwrap();
+        }
+        let mut child = follow_with(&config, &d.join("f.db"), &path, &[]);
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                child.kill().unwrap();
+                panic!("--follow {} still waits", path.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn a_log_split_in_two_parts_equals_one_run() {
     let d = dir("follow-split");

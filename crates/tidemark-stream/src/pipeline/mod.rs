@@ -210,6 +210,27 @@ struct OpenFile {
     size: u64,
 }
 
+/// Whether a followed path names a file with a whole first line yet; a directory, a pipe or a
+/// device is refused at once (one never becomes a log; the other blocks a look).
+fn follow_ready(p: &std::path::Path, name: &str) -> Result<bool, RunError> {
+    let refuse = |message: &str| {
+        Err(RunError::Input {
+            file: name.to_string(),
+            message: message.to_string(),
+        })
+    };
+    match std::fs::metadata(p) {
+        Ok(meta) if meta.is_dir() => refuse(DIRECTORY),
+        Ok(meta) if !meta.is_file() => refuse(
+            "--follow follows a file that grows; this is a pipe or a device: read it without \
+             --follow",
+        ),
+        _ => Ok(input::has_whole_line(p)),
+    }
+}
+
+const DIRECTORY: &str = "a directory, not a file of records (name the files in it)";
+
 fn open_input(p: &std::path::Path) -> Result<Source, RunError> {
     let name = p.display().to_string();
     let input_err = |message: String| RunError::Input {
@@ -219,9 +240,7 @@ fn open_input(p: &std::path::Path) -> Result<Source, RunError> {
     // Look before opening: a directory cannot be read as lines.
     let meta = std::fs::metadata(p).map_err(|e| input_err(e.to_string()))?;
     if meta.is_dir() {
-        return Err(input_err(
-            "a directory, not a file of records (name the files in it)".into(),
-        ));
+        return Err(input_err(DIRECTORY.into()));
     }
     let file = File::open(p).map_err(|e| input_err(e.to_string()))?;
     if !meta.is_file() {
@@ -421,7 +440,7 @@ pub fn run(
             // A followed path between a rotation's rename and the new file, or not created
             // yet, or a new file without its first whole line (a CSV header written in two
             // parts): wait for it, checkpointing what was read.
-            while !input::has_whole_line(p) {
+            while !follow_ready(p, &name)? {
                 if stopping() {
                     stopped = true;
                     break;
