@@ -172,3 +172,121 @@ fn a_save_to_a_fifo_or_a_directory_is_refused_before_reading() {
         "a directory",
     );
 }
+
+/// `tidemark run` with `args`, killed and failed if it has not ended within 20 s.
+fn run_within(args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("{args:?} still runs after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// An input whose line never ends (`/dev/zero`) stops the run at max_line_bytes, as a bad line,
+/// where it was scanned for a newline forever; in a CSV header and in a JSON Lines record.
+#[test]
+fn an_endless_line_stops_the_run_at_the_limit() {
+    let dir = common::dir("endless-line");
+    for (format, says) in [
+        ("csv", "header: longer than"),
+        ("jsonl", ":1: the line is longer"),
+    ] {
+        let config = dir.join(format!("{format}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[input]\nformat = \"{format}\"\ntime_field = \"ts\"\n[[metric]]\nname = \"c\"\n\
+                 kind = \"count\"\nkey = [\"k\"]\nbucket = \"1m\"\nwindow = \"5m\"\n"
+            ),
+        )
+        .unwrap();
+        let db = dir.join(format!("{format}.db"));
+        let out = run_within(&[
+            "run",
+            "--config",
+            common::s(&config),
+            "--db",
+            common::s(&db),
+            "/dev/zero",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(says) && err.contains("max_line_bytes"),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A run reading a named pipe whose writer is idle ends on the first SIGTERM (the default
+/// action: a flag would not be seen by a blocked read), where it lived until the writer closed.
+#[test]
+fn a_run_blocked_on_a_named_pipe_ends_on_sigterm() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = common::dir("fifo-term");
+    let fifo = dir.join("f");
+    if !std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no mkfifo: skipped");
+        return;
+    }
+    let config = dir.join("c.toml");
+    std::fs::write(
+        &config,
+        "[input]\ntime_field = \"ts\"\n[[metric]]\nname = \"c\"\nkind = \"count\"\n\
+         key = [\"k\"]\nbucket = \"1m\"\nwindow = \"5m\"\n",
+    )
+    .unwrap();
+    // A writer that sends a header and a record, then holds the pipe open.
+    let mut writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec 3>\"$0\"; printf 'ts,k\\n1700000000,a\\n' >&3; exec sleep 30")
+        .arg(&fifo)
+        .spawn()
+        .unwrap();
+    let db = dir.join("f.db");
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["run", "--quiet", "--config", common::s(&config), "--db"])
+        .arg(&db)
+        .arg(&fifo)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            run.kill().unwrap();
+            let _ = writer.kill();
+            panic!("the run outlived SIGTERM by 10 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = writer.kill();
+    let _ = writer.wait();
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

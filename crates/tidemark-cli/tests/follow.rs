@@ -324,7 +324,11 @@ fn following_a_directory_or_a_pipe_is_refused_at_once() {
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let fifo = d.join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     for (path, says) in [(d.join("sub"), "a directory"), (fifo, "a pipe or a device")] {
         if !path.exists() {
             std::fs::create_dir(&path).unwrap();

@@ -224,10 +224,13 @@ fn execute(
     };
     // SIGINT and SIGTERM stop a run of files in order: what was read is committed, and the
     // next run goes on from there (a second signal of the same kind is left to its default).
-    // Standard input keeps the default: a read blocked on an idle pipe would not see a flag,
-    // and a killed run resumes from its last checkpoint anyway.
+    // Standard input, a named pipe and a device keep the default: a read blocked on an idle
+    // pipe would not see a flag, nor would an endless scan of `/dev/zero`, and a killed run
+    // resumes from its last checkpoint anyway.
     let stop = Arc::new(AtomicBool::new(false));
-    let signals = if args.files.is_empty() {
+    let stream =
+        |f: &std::path::PathBuf| std::fs::metadata(f).is_ok_and(|m| !m.is_file() && !m.is_dir());
+    let signals = if args.files.is_empty() || args.files.iter().any(stream) {
         &[][..]
     } else {
         &[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM][..]

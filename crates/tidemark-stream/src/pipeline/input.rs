@@ -52,6 +52,10 @@ pub(crate) struct Lines<R> {
     /// The last byte scanned of the line so far: a carriage return before a newline that
     /// comes with the next fill.
     last: u8,
+    /// Whether a line past `max` is returned as soon as it is (unterminated), not scanned to
+    /// its newline: a run that stops on a bad line needs no more of it, and an input that
+    /// never ends its line (`/dev/zero`) would be scanned forever.
+    stop_at_too_long: bool,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -65,7 +69,14 @@ impl<R: BufRead> Lines<R> {
             line: 0,
             held: 0,
             last: 0,
+            stop_at_too_long: false,
         }
+    }
+
+    /// Returns a line as soon as it passes the limit, unterminated, its length so far.
+    pub(crate) fn stop_at_too_long(mut self) -> Lines<R> {
+        self.stop_at_too_long = true;
+        self
     }
 
     fn settle(&mut self) {
@@ -189,6 +200,16 @@ impl<R: BufRead> Lines<R> {
                         }
                     }
                     self.reader.consume(n);
+                    if too_long && self.stop_at_too_long {
+                        self.offset += raw_len;
+                        self.line += 1;
+                        return Ok(Line::TooLong {
+                            len: raw_len,
+                            number: self.line,
+                            end: self.offset,
+                            terminated: false,
+                        });
+                    }
                 }
             }
         }

@@ -499,6 +499,10 @@ pub fn run(
                 limits.line,
             ),
         };
+        if !opts.skip_bad {
+            // The run stops at a too-long line: no need to find its end.
+            lines = lines.stop_at_too_long();
+        }
         // Standard input after a completed run: its first bytes say whether it is the stream
         // that run read to its end (then nothing may be committed from it).
         let mut head = match source {
@@ -516,7 +520,7 @@ pub fn run(
                         file: name.clone(),
                         line: 1,
                         message: format!(
-                            "header: {len} bytes, longer than max_line_bytes = {}",
+                            "header: longer than max_line_bytes = {} ({len} bytes read of it)",
                             limits.line
                         ),
                     })
@@ -624,19 +628,29 @@ pub fn run(
                     None
                 }
                 Line::TooLong {
-                    len, number, end, ..
+                    len,
+                    number,
+                    end,
+                    terminated,
                 } => {
                     if let Some(h) = &mut head {
                         h.unknown();
                     }
-                    Some((
-                        number,
-                        end,
-                        Err(format!(
+                    // Without its newline it was either the input's end or, for a run that
+                    // stops on it, not read further.
+                    let message = if terminated {
+                        format!(
                             "the line is {len} bytes, longer than max_line_bytes = {}",
                             limits.line
-                        )),
-                    ))
+                        )
+                    } else {
+                        format!(
+                            "the line is longer than max_line_bytes = {} ({len} bytes read of \
+                             it)",
+                            limits.line
+                        )
+                    };
+                    Some((number, end, Err(message)))
                 }
                 Line::Text {
                     raw, number, end, ..
