@@ -414,6 +414,8 @@ fn a_damaged_store_is_refused_never_a_panic_or_a_wrong_answer() {
                         e.contains("damaged") || e.contains("cannot open"),
                         "{what}: {e}"
                     );
+                    // A panic inside the store's library is contained, and says nothing.
+                    assert!(!e.contains("panicked"), "{what}: {e}");
                     refused += 1;
                 }
                 other => panic!("{what}: query exited {other:?}: {}", stderr(&o)),

@@ -55,9 +55,34 @@ fn err<E: Into<redb::Error>>(op: &'static str) -> impl Fn(E) -> StoreError {
     move |e| f(e.into())
 }
 
-/// Runs a call into redb, turning a panic inside it into [`StoreError::Damaged`].
+thread_local! {
+    /// Whether this thread is inside [`contained`]: its panics are answered as damage, so the
+    /// panic hook says nothing of them.
+    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that is silent for panics [`contained`] turns into errors
+/// and hands every other panic to the hook that was there before.
+fn quiet_contained_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CONTAINING.with(|c| c.get()) {
+                before(info);
+            }
+        }));
+    });
+}
+
+/// Runs a call into redb, turning a panic inside it into [`StoreError::Damaged`] (a damaged
+/// file can trip redb's own assertions), without the panic's message on standard error.
 fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    quiet_contained_panics();
+    let outer = CONTAINING.with(|c| c.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    CONTAINING.with(|c| c.set(outer));
+    match result {
         Ok(r) => r,
         Err(payload) => {
             let msg = payload
