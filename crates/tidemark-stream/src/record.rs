@@ -175,14 +175,19 @@ impl Extractor {
 
     /// Reads a CSV header: every configured field must be named in it.
     pub fn header(&mut self, line: &str) -> Result<(), RecordError> {
+        // A byte-order mark (spreadsheets write one) is not part of the first name.
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
         let base = self.split(line)?;
         let names: Vec<&str> = self
             .ranges
             .iter()
             .map(|&(a, b)| base_str(line, &self.unquoted, base)[a..b].trim())
             .collect();
+        // Each name's column, in one pass (a header may have a great many).
+        let mut column: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::with_capacity(names.len());
         for (j, n) in names.iter().enumerate() {
-            if let Some(i) = names[..j].iter().position(|m| m == n) {
+            if let Some(i) = column.insert(n, j) {
                 return Err(err(format!(
                     "the header names field {n:?} twice (columns {} and {}): which one a \
                      metric reads would be a guess",
@@ -192,11 +197,13 @@ impl Extractor {
             }
         }
         let find = |f: &str| -> Result<usize, RecordError> {
-            names.iter().position(|n| *n == f).ok_or_else(|| {
-                err(format!(
-                    "the header has no field {f:?} (it has {})",
-                    names.join(",")
-                ))
+            column.get(f).copied().ok_or_else(|| {
+                const SHOWN: usize = 20;
+                let mut has = names[..names.len().min(SHOWN)].join(",");
+                if names.len() > SHOWN {
+                    has.push_str(&format!(",… ({} fields)", names.len()));
+                }
+                err(format!("the header has no field {f:?} (it has {has})"))
             })
         };
         let time = find(&self.time_field)?;
@@ -481,6 +488,27 @@ window = "5m"
 "#
         ))
         .unwrap()
+    }
+
+    /// A byte-order mark before the header is not part of its first name; a header of many
+    /// names, the time field missing, is named in a bounded message.
+    #[test]
+    fn headers_with_a_byte_order_mark_or_many_names() {
+        let mut x = Extractor::new(&config("csv"));
+        x.header("\u{feff}ts,src,zone,dst").unwrap();
+        let r = x.parse("1700000000,a,b,c").unwrap();
+        assert_eq!((r.time(), r.key(1)), (1_700_000_000_000, &b"c"[..]));
+        let mut x = Extractor::new(&config("csv"));
+        let names: Vec<String> = (0..100_000).map(|i| format!("f{i}")).collect();
+        let e = x.header(&names.join(",")).unwrap_err().message;
+        assert!(
+            e.contains("no field \"ts\"") && e.contains("(100000 fields)"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{e}");
+        let mut x = Extractor::new(&config("csv"));
+        let e = x.header("ts,src,zone,dst,src").unwrap_err().message;
+        assert!(e.contains("\"src\" twice (columns 2 and 5)"), "{e}");
     }
 
     proptest::proptest! {
