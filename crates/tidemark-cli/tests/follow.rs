@@ -316,6 +316,32 @@ fn a_truncation_followed_at_once_by_more_bytes_than_were_read_is_seen() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// The log written on and rotated while no follower ran (stopped, or killed): the next
+/// follower reads the rotated file's lines after its mark, then the path's new file, where the
+/// lines written between the stop and the rotation were lost.
+#[test]
+fn a_rotation_while_no_follower_runs_loses_nothing() {
+    let (d, config, log, db, child) = following("follow-down", CONFIG, 100, &[]);
+    stop(child);
+    append(&log, &lines(100, 150));
+    std::fs::rename(&log, d.join("log.csv.1")).unwrap();
+    std::fs::write(&log, format!("{HEADER}{}", lines(150, 200))).unwrap();
+    let child = follow(&config, &db, &log);
+    wait_for(&db, 200);
+    // Rotated again while it runs: as before.
+    std::fs::rename(&log, d.join("log.csv.2")).unwrap();
+    std::fs::write(&log, format!("{HEADER}{}", lines(200, 250))).unwrap();
+    wait_for(&db, 250);
+    stop(child);
+    // A follower started again finds nothing left behind: nothing is counted twice.
+    let child = follow(&config, &db, &log);
+    std::thread::sleep(Duration::from_millis(600));
+    stop(child);
+    assert_eq!(records(&db), 250);
+    equals_one_run(&config, &d, &db, 250);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// --follow on a directory or a named pipe fails at once, naming it, where a directory was
 /// waited for forever (it never has a whole first line) and a pipe blocked the look.
 #[test]

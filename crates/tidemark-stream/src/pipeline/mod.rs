@@ -210,6 +210,61 @@ struct OpenFile {
     size: u64,
 }
 
+/// The files a followed path named before, now elsewhere in its directory (rotated away while
+/// no run followed it) and longer than their marks, oldest first: their marks are the path's
+/// (by its canonical name) newer than the mark of the file the path names now, if any.
+fn rotated_away(state: &RunState, path: &std::path::Path) -> Vec<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let (Ok(canonical_dir), Some(file_name)) = (std::fs::canonicalize(dir), path.file_name())
+    else {
+        return Vec::new();
+    };
+    let canonical = canonical_dir.join(file_name).display().to_string();
+    let now = std::fs::metadata(path)
+        .ok()
+        .map(|m| input::identity(&m, path));
+    let since = state
+        .files
+        .iter()
+        .filter(|f| now == Some((f.dev, f.ino)))
+        .map(|f| f.used)
+        .max()
+        .unwrap_or(0);
+    let mut marks: Vec<&FileMark> = state
+        .files
+        .iter()
+        .filter(|f| f.path == canonical && f.used > since && now != Some((f.dev, f.ino)))
+        .collect();
+    if marks.is_empty() {
+        return Vec::new();
+    }
+    marks.sort_by_key(|f| f.used);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u64, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let id = input::identity(&meta, &p);
+        if let Some(m) = marks.iter().find(|m| (m.dev, m.ino) == id) {
+            if meta.len() > m.offset {
+                found.push((m.used, p));
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
 /// Whether a followed path names a file with a whole first line yet; a directory, a pipe or a
 /// device is refused at once (one never becomes a log; the other blocks a look).
 fn follow_ready(p: &std::path::Path, name: &str) -> Result<bool, RunError> {
@@ -407,6 +462,15 @@ pub fn run(
             message: "--follow follows one named file".to_string(),
         });
     }
+    // Following: files the path was rotated away from while no run followed it, with lines
+    // after their marks, are read to their end first, oldest first.
+    let rotated_away = match (follow, opts.inputs.first()) {
+        (Some(_), Some(p)) if !opts.restart => rotated_away(&state, p),
+        _ => Vec::new(),
+    };
+    for p in rotated_away.iter().rev() {
+        inputs.push_front(Some(p.clone()));
+    }
     let stop = opts.stop;
     let stopping = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let mut stopped = false;
@@ -582,7 +646,9 @@ pub fn run(
         let mut fatal = None;
         // Following: the path was rotated, so the open file is read to its end, then the
         // new one.
-        let mut draining = false;
+        // A file rotated away before this run is read to its end, as after a rotation.
+        let drain_only = input.as_ref().is_some_and(|p| rotated_away.contains(p));
+        let mut draining = drain_only;
         // Draining: the rotated file's length at the last look, and whether it has stopped
         // growing, so that its unterminated last line (if any) is read as a whole line.
         let mut drained_len = None;
@@ -697,7 +763,9 @@ pub fn run(
                         drained = true;
                         continue;
                     }
-                    inputs.push_front(input.clone());
+                    if !drain_only {
+                        inputs.push_front(input.clone());
+                    }
                     rotated_in = true;
                     break;
                 }
