@@ -235,6 +235,14 @@ fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
         "TM.FILTER.CREATE q CAPACITY 1000 FPR 0.01",
         "TM.FILTER.CREATE st CAPACITY 100 FPR 0.01 STACKED",
         "TM.FILTER.CREATE e CAPACITY 1000 FPR 0.01 EXPIRE 60000",
+        // Quiet longer than their windows: a slot still holds a bucket the ring no longer
+        // reaches (such keys made an RDB file the module could not load).
+        "TM.DISTINCT.CREATE rq WINDOW 1200 BUCKET 20",
+        "TM.DISTINCT.ADD rq 1000000 a",
+        "TM.DISTINCT.ADD rq 1005000 b",
+        "TM.FREQ.CREATE fq WINDOW 1000 BUCKET 10",
+        "TM.FREQ.ADD fq 1000000 x 1",
+        "TM.FREQ.ADD fq 1005000 y 1",
     ] {
         q(c, s).unwrap();
     }
@@ -246,7 +254,7 @@ fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
         q(c, &format!("TM.FILTER.ADD st k{i}")).unwrap();
         q(c, &format!("TM.FILTER.ADD e k{i}")).unwrap();
     }
-    vec!["c", "r", "s", "f", "q", "st", "e"]
+    vec!["c", "r", "s", "f", "q", "st", "e", "rq", "fq"]
 }
 
 fn dumps(c: &mut redis::Connection, keys: &[&str]) -> Vec<Vec<u8>> {

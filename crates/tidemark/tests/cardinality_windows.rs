@@ -387,3 +387,24 @@ fn a_ring_at_the_end_of_time_inserts_counts_merges_and_encodes() {
     merged.merge(&back).unwrap();
     assert_eq!(merged.count(u64::MAX, 60).unwrap().value.round(), 3.0);
 }
+
+/// After a quiet spell longer than the ring, a slot still holds a bucket the ring no longer
+/// reaches (no newer bucket has reused it): the ring's bytes then read back, to the same bytes
+/// and answers. They were refused, so a Redis key idle past its window made its RDB file
+/// unloadable.
+#[test]
+fn a_ring_after_a_quiet_spell_reads_its_own_bytes_back() {
+    for (quiet, n) in [(75u64, 60u64), (61, 60), (1_000_000, 60), (7, 4)] {
+        let mut r = RingWindow::new(10, 20, n as u32).unwrap();
+        r.insert_u64(1, 0).unwrap();
+        r.insert_u64(2, 20 * quiet).unwrap();
+        let bytes = r.to_bytes();
+        let mut back = RingWindow::from_bytes(&bytes).unwrap_or_else(|e| panic!("{quiet}: {e}"));
+        assert_eq!(back.to_bytes(), bytes, "{quiet}");
+        for w in [1, n] {
+            let at = 20 * quiet + 19;
+            assert_eq!(back.count(at, w).unwrap().value, 1.0, "{quiet}, {w}");
+            assert_eq!(r.count(at, w).unwrap().value, 1.0);
+        }
+    }
+}

@@ -11,13 +11,14 @@
 //!   params:  the bucket sketch's shape — p u8 (family 17); t u8, d u8, p u8 (family 20) —
 //!            then bucket width u64 (≥ 1), buckets u32 (1..=10^6)
 //!   payload: has newest u8, newest bucket u64, then for each slot i: present u8, and if
-//!            present: bucket u64 (≡ i mod buckets, within the ring), length u64, and that
+//!            present: bucket u64 (≡ i mod buckets, at most the newest: an older one than the
+//!            ring reaches is a slot no newer bucket has reused yet), length u64, and that
 //!            many bytes: the bucket's sketch in its own envelope (family 16 or 19), whose
 //!            hash and shape must be the ring's
 //! ```
 
 use super::registers::max_rank;
-use super::ring::{too_old, BucketSketch, Slot};
+use super::ring::{BucketSketch, Slot};
 use super::sliding::MAX_RETENTION;
 use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
@@ -254,13 +255,15 @@ impl<S: BucketSketch> RingWindow<S> {
             }
             let off = r.offset();
             let bucket = r.u64("bucket")?;
-            let in_ring =
-                newest.is_some_and(|nb| bucket <= nb && !too_old(bucket, nb, n)) && bucket % n == i;
-            if !in_ring {
+            // A slot keeps its bucket until a newer one reuses it, so a slot older than the
+            // ring reaches is a state the ring is in (and writes) after a quiet spell: kept,
+            // as it was. A bucket newer than the newest is not.
+            let in_slot = newest.is_some_and(|nb| bucket <= nb) && bucket % n == i;
+            if !in_slot {
                 return Err(Reader::invalid(
                     "bucket",
                     off,
-                    "its slot's bucket, within the ring",
+                    "its slot's bucket, no newer than the newest",
                     bucket,
                 ));
             }
