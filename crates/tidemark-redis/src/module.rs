@@ -175,10 +175,15 @@ struct RedisKeyspace<'c> {
     /// The same arguments' bytes (a key is found among them by address, without asking Redis
     /// for each argument's bytes again).
     argv: &'c [&'c [u8]],
-    // Most commands open one key: it stays inline, further ones go to `more`. Each entry:
-    // the key's bytes (address, length), its handle, and its name as a Redis string.
+    // Most commands open one key: it stays inline, found by its bytes' address. Further ones
+    // go to `more`, found by their bytes (a command of many keys may name one many times).
+    // Each entry: the key's bytes (address, length), its handle, its name as a Redis string.
     first: Option<OpenKey>,
     more: Vec<OpenKey>,
+    more_by_name: std::collections::HashMap<Vec<u8>, usize>,
+    // The arguments' positions by their bytes' address, made at the first of `more`: with
+    // both maps, a command of n keys opens them in O(n), not O(n²).
+    arg_at: std::collections::HashMap<(*const u8, usize), usize>,
     // Names made for keys that are not an argument as such, alive until the command ends.
     owned: Vec<RedisString>,
 }
@@ -193,41 +198,62 @@ type OpenKey = (
 impl RedisKeyspace<'_> {
     fn open(&mut self, key: &[u8]) -> &RedisKeyWritable {
         let at = (key.as_ptr(), key.len());
-        let same = |e: &OpenKey| (e.0, e.1) == at;
-        if !self.first.as_ref().is_some_and(same) && !self.more.iter().any(same) {
-            let (handle, name) = match self
+        let is_first = |e: &OpenKey| (e.0, e.1) == at;
+        let i = if self.first.as_ref().is_some_and(is_first) {
+            None
+        } else if self.first.is_none() {
+            // The first key: its argument found by address, once.
+            let arg = self
                 .argv
                 .iter()
                 .zip(self.args)
                 .find(|(a, _)| (a.as_ptr(), a.len()) == at)
-            {
-                Some((_, &arg)) => {
-                    // A handle on the argument (a reference count, no copy) for the open.
-                    let name = RedisString::new(None, arg);
-                    (self.ctx.open_key_writable(&name), arg)
-                }
-                None => {
-                    let name = RedisString::create_from_slice(self.ctx.ctx, key);
-                    let handle = self.ctx.open_key_writable(&name);
-                    let inner = name.inner;
-                    self.owned.push(name);
-                    (handle, inner)
-                }
-            };
-            match self.first {
-                None => self.first = Some((at.0, at.1, handle, name)),
-                Some(_) => self.more.push((at.0, at.1, handle, name)),
+                .map(|(_, &arg)| arg);
+            let (handle, name) = self.handle(key, arg);
+            self.first = Some((at.0, at.1, handle, name));
+            None
+        } else if let Some(&i) = self.more_by_name.get(key) {
+            Some(i)
+        } else {
+            if self.arg_at.is_empty() {
+                self.arg_at = self
+                    .argv
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| ((a.as_ptr(), a.len()), i))
+                    .collect();
             }
+            let arg = self.arg_at.get(&at).map(|&i| self.args[i]);
+            let (handle, name) = self.handle(key, arg);
+            self.more.push((at.0, at.1, handle, name));
+            self.more_by_name.insert(key.to_vec(), self.more.len() - 1);
+            Some(self.more.len() - 1)
+        };
+        match (i, &self.first) {
+            (Some(i), _) => &self.more[i].2,
+            (None, Some(e)) => &e.2,
+            (None, None) => unreachable!("the first key is opened just above when none was"),
         }
-        match &self.first {
-            Some(e) if same(e) => &e.2,
-            _ => {
-                let i = self.more.iter().position(same);
-                &self.more[i.expect(
-                    "every key open() is asked for is registered above: in `first` when that \
-                     was empty, else pushed to `more`; this one is not `first`",
-                )]
-                .2
+    }
+
+    /// A handle on `key` and its name as a Redis string: the argument `arg` itself when the
+    /// key is one (a reference count, no copy), else a string made for it.
+    fn handle(
+        &mut self,
+        key: &[u8],
+        arg: Option<*mut raw::RedisModuleString>,
+    ) -> (RedisKeyWritable, *mut raw::RedisModuleString) {
+        match arg {
+            Some(arg) => {
+                let name = RedisString::new(None, arg);
+                (self.ctx.open_key_writable(&name), arg)
+            }
+            None => {
+                let name = RedisString::create_from_slice(self.ctx.ctx, key);
+                let handle = self.ctx.open_key_writable(&name);
+                let inner = name.inner;
+                self.owned.push(name);
+                (handle, inner)
             }
         }
     }
@@ -753,6 +779,8 @@ fn handle(ctx: &Context, index: usize, args: &[*mut raw::RedisModuleString]) -> 
         argv,
         first: None,
         more: Vec::new(),
+        more_by_name: std::collections::HashMap::new(),
+        arg_at: std::collections::HashMap::new(),
         owned: Vec::new(),
     };
     // The clock only for commands that can read it (`*` the filter did not stamp, and

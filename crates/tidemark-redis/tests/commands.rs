@@ -306,6 +306,17 @@ fn distinct_small_counts_are_exact_and_unions_and_topf_agree() {
         lo <= 4.0 && 4.0 <= hi && (v - 4.0).abs() < 0.5,
         "{v} [{lo}, {hi}]"
     );
+    // A key named again is read once: one key named many times is that key, exactly; a
+    // union with repeats is the union without them.
+    let many = vec!["{a}x"; 1_000].join(" ");
+    assert_eq!(
+        triple(&ok(&mut ks, &format!("TM.DISTINCT.COUNT {many}"))),
+        (3.0, 3.0, 3.0)
+    );
+    assert_eq!(
+        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x {a}y {a}x {a}y")),
+        (v, lo, hi)
+    );
     // A window that starts after the first bucket.
     ok(&mut ks, "TM.DISTINCT.ADD {a}x 70000 z");
     assert_eq!(

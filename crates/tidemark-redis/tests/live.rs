@@ -277,6 +277,14 @@ fn live_values_survive_reload_restarts_restore_and_copy() {
     q(&mut c, "DEBUG RELOAD").unwrap();
     assert_eq!(dumps(&mut c, &keys), before, "DEBUG RELOAD");
 
+    // Keys named many times are opened once each: the same answer as each named once.
+    let once: Value = q(&mut c, "TM.DISTINCT.COUNT r rq").unwrap();
+    let mut many = redis::cmd("TM.DISTINCT.COUNT");
+    for _ in 0..1_000 {
+        many.arg("r").arg("rq");
+    }
+    assert_eq!(many.query::<Value>(&mut c).unwrap(), once);
+
     for k in &keys {
         let usage: i64 = redis::cmd("MEMORY")
             .arg("USAGE")

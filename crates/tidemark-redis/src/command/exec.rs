@@ -220,6 +220,10 @@ fn exec(
         }
         Command::DistinctCount { keys, window, at } => {
             let name = "TM.DISTINCT.COUNT";
+            // A key named again adds nothing to the union: each is read once (and one key
+            // named many times is that key, counted as one).
+            let mut seen = std::collections::HashSet::with_capacity(keys.len());
+            let keys: Vec<_> = keys.iter().copied().filter(|k| seen.insert(*k)).collect();
             if keys.len() == 1 {
                 let d = get_as!(ks, name, keys[0], Distinct);
                 let regs = distinct_window(name, d, *window, *at, env, None)?;
@@ -228,7 +232,7 @@ fn exec(
             // A union: every key's window registers, register-wise max.
             let mut latest = None::<u64>;
             let mut shape = None::<(u8, ItemHasher)>;
-            for key in keys {
+            for &key in &keys {
                 let d = get_as!(ks, name, key, Distinct);
                 let l = match d {
                     Distinct::Ring(r) => r.newest_bucket().map(|b| b.saturating_mul(r.width())),
@@ -247,7 +251,7 @@ fn exec(
                 at.map_or(latest.unwrap_or(0), |a| resolve(a, env, latest)),
             ));
             let mut union: Option<Vec<u8>> = None;
-            for key in keys {
+            for &key in &keys {
                 let d = get_as!(ks, name, key, Distinct);
                 let regs = distinct_registers(name, d, *window, at, env)?;
                 match &mut union {
