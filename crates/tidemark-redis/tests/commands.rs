@@ -625,3 +625,36 @@ fn load_refuses_a_ring_larger_than_create_allows_before_allocating_it() {
     let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
     assert!(e.contains("65,536 ring buckets"), "{e}");
 }
+
+/// Found by an adversarial review: an expiring filter's bound covers its generations' tables
+/// together (six small commands held 2.1 GB); an empty expiring filter's `fpr_now` is +0, not
+/// -0; TOPF onto a TM key says the destination is not a string.
+#[test]
+fn filter_generations_are_bounded_together_and_small_replies_read_right() {
+    let mut ks = MemKeyspace::default();
+    let e = err(
+        &mut ks,
+        "TM.FILTER.CREATE e CAPACITY 100000000 FPR 0.0000001 EXPIRE 4",
+    );
+    assert!(e.contains("5 generations") && e.contains("limit"), "{e}");
+    assert!(!ks.keys.contains_key(b"e".as_slice()), "nothing created");
+    ok(
+        &mut ks,
+        "TM.FILTER.CREATE x CAPACITY 1000 FPR 0.01 EXPIRE 60000",
+    );
+    let Reply::Map(m) = ok(&mut ks, "TM.INFO x") else {
+        panic!("a map")
+    };
+    let fpr_now = m.iter().find(|(k, _)| *k == "fpr_now").map(|(_, v)| v);
+    assert!(
+        matches!(fpr_now, Some(Reply::Double(v)) if *v == 0.0 && v.is_sign_positive()),
+        "{fpr_now:?}"
+    );
+    ok(&mut ks, "TM.DISTINCT.CREATE v WINDOW 60000");
+    ok(&mut ks, "TM.DISTINCT.ADD v 1000 a");
+    let e = err(&mut ks, "TM.DISTINCT.TOPF v v");
+    assert!(
+        e.starts_with("WRONGTYPE") && e.contains("another type than a string"),
+        "{e}"
+    );
+}

@@ -278,10 +278,9 @@ fn exec(
                 )
             })?;
             if !ks.store_string(dest, bytes) {
-                return Err(CmdError::WrongType {
+                return Err(CmdError::NotAString {
                     cmd: name,
                     key: show(dest),
-                    holds: None,
                 });
             }
             *rep = Replicate::Verbatim;
@@ -374,7 +373,21 @@ fn exec(
                 reserve: *reserve,
                 stacked: *stacked,
             };
-            spec.check().map_err(|e| param(name, e))?;
+            let table = spec.check().map_err(|e| param(name, e))?;
+            // An expiring filter holds a table a generation: the bound covers them all.
+            if expire.is_some()
+                && table.saturating_mul(Limits::GENERATIONS) > Limits::MAX_FILTER_BYTES
+            {
+                return Err(param(
+                    name,
+                    format!(
+                        "with EXPIRE its {} generations' tables would need {} bytes, above the {} byte limit",
+                        Limits::GENERATIONS,
+                        table.saturating_mul(Limits::GENERATIONS),
+                        Limits::MAX_FILTER_BYTES
+                    ),
+                ));
+            }
             // Build one generation to check the shape even when generations start lazily.
             spec.build().map_err(|e| param(name, e))?;
             let f = Filter::new(spec, *expire).map_err(|e| param(name, e))?;
@@ -683,7 +696,8 @@ fn info(v: &Value) -> Reply {
             ));
             m.push((
                 "fpr_now",
-                Reply::Double(f.gens.iter().map(|(_, g)| g.fpr()).sum::<f64>()),
+                // Folded from +0 (an empty sum of floats is -0).
+                Reply::Double(f.gens.iter().fold(0.0, |a, (_, g)| a + g.fpr())),
             ));
             m.push((
                 "hash",

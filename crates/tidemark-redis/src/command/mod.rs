@@ -212,6 +212,13 @@ pub enum CmdError {
         /// What it holds (`None`: not a TM type).
         holds: Option<&'static str>,
     },
+    /// A destination that holds another type than the string the command writes.
+    NotAString {
+        /// The command.
+        cmd: &'static str,
+        /// The key.
+        key: String,
+    },
     /// A time the key cannot take.
     Time {
         /// The command.
@@ -295,6 +302,11 @@ impl CmdError {
                 _ => write!(f, "ERR {cmd}: no such key '{key}'"),
             },
             CmdError::KeyExists { cmd, key } => write!(f, "ERR {cmd}: key '{key}' already exists"),
+            CmdError::NotAString { cmd, key } => write!(
+                f,
+                "WRONGTYPE {cmd}: key '{key}' holds another type than a string, which this \
+                 command writes there"
+            ),
             CmdError::WrongType { cmd, key, holds } => match holds {
                 Some(t) => write!(
                     f,
