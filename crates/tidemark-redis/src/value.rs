@@ -335,6 +335,9 @@ pub struct Freq {
     pub slots: Vec<Option<(u64, ItemCounts)>>,
     /// The newest bucket seen.
     pub newest: Option<u64>,
+    /// The buckets' bytes (their [`ItemCounts::bytes`]), kept as events come: the key's
+    /// bound is checked per `TM.FREQ.ADD`, as its items' names make it grow.
+    held: u64,
 }
 
 /// Why an event did not go into a ring.
@@ -354,7 +357,36 @@ impl Freq {
             bucket_ms,
             slots: vec![None; buckets as usize],
             newest: None,
+            held: 0,
         }
+    }
+
+    /// Counts the buckets' bytes again (after the slots were filled from a payload).
+    pub fn recount(&mut self) {
+        self.held = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|(_, c)| c.bytes() as u64)
+            .sum();
+    }
+
+    /// The most these items can add to the key at one time: each a new name in its bucket
+    /// (32 bytes beside it), and the bucket's exact table promoted to its sketch (w·d 8-byte
+    /// counters, w·d = 8 × the exact limit).
+    pub fn growth(&self, items: &[(&[u8], u64)]) -> u64 {
+        let exact_limit = ItemCounts::new(self.epsilon, self.delta, self.phi)
+            .map_or(0, |c| c.exact_limit() as u64);
+        let names: u64 = items
+            .iter()
+            .map(|(i, _)| 32 + i.len().min(tidemark::frequency::MAX_ITEM_LEN) as u64)
+            .sum();
+        names + 64 * exact_limit
+    }
+
+    /// The buckets' bytes.
+    pub fn held(&self) -> u64 {
+        self.held
     }
 
     /// Checks a shape: the sketch parameters, the bucket count and the bytes at full size.
@@ -405,11 +437,15 @@ impl Freq {
             let fresh = ItemCounts::new(self.epsilon, self.delta, self.phi);
             // The parameters were checked when the key was created or decoded.
             let Ok(fresh) = fresh else { return Ok(()) };
-            *slot = Some((bucket, fresh));
+            if let Some((_, old)) = slot.replace((bucket, fresh)) {
+                self.held = self.held.saturating_sub(old.bytes() as u64);
+            }
         }
         if let Some((_, counts)) = slot {
             let item = &item[..item.len().min(tidemark::frequency::MAX_ITEM_LEN)];
+            let before = counts.bytes() as u64;
             counts.insert_hashed(ItemHasher::default().hash(item), item, count);
+            self.held = (self.held + counts.bytes() as u64).saturating_sub(before);
         }
         if self.newest.is_none_or(|nb| bucket > nb) {
             self.newest = Some(bucket);
@@ -446,12 +482,7 @@ impl Freq {
     fn bytes(&self) -> usize {
         core::mem::size_of::<Freq>()
             + self.slots.len() * core::mem::size_of::<Option<(u64, ItemCounts)>>()
-            + self
-                .slots
-                .iter()
-                .flatten()
-                .map(|(_, c)| c.bytes())
-                .sum::<usize>()
+            + self.held as usize
     }
 
     fn to_bytes(&self) -> Vec<u8> {
@@ -826,6 +857,7 @@ fn decode_bundle(bytes: &[u8]) -> Result<Value, LoadError> {
                 *slot = Some((b, counts));
             }
             r.finish().map_err(d)?;
+            f.recount();
             Ok(Value::Freq(f))
         }
         KIND_FILTER => {
@@ -922,4 +954,34 @@ pub fn redis_dense(registers: &[u8]) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frequency ring's bytes kept per event equal its buckets' bytes counted, as buckets
+    /// fill (names of many lengths, promotion), are reused by newer ones, and come back from
+    /// their bytes.
+    #[test]
+    fn a_frequency_ring_keeps_its_bytes_as_buckets_come_and_go() {
+        let mut f = Freq::new(0.05, 0.1, 0.1, 10, 8);
+        for i in 0..3_000u64 {
+            // A hundred events a bucket (its table promotes), thirty buckets over eight slots.
+            let time = i / 100 * 10;
+            let item = vec![b'a' + (i % 26) as u8; (i % 300) as usize];
+            f.add(time, &item, 1 + i % 3).unwrap();
+            if i % 97 == 0 {
+                let held = f.held();
+                f.recount();
+                assert_eq!(held, f.held(), "event {i}");
+            }
+        }
+        let held = f.held();
+        let Ok(Value::Freq(back)) = Value::from_bytes(&Value::Freq(f).to_bytes()) else {
+            panic!("a frequency ring reads its own bytes back")
+        };
+        assert_eq!(back.held(), held);
+        assert!(held > 0);
+    }
 }

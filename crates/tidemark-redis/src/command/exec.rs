@@ -314,6 +314,19 @@ fn exec(
         Command::FreqAdd { key, time, items } => {
             let name = "TM.FREQ.ADD";
             let f = get_as!(ks, name, key, Freq);
+            // The key keeps its items' names: it is refused what could take it past its bound.
+            let growth = f.growth(items);
+            if f.held().saturating_add(growth) > Limits::MAX_KEY_BYTES {
+                return Err(param(
+                    name,
+                    format!(
+                        "the key holds {} bytes of items' names and counts; these could take it \
+                         past the {} byte limit (older buckets free theirs as the window moves)",
+                        f.held(),
+                        Limits::MAX_KEY_BYTES
+                    ),
+                ));
+            }
             let t = resolve(*time, env, f.newest.map(|b| b.saturating_mul(f.bucket_ms)));
             for (item, count) in items {
                 // The time is the same for every item: the first refuses or none does.
