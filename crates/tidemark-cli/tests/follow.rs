@@ -178,6 +178,15 @@ fn equals_one_run(config: &Path, d: &Path, db: &Path, n: u64) -> Dump {
     followed
 }
 
+/// Waits for the follower to commit records `0..n`, stops it, checks its store against one run
+/// over them, and removes the directory.
+fn finish(child: Child, d: &Path, config: &Path, db: &Path, n: u64) {
+    wait_for(db, n);
+    stop(child);
+    equals_one_run(config, d, db, n);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 /// A directory `name` with `config`, a log of records `0..n` and a follower started on it
 /// (with `more` arguments), once it has committed them: the directory, the config's, the
 /// log's and the store's paths, and the follower.
@@ -253,10 +262,7 @@ fn a_rotated_file_s_unterminated_last_line_counts_once() {
     let old = d.join("log.csv.1");
     std::fs::rename(&log, &old).unwrap();
     std::fs::write(&log, format!("{HEADER}{}", lines(350, 400))).unwrap();
-    wait_for(&db, 400);
-    stop(child);
-    equals_one_run(&config, &d, &db, 400);
-    std::fs::remove_dir_all(&d).unwrap();
+    finish(child, &d, &config, &db, 400);
 }
 
 /// A followed line past max_line_bytes written in parts, with --skip-bad: one bad line, counted
@@ -298,10 +304,7 @@ fn a_rotated_in_file_on_an_inode_read_before_is_a_new_file() {
     std::fs::write(&old, format!("{HEADER}{}", lines(150, 200))).unwrap();
     std::fs::rename(&log, &older).unwrap();
     std::fs::rename(&old, &log).unwrap();
-    wait_for(&db, 200);
-    stop(child);
-    equals_one_run(&config, &d, &db, 200);
-    std::fs::remove_dir_all(&d).unwrap();
+    finish(child, &d, &config, &db, 200);
 }
 
 /// Truncated and written again past what was read within one poll (copytruncate and a busy
@@ -310,10 +313,7 @@ fn a_rotated_in_file_on_an_inode_read_before_is_a_new_file() {
 fn a_truncation_followed_at_once_by_more_bytes_than_were_read_is_seen() {
     let (d, config, log, db, child) = following("follow-regrown", CONFIG, 50, &[]);
     std::fs::write(&log, format!("{HEADER}{}", lines(50, 250))).unwrap();
-    wait_for(&db, 250);
-    stop(child);
-    equals_one_run(&config, &d, &db, 250);
-    std::fs::remove_dir_all(&d).unwrap();
+    finish(child, &d, &config, &db, 250);
 }
 
 /// The log written on and rotated while no follower ran (stopped, or killed): the next

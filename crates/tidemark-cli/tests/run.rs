@@ -498,8 +498,9 @@ fn query_top_and_flag_errors() {
     assert_eq!(alert["key"].as_str(), Some(FlowLog::scanner(0).as_str()));
     // The scanner probes minutes 2–4: the 5-minute window to minute 5 holds all 3,072.
     let at = (FlowLog::START + 300).to_string();
-    let out = tidemark(
-        &[
+    // The top two sources over the 5 minutes to `at`, with `more` flags.
+    let top_two = |at: &str, more: &[&str]| {
+        let base = [
             "query",
             "--db",
             s(&db),
@@ -510,11 +511,11 @@ fn query_top_and_flag_errors() {
             "--window",
             "5m",
             "--at",
-            &at,
-            "--json",
-        ],
-        "",
-    );
+            at,
+        ];
+        tidemark(&[&base[..], more].concat(), "")
+    };
+    let out = top_two(&at, &["--json"]);
     ok(&out);
     let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
         .unwrap()
@@ -526,24 +527,7 @@ fn query_top_and_flag_errors() {
     // --items is for a frequency metric's heavy items; fanout is a distinct metric (refused
     // by its kind, also over a window without rows).
     for at in [at.as_str(), "2001-01-01T00:00:00Z"] {
-        let out = tidemark(
-            &[
-                "query",
-                "--db",
-                s(&db),
-                "--metric",
-                "fanout",
-                "--top",
-                "2",
-                "--items",
-                "1",
-                "--window",
-                "5m",
-                "--at",
-                at,
-            ],
-            "",
-        );
+        let out = top_two(at, &["--items", "1"]);
         assert_eq!(out.status.code(), Some(2), "{at}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

@@ -260,7 +260,7 @@ proptest! {
                     prop_assert_eq!(SlidingHll::from_bytes(&s.to_bytes()).unwrap(), s);
                 }
                 if let Ok(mut r) = RingWindow::from_bytes(&b) {
-                    if let Some(n) = r.newest_bucket() { let _ = r.count(n * 5, 4); }
+                    if let Some(n) = r.newest_bucket() { let _ = r.count(n.saturating_mul(5), 4); }
                 }
             }
         }
@@ -287,7 +287,7 @@ proptest! {
                     if let Some(n) = s.newest() { let _ = s.count(n, 1); }
                 }),
                 _ => RingWindow::from_bytes(&again).map(|mut r| {
-                    if let Some(n) = r.newest_bucket() { let _ = r.count(n * 5, 4); }
+                    if let Some(n) = r.newest_bucket() { let _ = r.count(n.saturating_mul(5), 4); }
                 }),
             };
             let _ = result;
