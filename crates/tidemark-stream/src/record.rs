@@ -6,8 +6,12 @@
 //! in the line — copies nothing but the key bytes into a buffer that is reused.
 //! JSON Lines: one object per line; a field may be a string, a number or a boolean.
 //!
-//! A key of several fields is their values joined by `,`; an item of several fields is their
-//! values joined by the byte 0x1f, then hashed with tidemark's item hash.
+//! A key of several fields is their values joined by `,`, a value holding `,` or `"` written
+//! in double quotes with its quotes doubled, as in CSV (`"a,b",c`), so that no two different
+//! tuples of values join to one key. An item of several fields is their values joined by the
+//! byte 0x1f (a value's own 0x1e and 0x1f bytes each preceded by 0x1e, for the same reason),
+//! then hashed with tidemark's item hash. A key or item of one field is its value as it is,
+//! and so is a field without those bytes: stores written before this rule read the same.
 
 use core::fmt;
 
@@ -58,7 +62,7 @@ impl Record<'_> {
         self.ex.time
     }
 
-    /// Metric `m`'s key: its fields' values joined by `,`.
+    /// Metric `m`'s key: its fields' values joined by `,` (see the module's docs).
     #[inline]
     pub fn key(&self, m: usize) -> &[u8] {
         &self.ex.keys[m]
@@ -340,11 +344,9 @@ impl Extractor {
         for m in 0..cols.keys.len() {
             let key = &mut self.keys[m];
             key.clear();
+            let several = cols.keys[m].len() > 1;
             for (j, &c) in cols.keys[m].iter().enumerate() {
-                if j > 0 {
-                    key.push(b',');
-                }
-                key.extend_from_slice(field(c).as_bytes());
+                push_key_field(key, field(c).as_bytes(), j > 0, several);
             }
             let items = &cols.items[m];
             self.items[m] = match items.len() {
@@ -364,10 +366,7 @@ impl Extractor {
                 _ => {
                     self.item_buf.clear();
                     for (j, &c) in items.iter().enumerate() {
-                        if j > 0 {
-                            self.item_buf.push(0x1f);
-                        }
-                        self.item_buf.extend_from_slice(field(c).as_bytes());
+                        push_item_field(&mut self.item_buf, field(c).as_bytes(), j > 0);
                     }
                     self.item_lens[m] = self.item_buf.len();
                     if self.named[m] {
@@ -415,18 +414,19 @@ impl Extractor {
         for m in 0..self.key_fields.len() {
             let key = &mut self.keys[m];
             key.clear();
+            let several = self.json_keys[m].len() > 1;
             for (j, &i) in self.json_keys[m].iter().enumerate() {
-                if j > 0 {
-                    key.push(b',');
-                }
-                key.extend_from_slice(get(i)?.as_bytes());
+                push_key_field(key, get(i)?.as_bytes(), j > 0, several);
             }
             self.item_buf.clear();
+            let several = self.json_items[m].len() > 1;
             for (j, &i) in self.json_items[m].iter().enumerate() {
-                if j > 0 {
-                    self.item_buf.push(0x1f);
+                let value = get(i)?.as_bytes();
+                if several {
+                    push_item_field(&mut self.item_buf, value, j > 0);
+                } else {
+                    self.item_buf.extend_from_slice(value);
                 }
-                self.item_buf.extend_from_slice(get(i)?.as_bytes());
             }
             self.item_lens[m] = self.item_buf.len();
             self.items[m] = if self.item_fields[m].is_empty() {
@@ -440,6 +440,56 @@ impl Extractor {
             }
         }
         Ok(())
+    }
+}
+
+/// Appends one value of a key of `several` fields, after a `,` unless it is the first. A value
+/// of a key of several fields that holds `,` or `"` goes in double quotes with its quotes
+/// doubled, as a CSV field does: `("a,b", "c")` is `"a,b",c` and `("a", "b,c")` is
+/// `a,"b,c"`, where plain joining made both `a,b,c`.
+fn push_key_field(key: &mut Vec<u8>, value: &[u8], after_first: bool, several: bool) {
+    if after_first {
+        key.push(b',');
+    }
+    if !several || !value.iter().any(|&b| b == b',' || b == b'"') {
+        key.extend_from_slice(value);
+        return;
+    }
+    key.push(b'"');
+    for &b in value {
+        if b == b'"' {
+            key.push(b'"');
+        }
+        key.push(b);
+    }
+    key.push(b'"');
+}
+
+/// The separator between an item's fields, and the byte that escapes it (and itself) inside a
+/// value: two control characters no text field is expected to hold, so a plain item's bytes
+/// are its values and 0x1f between them.
+const ITEM_SEPARATOR: u8 = 0x1f;
+const ITEM_ESCAPE: u8 = 0x1e;
+
+/// Appends one value of an item of several fields, after the separator unless it is the
+/// first; a value's own separator and escape bytes are each preceded by the escape, so
+/// `("p\x1fq", "r")` and `("p", "q\x1fr")` stay two items.
+fn push_item_field(item: &mut Vec<u8>, value: &[u8], after_first: bool) {
+    if after_first {
+        item.push(ITEM_SEPARATOR);
+    }
+    if !value
+        .iter()
+        .any(|&b| b == ITEM_SEPARATOR || b == ITEM_ESCAPE)
+    {
+        item.extend_from_slice(value);
+        return;
+    }
+    for &b in value {
+        if b == ITEM_SEPARATOR || b == ITEM_ESCAPE {
+            item.push(ITEM_ESCAPE);
+        }
+        item.push(b);
     }
 }
 
@@ -581,7 +631,8 @@ window = "5m"
         assert_eq!(r.key(0), b"10.0.0.1,eu");
         assert_eq!(r.key(1), b"10.0.0.2");
         x.parse("62,\"a,\"\"b\"\"\",x,\"\"").unwrap();
-        assert_eq!(x.keys[0], b"a,\"b\",");
+        // `a,"b"` and an empty zone: the first value in quotes (see the joining test).
+        assert_eq!(x.keys[0], b"\"a,\"\"b\"\"\",");
         assert_eq!(x.keys[1], b"x");
         for bad in [
             "62,a,b",
@@ -639,5 +690,74 @@ window = "1m"
         assert_eq!(x.items[0], h.hash(b"p\x1fq"));
         x.parse("1,k,\"p\",q").unwrap();
         assert_eq!(x.items[0], h.hash(b"p\x1fq"));
+    }
+
+    /// Values holding the separators: two different tuples never join to one key or item,
+    /// while a key or item of plain values joins as it always did.
+    #[test]
+    fn fields_holding_the_separators_stay_apart() {
+        let mut x = Extractor::new(&config("csv"));
+        x.header("ts,src,zone,dst").unwrap();
+        let mut key = |line: &str| x.parse(line).unwrap().key(0).to_vec();
+        assert_eq!(key("1,a,b,c"), b"a,b");
+        assert_eq!(key(r#"1,"a,b",c,d"#), br#""a,b",c"#);
+        assert_eq!(key(r#"1,a,"b,c",d"#), br#"a,"b,c""#);
+        assert_eq!(key(r#"1,"x""y",z,d"#), br#""x""y",z"#);
+        // A key of one field is its value as it is.
+        assert_eq!(x.parse(r#"1,a,b,"c,d""#).unwrap().key(1), b"c,d");
+
+        let mut j = Extractor::new(&config("jsonl"));
+        let mut key = |line: &str| j.parse(line).unwrap().key(0).to_vec();
+        let left = key(r#"{"ts": 1, "src": "a,b", "zone": "c", "dst": 1}"#);
+        let right = key(r#"{"ts": 1, "src": "a", "zone": "b,c", "dst": 1}"#);
+        assert_eq!(
+            (&left[..], &right[..]),
+            (&br#""a,b",c"#[..], &br#"a,"b,c""#[..])
+        );
+
+        let c = Config::from_toml(
+            "[input]\nformat = \"jsonl\"\ntime_field = \"ts\"\n[[metric]]\nname = \"x\"\n\
+             kind = \"frequency\"\nkey = [\"k\"]\nitem = [\"a\", \"b\"]\nbucket = \"1m\"\n\
+             window = \"1m\"\n",
+        )
+        .unwrap();
+        let mut j = Extractor::new(&c);
+        let h = ItemHasher::default();
+        // `a` and `b` are JSON string bodies (`\u001f` for the byte 0x1f).
+        let mut item = |a: &str, b: &str| {
+            let line = format!(r#"{{"ts": 1, "k": "k", "a": "{a}", "b": "{b}"}}"#);
+            let r = j.parse(&line).unwrap();
+            (r.item(0), r.item_bytes(0).to_vec())
+        };
+        assert_eq!(item("p", "q"), (h.hash(b"p\x1fq"), b"p\x1fq".to_vec()));
+        let left = item(r"p\u001fq", "r");
+        let right = item("p", r"q\u001fr");
+        assert_ne!(left.0, right.0);
+        assert_eq!(left.1, b"p\x1e\x1fq\x1fr");
+        assert_eq!(right.1, b"p\x1fq\x1e\x1fr");
+    }
+
+    proptest::proptest! {
+        /// Joining is one-to-one: two tuples of values (from an alphabet of the separators,
+        /// the escapes and a letter) join to the same key, or item, only when they are equal.
+        #[test]
+        fn joining_is_one_to_one(
+            a in proptest::collection::vec(proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b',', b'"', 0x1e, 0x1f]), 0..4), 2..4),
+            b in proptest::collection::vec(proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b',', b'"', 0x1e, 0x1f]), 0..4), 2..4),
+        ) {
+            let join = |t: &[Vec<u8>]| {
+                let (mut key, mut item) = (Vec::new(), Vec::new());
+                for (j, v) in t.iter().enumerate() {
+                    push_key_field(&mut key, v, j > 0, true);
+                    push_item_field(&mut item, v, j > 0);
+                }
+                (key, item)
+            };
+            let ((ka, ia), (kb, ib)) = (join(&a), join(&b));
+            proptest::prop_assert_eq!(ka == kb, a == b);
+            proptest::prop_assert_eq!(ia == ib, a == b);
+        }
     }
 }

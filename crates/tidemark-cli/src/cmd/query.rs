@@ -21,7 +21,8 @@ pub struct Args {
     /// The metric's name.
     #[arg(long)]
     pub metric: String,
-    /// One key (fields joined by `,` for a key of several fields).
+    /// One key (for a key of several fields, their values joined by `,`, a value holding `,`
+    /// or `"` in double quotes with its quotes doubled, as in CSV: `--key '"a,b",c'`).
     #[arg(long, conflicts_with = "top")]
     pub key: Option<String>,
     /// The N keys with the largest window estimates (default: every key, largest first); for
