@@ -20,6 +20,9 @@ kind = "count"
 key = ["user"]
 bucket = "1m"
 window = "5m"
+# A century, so that a century's window may be asked (a window reaching before the
+# retention is refused).
+retention = "36525d"
 "#;
 
 fn store(dir: &Path) -> PathBuf {

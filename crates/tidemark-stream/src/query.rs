@@ -39,6 +39,20 @@ pub enum QueryError {
     },
     /// The store failed.
     Store(StoreError),
+    /// The window starts before the metric's retention horizon: its older buckets may be
+    /// deleted, so an answer would cover less than the window and still read as whole.
+    BeforeRetention {
+        /// The metric asked for.
+        metric: String,
+        /// The window's start, ms.
+        from: u64,
+        /// The earliest bucket start the store is sure to hold, ms.
+        horizon: u64,
+        /// The metric's retention, ms.
+        retention: u64,
+        /// The window's end, ms.
+        to: u64,
+    },
     /// The stored config or state does not parse.
     Corrupt {
         /// What failed.
@@ -63,6 +77,27 @@ impl fmt::Display for QueryError {
                 crate::time::format_duration(*window),
                 crate::time::format_duration(*bucket)
             ),
+            QueryError::BeforeRetention {
+                metric,
+                from,
+                horizon,
+                retention,
+                to,
+            } => {
+                let time = crate::time::format_rfc3339;
+                write!(
+                    f,
+                    "the window from {} reaches before {metric}'s retention horizon {} (its \
+                     retention is {}): older buckets are deleted, so the answer would miss \
+                     them; ask for a window of at most {} ending at {}, or a rollup's metric \
+                     for longer ones",
+                    time(*from),
+                    time(*horizon),
+                    crate::time::format_duration(*retention),
+                    crate::time::format_duration(to.saturating_sub(*horizon)),
+                    time(*to),
+                )
+            }
             QueryError::Store(e) => e.fmt(f),
             QueryError::Corrupt { message } => write!(f, "stored state: {message}"),
         }
@@ -206,9 +241,20 @@ fn open_metric(
         .then(|| engine.newest_open(i))
         .flatten()
         .map(|s| s + width);
+    let closed = closed - closed % width;
+    let m = &config.metrics[i];
+    let retention = if rollup {
+        m.rollup_retention
+    } else {
+        m.retention
+    };
     let marks = Watermarks {
-        closed: closed - closed % width,
+        closed,
         open_end,
+        // Expiry deletes buckets starting before `closed − retention` (a rollup's periods
+        // before its last rolled end − its retention); later ones are all kept.
+        horizon: closed.saturating_sub(retention),
+        retention,
     };
     Ok((config, i, shape, marks))
 }
@@ -220,6 +266,10 @@ struct Watermarks {
     /// The end of the newest open bucket, if buckets are open (a run that left them open for
     /// the next input): the default query window ends there, partial.
     open_end: Option<u64>,
+    /// Buckets starting before this may be deleted (retention).
+    horizon: u64,
+    /// The retention behind `horizon`, ms.
+    retention: u64,
 }
 
 /// The window of length `window` ms ending at `at` (default: the metric's watermark), for
@@ -244,6 +294,15 @@ pub fn window(
     let at = at.unwrap_or(marks.open_end.unwrap_or(marks.closed));
     let to = at - at % width;
     let from = to.saturating_sub(window);
+    if from < marks.horizon {
+        return Err(QueryError::BeforeRetention {
+            metric: metric.to_string(),
+            from,
+            horizon: marks.horizon,
+            retention: marks.retention,
+            to,
+        });
+    }
     // Open buckets (of a run that left them open) answer as they stood at the last checkpoint.
     let open_table = marks
         .open_end

@@ -93,7 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )
     .map_err(|e| match e {
         QueryError::NoMetric { .. } => UsageError::flag("--metric", e),
-        QueryError::BadWindow { .. } => UsageError::flag("--window", e),
+        QueryError::BadWindow { .. } | QueryError::BeforeRetention { .. } => {
+            UsageError::flag("--window", e)
+        }
         QueryError::Empty => UsageError::file(args.db.display(), e),
         QueryError::Store(e) => store_error(&args.db, e),
         QueryError::Corrupt { message } => damaged(&args.db, message),
