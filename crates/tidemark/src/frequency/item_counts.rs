@@ -339,13 +339,23 @@ impl ItemCounts {
     }
 
     /// The count of the most frequent item, whichever it is: exact, or
-    /// `[max(0, v − εN), max(v, φN)]` with `v` the largest candidate estimate (0 if none).
+    /// `[max(1, v − εN), max(v, φN)]` around `max(1, v)`, with `v` the largest candidate
+    /// estimate (0 if none; candidates below `φN` count too). A stream of `N ≥ 1` events has
+    /// an item seen at least once, so a sketch never answers 0 for it.
     pub fn heaviest_count(&self) -> Estimate {
-        match self.heaviest() {
-            Some((_, e)) => e,
-            None if self.is_exact() => Estimate::exact(0.0),
-            None => self.widen_to_unseen(Estimate::exact(0.0)),
+        if let Some((_, e)) = self.heaviest() {
+            return e;
         }
+        if self.is_exact() {
+            return Estimate::exact(0.0);
+        }
+        let v = self.named().first().map_or(0.0, |(_, e)| e.value);
+        let mut e = self.widen_to_unseen(Estimate::exact(v));
+        let floor = if self.total > 0 { 1.0 } else { 0.0 };
+        e.value = e.value.max(floor);
+        e.low = e.low.max(floor);
+        e.high = e.high.max(floor);
+        e
     }
 
     /// A candidate's estimate as an answer for the heaviest item: its upper end covers the
@@ -777,6 +787,27 @@ mod tests {
         s.insert(&name(999));
         assert!(!s.is_exact(), "171 distinct items pass the limit of 170");
         assert_eq!(s.total(), 1_001);
+    }
+
+    /// A sketch with no item reaching `φN` still bounds its heaviest count from both sides:
+    /// at least one event (it saw some), at most `φN`, around no less than 1 — a key of
+    /// many events is not ranked below one of three as though it had none.
+    #[test]
+    fn a_sketch_without_heavy_items_answers_its_heaviest_count_from_one() {
+        let mut s = ItemCounts::new(0.01, 0.01, 0.1).unwrap();
+        // 400 items five times each: past the exact limit, none near 10% of 2,000.
+        for _ in 0..5 {
+            for i in 0..400 {
+                s.insert(&name(i));
+            }
+        }
+        assert!(!s.is_exact());
+        assert!(s.heaviest().is_none());
+        let e = s.heaviest_count();
+        assert!(e.value >= 1.0 && e.low >= 1.0, "{e:?}");
+        assert!(e.contains(5.0) && e.high >= 0.1 * 2_000.0, "{e:?}");
+        let empty = ItemCounts::new(0.01, 0.01, 0.1).unwrap();
+        assert_eq!(empty.heaviest_count(), Estimate::exact(0.0));
     }
 
     #[test]
