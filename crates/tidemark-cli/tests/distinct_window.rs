@@ -99,6 +99,30 @@ fn every_prints_at_each_crossing() {
 }
 
 #[test]
+fn a_gap_in_the_ticks_prints_the_emptied_window_once() {
+    // Ticks 0 and 10^9, every tick a mark: rows up to two windows after tick 0 (the window
+    // empties), one for the empty window, not 10^9 of them; then the end.
+    for mode in [&["--sliding"][..], &[][..]] {
+        let args = [
+            &["distinct", "--window", "10", "--every", "1", "--json"][..],
+            mode,
+        ]
+        .concat();
+        let r = rows(&tidemark(&args, "0 a\n1000000000 b\n"));
+        let ticks: Vec<u64> = r.iter().map(|x| x["tick"].as_u64().unwrap()).collect();
+        let expected: Vec<u64> = (0..=20).chain([1_000_000_000]).collect();
+        assert_eq!(ticks, expected, "{mode:?}");
+        assert_eq!(r[20]["estimate"].as_f64(), Some(0.0), "{mode:?}");
+        // One item in the last window: inside its bracket.
+        let (low, high) = (
+            r[21]["low"].as_f64().unwrap(),
+            r[21]["high"].as_f64().unwrap(),
+        );
+        assert!(low <= 1.0 && 1.0 <= high, "{mode:?}: {}", r[21]);
+    }
+}
+
+#[test]
 fn every_stops_at_the_last_tick_of_time() {
     // The next multiple of 4 after 2^64 − 2 is past u64::MAX: no mark, no overflow, the end.
     let r = rows(&tidemark(

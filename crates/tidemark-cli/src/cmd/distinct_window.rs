@@ -6,7 +6,9 @@
 //! answers the exact window `(now − W, now]`. Events may arrive out of order; one older than
 //! the structure still holds is refused and counted (`refused`), never added to the current
 //! bucket. With `--every T` the estimate is printed each time the ticks cross a multiple of
-//! `T` (at the tick just before it), and always at the end (at the newest tick).
+//! `T` (at the tick just before it), and always at the end (at the newest tick); of the marks
+//! a gap in the ticks crosses, those more than two windows after the last event (the window
+//! empty) print once, not once each.
 
 use tidemark::cardinality::{z_score, BucketSketch, ExaLogLog, Hll, RingWindow, SlidingHll};
 use tidemark::{Bracket, Estimate};
@@ -179,6 +181,12 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
                 .and_then(|q| q.checked_mul(every));
             while let Some(m) = mark.filter(|&m| m <= tick) {
                 out.emit(&w.record(m - 1, window, args.confidence, refused)?)?;
+                // Two windows after the newest event (the ring's buckets are at most a window
+                // wide) the window is empty, and stays so up to this tick: one row says it,
+                // not one per mark (a tick far ahead would print without end).
+                if m > n.saturating_add(window.saturating_mul(2)) {
+                    break;
+                }
                 mark = m.checked_add(every);
             }
         }
