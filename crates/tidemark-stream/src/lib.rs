@@ -131,7 +131,9 @@ impl fmt::Display for EngineError {
                 f,
                 "the state's memory budget is exceeded: {keys} keys hold {held} bytes against \
                  max_memory = {budget}, and none can spill (their windows are near an alert \
-                 limit or their streaks are running): raise [state] max_memory or --max-memory"
+                 limit, their streaks are running, or each is a large key read back since \
+                 the last spill and busy: spilling it would rewrite it every few records): \
+                 raise [state] max_memory or --max-memory"
             ),
         }
     }

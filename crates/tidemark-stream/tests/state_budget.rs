@@ -236,6 +236,44 @@ fn keys_that_cannot_spill_past_the_budget_stop_the_run() {
 }
 
 #[test]
+fn one_key_bigger_than_the_budget_allows_is_not_spilled_over_and_over() {
+    // One frequency key of 60,000 distinct items in one bucket (exact at this ε: megabytes),
+    // under a 1 MiB budget. It may spill once; read back, it is not spilled again at the next
+    // check (that rewrote its whole table every 1,024 records: about sixty times here), so the
+    // run ends with the budget's error, or runs with a handful of spills.
+    let mut text = String::from("ts,k,i\n");
+    for t in 0..60_000u64 {
+        text.push_str(&format!("{t},hot,item{t}\n"));
+    }
+    let c = Config::from_toml(
+        r#"
+[input]
+time_field = "ts"
+time_format = "epoch_ms"
+[state]
+max_memory = "1MiB"
+checkpoint_records = 2000
+[[metric]]
+name = "f"
+kind = "frequency"
+key = ["k"]
+item = ["i"]
+bucket = "1h"
+window = "1h"
+epsilon = 0.000001
+"#,
+    )
+    .unwrap();
+    match run(&c, &mut MemStore::default(), &text) {
+        Ok((report, _)) => assert!(report.spills <= 8, "{} spills", report.spills),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains("memory budget is exceeded"), "{msg}");
+        }
+    }
+}
+
+#[test]
 fn a_lower_threshold_on_resume_alerts_on_keys_that_were_quiet() {
     // Key `a` sees 80 items in one bucket: quiet under `above = 100`, so it leaves memory with
     // no key row. The run resumes under `above = 50` (rules are not part of the store's

@@ -198,6 +198,8 @@ struct KeyState {
     stored: bool,
     /// A key row of it is in the store.
     has_row: bool,
+    /// It was read back from the store after a spill (see [`Engine::spill`]).
+    reloaded: bool,
     /// The engine's event clock at the key's first event since its rows were last written:
     /// the least recently active keys spill first.
     touched: u64,
@@ -255,6 +257,7 @@ impl KeyState {
             exp_written: 0,
             stored: false,
             has_row: false,
+            reloaded: false,
             running: None,
         }
     }
@@ -347,6 +350,8 @@ pub struct Engine {
     max_time: Option<u64>,
     /// Events added: the clock of least-recent activity.
     clock: u64,
+    /// The clock at the last spill.
+    spilled_at: u64,
     out: Outputs,
 }
 
@@ -392,6 +397,7 @@ impl Engine {
             metrics,
             max_time: None,
             clock: 0,
+            spilled_at: 0,
             out: Outputs::empty(n),
         })
     }

@@ -570,6 +570,7 @@ pub(super) fn load(
     ks.dirty = false;
     ks.row_dirty = false;
     ks.stored = true;
+    ks.reloaded = true;
     // The starts where this key may have an open row: those its row lists, or (no row) every
     // start some spilled key holds open, and those closed but not yet promoted.
     let starts: Vec<u64> = match &row {
@@ -670,6 +671,11 @@ pub(super) fn load(
     Ok(())
 }
 
+/// The size past which a key that came back since the last spill is not spilled again
+/// ([`Engine::spill`]): a spill every 1,024 records rewrites at most this much a key, about 64
+/// bytes a record.
+pub const HOT_KEY_BYTES: usize = 64 << 10;
+
 impl Engine {
     /// Bytes the engine holds: its keys' state and the outputs waiting for a checkpoint.
     pub fn memory(&self) -> usize {
@@ -685,15 +691,24 @@ impl Engine {
     /// most `target`; returns how many left. Call right after a checkpoint committed
     /// [`Engine::take_outputs`]' state rows (a key changed since then stays), and read keys
     /// back with [`Engine::add_item_from`] from then on.
+    ///
+    /// A key of more than [`HOT_KEY_BYTES`] read back since the last spill and active since
+    /// then stays: it left and came back within one spill, so spilling it again would write
+    /// and read its whole state once more at every spill (one key of 100 MB under a budget
+    /// of 256 MiB was rewritten every 1,024 records, for ever, at a twentieth of the speed).
+    /// If such keys hold the memory, the caller's budget check stops the run with its error
+    /// instead. Smaller keys that come back cost little to spill again, and may.
     pub fn spill(&mut self, target: usize) -> Result<usize, EngineError> {
         let mut total = self.memory();
+        let since = std::mem::replace(&mut self.spilled_at, self.clock);
         if total <= target {
             return Ok(0);
         }
         let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
         for (i, m) in self.metrics.iter().enumerate() {
             for (k, ks) in m.keys.iter() {
-                if !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
+                let came_back = ks.reloaded && ks.touched > since && ks.mem > HOT_KEY_BYTES;
+                if !came_back && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
                     candidates.push((ks.touched, i, k.clone()));
                 }
             }
