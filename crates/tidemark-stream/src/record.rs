@@ -313,7 +313,8 @@ impl Extractor {
     pub fn parse(&mut self, line: &str) -> Result<Record<'_>, RecordError> {
         match self.format {
             Format::Csv => self.parse_csv(line)?,
-            Format::JsonLines => self.parse_json(line)?,
+            // A byte-order mark (an editor's, at a file's start) is never part of a JSON line.
+            Format::JsonLines => self.parse_json(line.strip_prefix('\u{feff}').unwrap_or(line))?,
         }
         Ok(Record { ex: self })
     }

@@ -569,12 +569,14 @@ pub fn run(
         }
         // Standard input after a completed run: its first bytes say whether it is the stream
         // that run read to its end (then nothing may be committed from it).
+        // After an interrupted run, they must be that run's stream: its position is skipped.
         let mut head = match source {
             Source::Stdin => Some(StdinHead::new(
                 (completed_before && !opts.restart).then_some(state.stdin_head),
             )),
             _ => None,
         };
+        let resuming_stdin = (head.is_some() && resume_at > 0).then_some(state.stdin_head);
         if ex.wants_header() {
             let reopened = follow.is_some() && have_header;
             let header = match lines.next_line().map_err(io_err)? {
@@ -639,6 +641,9 @@ pub fn run(
                         });
                     }
                     lines.line = resume_line;
+                    if let (Some(h), Some(was)) = (&head, resuming_stdin) {
+                        h.same_as_interrupted(&name, was, resume_at)?;
+                    }
                 }
             }
         }
@@ -726,6 +731,10 @@ pub fn run(
                     }
                     let parsed = match line_text(raw) {
                         Ok("") => continue,
+                        // A line of blanks is an empty line too (a text editor's leftover).
+                        Ok(line) if line.starts_with([' ', '\t']) && line.trim().is_empty() => {
+                            continue
+                        }
                         Ok(line) => ex.parse(line).map_err(|e| e.message).and_then(|rec| {
                             check_record(&rec, &engine, &names, limits, max_ahead)?;
                             // A key read back from a damaged or failing store stops the run:
@@ -832,7 +841,7 @@ pub fn run(
                 if let Some(h) = &mut head {
                     h.end();
                     h.check(&name)?;
-                    state.stdin_head = h.seen();
+                    state.stdin_head = h.seen_at(line_start.0);
                 }
                 set_position(&mut state, &mut source, line_start.0, line_start.1)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
@@ -865,6 +874,10 @@ pub fn run(
                     || (interval.since % 64 == 0 && interval.elapsed()))
             {
                 set_position(&mut state, &mut source, end, number)?;
+                if let Some(h) = &head {
+                    // The stream's head so far, for a resume to check it is fed again.
+                    state.stdin_head = h.seen_at(end);
+                }
                 view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                 if over {
                     spill_at = spill(&mut engine, budget)?;
@@ -877,12 +890,12 @@ pub fn run(
                 }
             }
         }
+        let (offset, line) = unfinished.unwrap_or((lines.offset, lines.line));
         if let Some(h) = &mut head {
             h.end();
             h.check(&name)?;
-            state.stdin_head = h.seen();
+            state.stdin_head = h.seen_at(offset);
         }
-        let (offset, line) = unfinished.unwrap_or((lines.offset, lines.line));
         set_position(&mut state, &mut source, offset, line)?;
         bytes_before += size;
         if let Some(p) = opts.progress.as_mut() {
@@ -916,14 +929,14 @@ pub fn run(
     Ok(report)
 }
 
-/// The first bytes of a stream on standard input: their length (at most 64 KiB) and hash, and
-/// the check against the stream the last completed run read.
+/// The first bytes of a stream on standard input (at most 64 KiB, kept as they are, so the
+/// hash of any prefix can be taken): the check against the stream the last completed run read,
+/// and the head a checkpoint records for a resume to check.
 struct StdinHead {
-    hash: xxhash_rust::xxh3::Xxh3,
-    len: u64,
-    /// The last completed stream's head, while it may still be the same.
+    bytes: Vec<u8>,
+    /// The last completed stream's head (length, hash), while it may still be the same.
     against: Option<(u64, u64)>,
-    /// Whether a line too long to hash passed: the head is then not known.
+    /// Whether a line too long to keep passed inside the span: the head is then not known.
     unknown: bool,
     ended: bool,
 }
@@ -931,32 +944,42 @@ struct StdinHead {
 impl StdinHead {
     fn new(against: Option<(u64, u64)>) -> StdinHead {
         StdinHead {
-            hash: xxhash_rust::xxh3::Xxh3::new(),
-            len: 0,
+            bytes: Vec::new(),
             against: against.filter(|a| a.0 > 0),
             unknown: false,
             ended: false,
         }
     }
 
-    fn feed(&mut self, raw: &[u8]) {
-        let take = (FINGERPRINT_SPAN - self.len).min(raw.len() as u64) as usize;
-        self.hash.update(&raw[..take]);
-        self.len += take as u64;
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
     }
 
+    fn feed(&mut self, raw: &[u8]) {
+        let take = (FINGERPRINT_SPAN - self.len()).min(raw.len() as u64) as usize;
+        self.bytes.extend_from_slice(&raw[..take]);
+    }
+
+    /// A line too long to keep passed: the head is not known if it fell inside the span.
     fn unknown(&mut self) {
-        self.unknown = true;
-        self.against = None;
+        if self.len() < FINGERPRINT_SPAN {
+            self.unknown = true;
+            self.against = None;
+        }
     }
 
     fn end(&mut self) {
         self.ended = true;
     }
 
+    /// The hash of the first `n` bytes (`n` at most those kept).
+    fn hash_of(&self, n: u64) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(&self.bytes[..n as usize])
+    }
+
     /// Whether it is known yet whether this is the last completed stream.
     fn decided(&self) -> bool {
-        self.against.is_none_or(|a| self.ended || self.len >= a.0)
+        self.against.is_none_or(|a| self.ended || self.len() >= a.0)
     }
 
     /// Refuses the stream once its first bytes equal the last completed one's.
@@ -968,7 +991,7 @@ impl StdinHead {
             return Ok(());
         }
         self.against = None;
-        if self.len == a.0 && self.hash.digest() == a.1 {
+        if self.len() >= a.0 && self.hash_of(a.0) == a.1 {
             return Err(RunError::Input {
                 file: name.to_string(),
                 message: format!(
@@ -982,12 +1005,38 @@ impl StdinHead {
         Ok(())
     }
 
-    /// The head to remember: (length, hash), or (0, 0) when it is not known.
-    fn seen(&self) -> (u64, u64) {
-        if self.unknown || self.len == 0 {
+    /// After skipping an interrupted run's position, refuses a stream whose first bytes are
+    /// not that run's (`was`, its head as of its last checkpoint; (0, 0) when not known):
+    /// the skipped bytes would be another stream's, never counted.
+    fn same_as_interrupted(
+        &self,
+        name: &str,
+        was: (u64, u64),
+        skipped: u64,
+    ) -> Result<(), RunError> {
+        if was.0 == 0 || (self.len() >= was.0 && self.hash_of(was.0) == was.1) {
+            return Ok(());
+        }
+        Err(RunError::Input {
+            file: name.to_string(),
+            message: format!(
+                "it does not begin with the same {} bytes as the standard input of the \
+                 interrupted run this one resumes: skipping that run's {} bytes of it would \
+                 lose records never counted. Feed the same stream again to resume, or use \
+                 --restart to count this as new data",
+                was.0, skipped
+            ),
+        })
+    }
+
+    /// The head to remember for a stream read up to byte `position`: (length, hash) of its
+    /// first bytes up to there (at most the span), or (0, 0) when it is not known.
+    fn seen_at(&self, position: u64) -> (u64, u64) {
+        let n = self.len().min(position);
+        if self.unknown || n == 0 {
             (0, 0)
         } else {
-            (self.len, self.hash.digest())
+            (n, self.hash_of(n))
         }
     }
 }
