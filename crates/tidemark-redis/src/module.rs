@@ -180,12 +180,20 @@ struct RedisKeyspace<'c> {
     // Each entry: the key's bytes (address, length), its handle, its name as a Redis string.
     first: Option<OpenKey>,
     more: Vec<OpenKey>,
-    more_by_name: std::collections::HashMap<Vec<u8>, usize>,
-    // The arguments' positions by their bytes' address, made at the first of `more`: with
-    // both maps, a command of n keys opens them in O(n), not O(n²).
-    arg_at: std::collections::HashMap<(*const u8, usize), usize>,
+    // Made at the first of `more` only: a command of one key (every fast write) pays nothing
+    // for them (two maps' random seeds cost a call each).
+    many: Option<Box<ManyKeys>>,
     // Names made for keys that are not an argument as such, alive until the command ends.
     owned: Vec<RedisString>,
+}
+
+/// The maps of a command that opens several keys: `more`'s entries by the key's bytes (a
+/// command of many keys may name one many times), and the arguments' positions by their
+/// bytes' address. With both, a command of n keys opens them in O(n), not O(n²).
+#[derive(Default)]
+struct ManyKeys {
+    by_name: std::collections::HashMap<Vec<u8>, usize>,
+    arg_at: std::collections::HashMap<(*const u8, usize), usize>,
 }
 
 type OpenKey = (
@@ -212,22 +220,28 @@ impl RedisKeyspace<'_> {
             let (handle, name) = self.handle(key, arg);
             self.first = Some((at.0, at.1, handle, name));
             None
-        } else if let Some(&i) = self.more_by_name.get(key) {
+        } else if let Some(&i) = self.many.as_ref().and_then(|m| m.by_name.get(key)) {
             Some(i)
         } else {
-            if self.arg_at.is_empty() {
-                self.arg_at = self
-                    .argv
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| ((a.as_ptr(), a.len()), i))
-                    .collect();
-            }
-            let arg = self.arg_at.get(&at).map(|&i| self.args[i]);
+            let argv = self.argv;
+            let many = self.many.get_or_insert_with(|| {
+                Box::new(ManyKeys {
+                    by_name: std::collections::HashMap::new(),
+                    arg_at: argv
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| ((a.as_ptr(), a.len()), i))
+                        .collect(),
+                })
+            });
+            let arg = many.arg_at.get(&at).map(|&i| self.args[i]);
             let (handle, name) = self.handle(key, arg);
             self.more.push((at.0, at.1, handle, name));
-            self.more_by_name.insert(key.to_vec(), self.more.len() - 1);
-            Some(self.more.len() - 1)
+            let i = self.more.len() - 1;
+            if let Some(m) = self.many.as_mut() {
+                m.by_name.insert(key.to_vec(), i);
+            }
+            Some(i)
         };
         match (i, &self.first) {
             (Some(i), _) => &self.more[i].2,
@@ -779,8 +793,7 @@ fn handle(ctx: &Context, index: usize, args: &[*mut raw::RedisModuleString]) -> 
         argv,
         first: None,
         more: Vec::new(),
-        more_by_name: std::collections::HashMap::new(),
-        arg_at: std::collections::HashMap::new(),
+        many: None,
         owned: Vec::new(),
     };
     // The clock only for commands that can read it (`*` the filter did not stamp, and
