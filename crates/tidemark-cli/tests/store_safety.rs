@@ -430,6 +430,12 @@ fn a_damaged_store_is_refused_never_a_panic_or_a_wrong_answer() {
             o.status.code(),
             stderr(&o)
         );
+        // Its next step is a restore, not itself again.
+        assert!(
+            !stderr(&o).contains("run `tidemark check"),
+            "{what}: {}",
+            stderr(&o)
+        );
         if case % 5 == 0 {
             std::fs::write(&damaged, &bytes).unwrap();
             let o = tidemark(

@@ -33,7 +33,7 @@ impl ParamError {
         ParamError {
             name,
             expected,
-            got: got.to_string(),
+            got: shown(got.to_string()),
             needed_bytes: None,
         }
     }
@@ -44,9 +44,18 @@ impl ParamError {
         ParamError {
             name,
             expected: "a size whose memory can be allocated",
-            got: got.to_string(),
+            got: shown(got.to_string()),
             needed_bytes: Some(bytes),
         }
+    }
+}
+
+/// A value as an error shows it: a number whose decimal form is long (`1e-300` displays as
+/// 300 digits) in exponent form instead.
+fn shown(got: String) -> String {
+    match got.parse::<f64>() {
+        Ok(v) if got.len() > 24 => format!("{v:e}"),
+        _ => got,
     }
 }
 
@@ -258,3 +267,18 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_show_in_exponent_form_short_ones_as_given() {
+        let e = ParamError::new("epsilon", "a number in (1e-6, 1)", 1e-300_f64).to_string();
+        assert!(e.ends_with("got 1e-300"), "{e}");
+        let e = ParamError::new("fpr", "a number in (0, 1)", 1.5_f64).to_string();
+        assert!(e.ends_with("got 1.5"), "{e}");
+        let e = ParamError::new("name", "a name", "x".repeat(30)).to_string();
+        assert!(e.ends_with(&"x".repeat(30)), "{e}");
+    }
+}

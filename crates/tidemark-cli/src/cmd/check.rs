@@ -20,25 +20,36 @@ pub struct Args {
     pub json: bool,
 }
 
-/// What to do about a damaged store, said after every error that finds one.
-const NEXT_STEP: &str = "run `tidemark check --db FILE` to list what is damaged; then restore \
-                         the file from a backup, or run the input again into a new --db";
+/// What to do about a damaged store, said after every error that finds one (`check` itself
+/// says only the second part: it has just listed what is damaged).
+const CHECK_STEP: &str = "run `tidemark check --db FILE` to list what is damaged; then ";
+const RESTORE_STEP: &str = "restore the file from a backup, or run the input again into a new --db";
 
 /// A damaged store: exit 2, the file named, and the next step.
 pub fn damaged(db: &Path, what: impl std::fmt::Display) -> anyhow::Error {
+    damage(db, what, true)
+}
+
+fn damage(db: &Path, what: impl std::fmt::Display, to_check: bool) -> anyhow::Error {
+    let check = if to_check {
+        CHECK_STEP.replace("FILE", &db.display().to_string())
+    } else {
+        String::new()
+    };
     UsageError::file(
         format!("store {}", db.display()),
-        format!(
-            "is damaged: {what}. Next: {}",
-            NEXT_STEP.replace("FILE", &db.display().to_string())
-        ),
+        format!("is damaged: {what}. Next: {check}{RESTORE_STEP}"),
     )
 }
 
 /// Maps a store error to the CLI's kinds: damage, locks and unopenable files exit 2.
 pub fn store_error(db: &Path, e: StoreError) -> anyhow::Error {
+    store_error_found(db, e, true)
+}
+
+fn store_error_found(db: &Path, e: StoreError, to_check: bool) -> anyhow::Error {
     match e {
-        StoreError::Damaged { what } => damaged(db, what),
+        StoreError::Damaged { what } => damage(db, what, to_check),
         e @ (StoreError::Locked { .. } | StoreError::Open { .. }) => {
             UsageError::file(db.display(), e)
         }
@@ -57,9 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "not verified (the file is being written, or is read-only)",
         ),
         Err(StoreError::Damaged { what }) => {
-            return Err(damaged(&args.db, format!("its pages: {what}")))
+            return Err(damage(&args.db, format!("its pages: {what}"), false))
         }
-        Err(e) => return Err(store_error(&args.db, e)),
+        Err(e) => return Err(store_error_found(&args.db, e, false)),
     };
     let report = tidemark_stream::check::check(&store);
     if args.json {
@@ -95,13 +106,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if report.is_healthy() {
         Ok(())
     } else {
-        Err(damaged(
+        Err(damage(
             &args.db,
             format!(
                 "{} problem(s), the first: {}",
                 report.problems.len(),
                 report.problems[0]
             ),
+            false,
         ))
     }
 }
