@@ -65,9 +65,9 @@ impl PyStore {
             .allow_threads(|| query::window(store, metric, window_ms, at_ms, key.as_deref(), top))
             .map_err(|e| match e {
                 QueryError::NoMetric { .. } => value_error("metric", e),
-                QueryError::BadWindow { .. } | QueryError::BeforeRetention { .. } => {
-                    value_error("window", e)
-                }
+                QueryError::BadWindow { .. } => value_error("window", e),
+                QueryError::BeforeRetention { .. } if at_ms.is_some() => value_error("at", e),
+                QueryError::BeforeRetention { .. } => value_error("window", e),
                 e => PyOSError::new_err(format!("{}: {e}", self.path.display())),
             })?;
         let rows = answer

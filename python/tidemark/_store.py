@@ -160,8 +160,10 @@ class Store:
     ) -> Answer:
         """The window of length ``window`` (``"5m"``, a timedelta, or ms; a multiple of the
         metric's bucket width) ending at ``at`` (RFC 3339, epoch seconds or an aware datetime;
-        default: the metric's watermark), for one ``key`` (fields joined by ``,``) or every
-        key, or the ``top`` keys by estimate — as ``tidemark query``."""
+        default: the metric's watermark), for one ``key`` (fields joined by ``,``, a value
+        holding ``,`` or ``"`` in double quotes, as in CSV) or every key, or the ``top`` keys by
+        estimate — as ``tidemark query``. A window reaching before the metric's retention
+        horizon starts there (``start_ms`` says so); one wholly before it is a ValueError."""
         if key is not None and top is not None:
             raise ValueError("key: not with top (one key, or the top keys)")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int)):

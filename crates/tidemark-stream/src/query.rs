@@ -39,19 +39,19 @@ pub enum QueryError {
     },
     /// The store failed.
     Store(StoreError),
-    /// The window starts before the metric's retention horizon: its older buckets may be
-    /// deleted, so an answer would cover less than the window and still read as whole.
+    /// The whole window lies before the metric's retention horizon: its buckets are deleted
+    /// once the run passes them, so no answer for it can be trusted.
     BeforeRetention {
         /// The metric asked for.
         metric: String,
-        /// The window's start, ms.
-        from: u64,
+        /// The window's end, ms.
+        to: u64,
         /// The earliest bucket start the store is sure to hold, ms.
         horizon: u64,
         /// The metric's retention, ms.
         retention: u64,
-        /// The window's end, ms.
-        to: u64,
+        /// The metric's rollup, which keeps its periods longer (none for a rollup).
+        rollup: Option<String>,
     },
     /// The stored config or state does not parse.
     Corrupt {
@@ -79,24 +79,26 @@ impl fmt::Display for QueryError {
             ),
             QueryError::BeforeRetention {
                 metric,
-                from,
+                to,
                 horizon,
                 retention,
-                to,
+                rollup,
             } => {
                 let time = crate::time::format_rfc3339;
                 write!(
                     f,
-                    "the window from {} reaches before {metric}'s retention horizon {} (its \
-                     retention is {}): older buckets are deleted, so the answer would miss \
-                     them; ask for a window of at most {} ending at {}, or a rollup's metric \
-                     for longer ones",
-                    time(*from),
+                    "the window ending at {} lies before {metric}'s retention horizon {} (its \
+                     retention is {}): buckets before it are deleted as the run passes them; \
+                     ask for a window ending after {}",
+                    time(*to),
                     time(*horizon),
                     crate::time::format_duration(*retention),
-                    crate::time::format_duration(to.saturating_sub(*horizon)),
-                    time(*to),
-                )
+                    time(*horizon),
+                )?;
+                match rollup {
+                    Some(r) => write!(f, ", or the rollup {r}, kept longer"),
+                    None => Ok(()),
+                }
             }
             QueryError::Store(e) => e.fmt(f),
             QueryError::Corrupt { message } => write!(f, "stored state: {message}"),
@@ -131,12 +133,17 @@ pub struct Row {
 pub struct Answer {
     /// The metric's kind (`count`, `distinct`).
     pub kind: &'static str,
-    /// Window start, ms (inclusive).
+    /// Window start, ms (inclusive): the one asked for, or the retention horizon when the
+    /// window reaches before it (`clipped`).
     pub from: u64,
     /// Window end, ms (exclusive).
     pub to: u64,
     /// Rows: one per key, by estimate descending then key (or the one key asked for).
     pub rows: Vec<Row>,
+    /// Whether the window asked for began before the metric's retention horizon and was cut
+    /// to start there (buckets before it are deleted as the run passes them, so an answer
+    /// over them would miss what they held).
+    pub clipped: bool,
 }
 
 /// Whether `(value, key)` ranks below `(wv, wk)`: a smaller estimate, or an equal one with a
@@ -251,8 +258,9 @@ fn open_metric(
     let marks = Watermarks {
         closed,
         open_end,
-        // Expiry deletes buckets starting before `closed − retention` (a rollup's periods
-        // before its last rolled end − its retention); later ones are all kept.
+        // Expiry deletes buckets starting before the end of the newest closed one − retention
+        // (a rollup's periods before its last rolled end − its retention), at most
+        // `closed − retention`; later ones are all kept.
         horizon: closed.saturating_sub(retention),
         retention,
     };
@@ -293,16 +301,21 @@ pub fn window(
     }
     let at = at.unwrap_or(marks.open_end.unwrap_or(marks.closed));
     let to = at - at % width;
-    let from = to.saturating_sub(window);
-    if from < marks.horizon {
+    let asked = to.saturating_sub(window);
+    // A window reaching before the retention horizon answers from the horizon on, and says
+    // so; one wholly before it is refused.
+    let horizon = marks.horizon.div_ceil(width) * width;
+    if to <= horizon && asked < marks.horizon {
         return Err(QueryError::BeforeRetention {
             metric: metric.to_string(),
-            from,
-            horizon: marks.horizon,
-            retention: marks.retention,
             to,
+            horizon,
+            retention: marks.retention,
+            rollup: (metric == m.name).then(|| m.rollup_name()).flatten(),
         });
     }
+    let clipped = asked < marks.horizon;
+    let from = asked.max(if clipped { horizon } else { 0 });
     // Open buckets (of a run that left them open) answer as they stood at the last checkpoint.
     let open_table = marks
         .open_end
@@ -396,5 +409,6 @@ pub fn window(
         from,
         to,
         rows,
+        clipped,
     })
 }

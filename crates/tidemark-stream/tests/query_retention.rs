@@ -1,6 +1,6 @@
-//! A window that reaches before a metric's retention horizon is refused, naming the horizon,
-//! instead of answering from the buckets that are left as though they were the whole window;
-//! windows inside it, and a rollup's longer ones, answer exactly.
+//! A window that reaches before a metric's retention horizon answers from the horizon on and
+//! says so (its `from`, `clipped`), instead of answering from the buckets that are left as
+//! though they were the whole window; one wholly before it is refused, naming the horizon.
 
 use tidemark_stream::config::Config;
 use tidemark_stream::pipeline::{self, RunOptions};
@@ -27,7 +27,7 @@ const MIN: u64 = 60_000;
 const T0: u64 = 2 * 1440 * MIN;
 
 #[test]
-fn windows_before_the_retention_horizon_are_refused() {
+fn windows_before_the_retention_horizon_are_cut_there_or_refused() {
     let dir = std::env::temp_dir().join(format!("tidemark-retention-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("in.csv");
@@ -49,33 +49,50 @@ fn windows_before_the_retention_horizon_are_refused() {
         &mut |_| {},
     )
     .unwrap();
-    let count = |metric: &str, window: u64, at: Option<u64>| {
-        query::window(&store, metric, window, at, Some(b"k"), None)
-            .map(|a| a.rows.first().map_or(0.0, |r| r.estimate.value))
+    let answer = |metric: &str, window: u64, at: Option<u64>| {
+        query::window(&store, metric, window, at, Some(b"k"), None).map(|a| {
+            let value = a.rows.first().map_or(0.0, |r| r.estimate.value);
+            (value, a.from, a.clipped)
+        })
     };
     // The run ends with all 180 minutes closed: retention keeps minutes 120..180.
-    assert_eq!(count("n", 60 * MIN, None).unwrap(), 60.0);
-    assert_eq!(count("n", 5 * MIN, Some(T0 + 178 * MIN)).unwrap(), 5.0);
-    for (window, at) in [
-        (61 * MIN, None),
-        (120 * MIN, None),
-        (5 * MIN, Some(T0 + 100 * MIN)),
-    ] {
-        match count("n", window, at) {
-            Err(QueryError::BeforeRetention { horizon, .. }) => assert_eq!(horizon, T0 + 120 * MIN),
-            other => panic!("window {window} at {at:?}: {other:?}"),
-        }
+    let end = T0 + 180 * MIN;
+    assert_eq!(
+        answer("n", 60 * MIN, None).unwrap(),
+        (60.0, end - 60 * MIN, false)
+    );
+    assert_eq!(
+        answer("n", 5 * MIN, Some(T0 + 178 * MIN)).unwrap(),
+        (5.0, T0 + 173 * MIN, false)
+    );
+    // Reaching before the horizon: the answer starts there and says so, never counting the
+    // buckets deleted (or about to be) as though the window held them whole.
+    for window in [61 * MIN, 120 * MIN, 36_525 * 1440 * MIN] {
+        assert_eq!(
+            answer("n", window, None).unwrap(),
+            (60.0, T0 + 120 * MIN, true)
+        );
     }
-    // The rollup keeps a day of hours: three hours through it.
-    assert_eq!(count("n@1h", 180 * MIN, None).unwrap(), 180.0);
-    assert!(matches!(
-        count("n@1h", 1440 * MIN + 180 * MIN, None),
-        Err(QueryError::BeforeRetention { .. })
-    ));
-    let message = count("n", 120 * MIN, None).unwrap_err().to_string();
+    // Wholly before it: refused, naming the horizon and the rollup.
+    match answer("n", 5 * MIN, Some(T0 + 100 * MIN)) {
+        Err(QueryError::BeforeRetention {
+            horizon, rollup, ..
+        }) => assert_eq!((horizon, rollup.as_deref()), (T0 + 120 * MIN, Some("n@1h"))),
+        other => panic!("{other:?}"),
+    }
+    let message = answer("n", 5 * MIN, Some(T0 + 100 * MIN))
+        .unwrap_err()
+        .to_string();
     assert!(
-        message.contains("retention horizon 1970-01-03T02:00:00") && message.contains("1h"),
+        message.contains("retention horizon 1970-01-03T02:00:00") && message.contains("n@1h"),
         "{message}"
+    );
+    // The rollup keeps a day of hours: three hours through it, whole; a longer window is cut
+    // to the day (nothing was ever there, so the count is the same).
+    assert_eq!(answer("n@1h", 180 * MIN, None).unwrap(), (180.0, T0, false));
+    assert_eq!(
+        answer("n@1h", 1440 * MIN + 180 * MIN, None).unwrap(),
+        (180.0, end - 1440 * MIN, true)
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

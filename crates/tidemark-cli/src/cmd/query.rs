@@ -93,9 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     )
     .map_err(|e| match e {
         QueryError::NoMetric { .. } => UsageError::flag("--metric", e),
-        QueryError::BadWindow { .. } | QueryError::BeforeRetention { .. } => {
-            UsageError::flag("--window", e)
-        }
+        QueryError::BadWindow { .. } => UsageError::flag("--window", e),
+        QueryError::BeforeRetention { .. } if args.at.is_some() => UsageError::flag("--at", e),
+        QueryError::BeforeRetention { .. } => UsageError::flag("--window", e),
         QueryError::Empty => UsageError::file(args.db.display(), e),
         QueryError::Store(e) => store_error(&args.db, e),
         QueryError::Corrupt { message } => damaged(&args.db, message),
@@ -107,6 +107,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--items",
             format!("only for a frequency metric; {} is not one", args.metric),
         ));
+    }
+    if answer.clipped {
+        eprintln!(
+            "tidemark: note: the window starts at {}, {}'s retention horizon, not {} earlier: \
+             buckets before it are deleted as the run passes them",
+            rfc3339(answer.from),
+            args.metric,
+            tidemark_stream::time::format_duration(window - (answer.to - answer.from)),
+        );
     }
     let mut out = Output::new(args.json);
     for row in &answer.rows {
