@@ -198,7 +198,8 @@ struct KeyState {
     stored: bool,
     /// A key row of it is in the store.
     has_row: bool,
-    /// It was read back from the store after a spill (see [`Engine::spill`]).
+    /// It was read back from the store after a spill, and has been busy at every spill since
+    /// (see [`Engine::spill`]).
     reloaded: bool,
     /// The engine's event clock at the key's first event since its rows were last written:
     /// the least recently active keys spill first.
@@ -540,7 +541,12 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let m = &self.metrics[metric];
         if m.spill.any() && !m.keys.contains_key(key) {
-            spill::load(&mut self.metrics[metric], metric, key, source)?;
+            let m = &mut self.metrics[metric];
+            spill::load(m, metric, key, source)?;
+            // Read back after a spill (a resume's restore loads its keys without the mark).
+            if let Some(ks) = m.keys.get_mut(key) {
+                ks.reloaded = true;
+            }
         }
         self.add_resident(metric, time, key, item, bytes);
         Ok(())

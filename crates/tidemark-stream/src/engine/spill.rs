@@ -570,7 +570,6 @@ pub(super) fn load(
     ks.dirty = false;
     ks.row_dirty = false;
     ks.stored = true;
-    ks.reloaded = true;
     // The starts where this key may have an open row: those its row lists, or (no row) every
     // start some spilled key holds open, and those closed but not yet promoted.
     let starts: Vec<u64> = match &row {
@@ -705,12 +704,18 @@ impl Engine {
             return Ok(0);
         }
         let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
+        let came_back = |ks: &KeyState| ks.reloaded && ks.touched > since && ks.mem > HOT_KEY_BYTES;
         for (i, m) in self.metrics.iter().enumerate() {
             for (k, ks) in m.keys.iter() {
-                let came_back = ks.reloaded && ks.touched > since && ks.mem > HOT_KEY_BYTES;
-                if !came_back && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
+                if !came_back(ks) && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
                     candidates.push((ks.touched, i, k.clone()));
                 }
+            }
+        }
+        // A key idle since the last spill is no longer one that came back.
+        for m in &mut self.metrics {
+            for (_, ks) in m.keys.iter_mut() {
+                ks.reloaded = came_back(ks);
             }
         }
         candidates
