@@ -576,6 +576,41 @@ fn an_interrupted_stdin_run_resumes_only_from_the_same_stream() {
 }
 
 #[test]
+fn an_interrupted_stdin_run_stopped_by_a_too_long_line_still_knows_its_stream() {
+    // The run stops at a line longer than max_line_bytes, inside the stream's first 64 KiB:
+    // the bytes before it are still the stream's head, and another stream is refused.
+    let d = dir("safety-stdin-too-long");
+    let config = d.join("c.toml");
+    std::fs::write(
+        &config,
+        CONFIG.replace(
+            "time_field = \"ts\"",
+            "time_field = \"ts\"\nmax_line_bytes = 200",
+        ),
+    )
+    .unwrap();
+    let db = d.join("t.db");
+    let run = |extra: &[&str], input: &str| {
+        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
+        args.extend_from_slice(extra);
+        tidemark(&args, input)
+    };
+    let (head, tail) = (log(2, 10), &log(3, 10)[log(2, 10).len()..]);
+    let long = format!("1700000130,u0,{}\n", "p".repeat(300));
+    let stream = format!("{head}{long}{tail}");
+    let o = run(&[], &stream);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(records(&db), 20);
+    let o = run(&[], &stream.replace(",u0,", ",w0,"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("interrupted run"), "{}", stderr(&o));
+    // The same stream, skipping the long line, resumes: ten more records.
+    ok(&run(&["--skip-bad"], &stream));
+    assert_eq!(records(&db), 30);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn a_byte_order_mark_before_a_json_line_and_lines_of_blanks_are_not_bad_lines() {
     let d = dir("safety-bom-blanks");
     let config = d.join("c.toml");

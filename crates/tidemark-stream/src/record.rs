@@ -11,7 +11,10 @@
 //! tuples of values join to one key. An item of several fields is their values joined by the
 //! byte 0x1f (a value's own 0x1e and 0x1f bytes each preceded by 0x1e, for the same reason),
 //! then hashed with tidemark's item hash. A key or item of one field is its value as it is,
-//! and so is a field without those bytes: stores written before this rule read the same.
+//! and so is a field without those bytes, as before this rule (2026-12-02). A key of several
+//! fields one of which holds `,` or `"`, or an item holding 0x1e or 0x1f, is spelled (or
+//! hashed) otherwise than before it: a store written earlier keeps such a key's old rows under
+//! the old spelling, and counts such an item once more if it comes again.
 
 use core::fmt;
 

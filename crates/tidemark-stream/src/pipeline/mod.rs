@@ -576,7 +576,7 @@ pub fn run(
             )),
             _ => None,
         };
-        let resuming_stdin = (head.is_some() && resume_at > 0).then_some(state.stdin_head);
+        let resuming_stdin = (head.is_some() && resume_at > 0).then_some(state.stdin_resume);
         if ex.wants_header() {
             let reopened = follow.is_some() && have_header;
             let header = match lines.next_line().map_err(io_err)? {
@@ -731,10 +731,9 @@ pub fn run(
                     }
                     let parsed = match line_text(raw) {
                         Ok("") => continue,
-                        // A line of blanks is an empty line too (a text editor's leftover).
-                        Ok(line) if line.starts_with([' ', '\t']) && line.trim().is_empty() => {
-                            continue
-                        }
+                        // A line of spaces and tabs is an empty line too (an editor's
+                        // leftover).
+                        Ok(line) if line.starts_with([' ', '\t']) && is_blank(line) => continue,
                         Ok(line) => ex.parse(line).map_err(|e| e.message).and_then(|rec| {
                             check_record(&rec, &engine, &names, limits, max_ahead)?;
                             // A key read back from a damaged or failing store stops the run:
@@ -842,6 +841,7 @@ pub fn run(
                     h.end();
                     h.check(&name)?;
                     state.stdin_head = h.seen_at(line_start.0);
+                    state.stdin_resume = state.stdin_head;
                 }
                 set_position(&mut state, &mut source, line_start.0, line_start.1)?;
                 commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
@@ -876,7 +876,7 @@ pub fn run(
                 set_position(&mut state, &mut source, end, number)?;
                 if let Some(h) = &head {
                     // The stream's head so far, for a resume to check it is fed again.
-                    state.stdin_head = h.seen_at(end);
+                    state.stdin_resume = h.seen_at(end);
                 }
                 view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
                 if over {
@@ -895,6 +895,7 @@ pub fn run(
             h.end();
             h.check(&name)?;
             state.stdin_head = h.seen_at(offset);
+            state.stdin_resume = state.stdin_head;
         }
         set_position(&mut state, &mut source, offset, line)?;
         bytes_before += size;
@@ -936,8 +937,9 @@ struct StdinHead {
     bytes: Vec<u8>,
     /// The last completed stream's head (length, hash), while it may still be the same.
     against: Option<(u64, u64)>,
-    /// Whether a line too long to keep passed inside the span: the head is then not known.
-    unknown: bool,
+    /// The bytes known to be the stream's first, contiguous: all kept, until a line too long
+    /// to keep passes inside the span (its bytes are not all kept; those before it still are).
+    known: Option<u64>,
     ended: bool,
 }
 
@@ -946,7 +948,7 @@ impl StdinHead {
         StdinHead {
             bytes: Vec::new(),
             against: against.filter(|a| a.0 > 0),
-            unknown: false,
+            known: None,
             ended: false,
         }
     }
@@ -960,10 +962,11 @@ impl StdinHead {
         self.bytes.extend_from_slice(&raw[..take]);
     }
 
-    /// A line too long to keep passed: the head is not known if it fell inside the span.
+    /// A line too long to keep passed: the head is known only up to it, if it fell inside the
+    /// span.
     fn unknown(&mut self) {
-        if self.len() < FINGERPRINT_SPAN {
-            self.unknown = true;
+        if self.len() < FINGERPRINT_SPAN && self.known.is_none() {
+            self.known = Some(self.len());
             self.against = None;
         }
     }
@@ -1032,8 +1035,8 @@ impl StdinHead {
     /// The head to remember for a stream read up to byte `position`: (length, hash) of its
     /// first bytes up to there (at most the span), or (0, 0) when it is not known.
     fn seen_at(&self, position: u64) -> (u64, u64) {
-        let n = self.len().min(position);
-        if self.unknown || n == 0 {
+        let n = self.len().min(position).min(self.known.unwrap_or(u64::MAX));
+        if n == 0 {
             (0, 0)
         } else {
             (n, self.hash_of(n))
@@ -1184,6 +1187,11 @@ impl<R> io::Seek for NoSeek<R> {
             "a stream cannot seek",
         ))
     }
+}
+
+/// A line of spaces and tabs only (or nothing): skipped like an empty line.
+fn is_blank(line: &str) -> bool {
+    line.bytes().all(|b| b == b' ' || b == b'\t')
 }
 
 fn line_text(buf: &[u8]) -> Result<&str, String> {

@@ -63,6 +63,11 @@ pub struct RunState {
     /// standard input: the same stream again after a completed run is refused, not counted
     /// twice.
     pub stdin_head: (u64, u64),
+    /// The length (at most 64 KiB, at most the committed offset) and hash of the first bytes
+    /// of the stream an interrupted run was reading on standard input, as of its committed
+    /// position: a resume must be fed that stream again. (0, 0) when unknown, and in states
+    /// of version 3, whose head was not kept for this.
+    pub stdin_resume: (u64, u64),
     /// The files read, most recently used last.
     pub files: Vec<FileMark>,
     /// A counter for [`FileMark::used`].
@@ -92,7 +97,7 @@ pub struct LegacyPosition {
     pub line: u64,
 }
 
-const STATE_VERSION: u8 = 3;
+const STATE_VERSION: u8 = 4;
 
 impl RunState {
     /// The mark of a file, by identity.
@@ -127,7 +132,7 @@ impl RunState {
         }
     }
 
-    /// Encodes the state (version 3).
+    /// Encodes the state (version 4).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(STATE_VERSION)
@@ -136,6 +141,8 @@ impl RunState {
             .u64(self.stdin.1)
             .u64(self.stdin_head.0)
             .u64(self.stdin_head.1)
+            .u64(self.stdin_resume.0)
+            .u64(self.stdin_resume.1)
             .u64(self.sequence)
             .u64(self.files.len() as u64);
         for f in &self.files {
@@ -156,8 +163,8 @@ impl RunState {
         w.into_bytes()
     }
 
-    /// Decodes a state of version 3, or 2 (its position kept in [`RunState::legacy`]),
-    /// checking every field.
+    /// Decodes a state of version 4 or 3 (without the resume head), or 2 (its position kept
+    /// in [`RunState::legacy`]), checking every field.
     pub fn from_bytes(bytes: &[u8]) -> Result<RunState, DecodeError> {
         let mut r = Reader::new(bytes);
         let off = r.offset();
@@ -182,10 +189,13 @@ impl RunState {
                     line: r.u64("line")?,
                 });
             }
-            3 => {
+            3 | 4 => {
                 s.completed = bool_at(&mut r, "completed")?;
                 s.stdin = (r.u64("stdin offset")?, r.u64("stdin line")?);
                 s.stdin_head = (r.u64("stdin head length")?, r.u64("stdin head hash")?);
+                if v == 4 {
+                    s.stdin_resume = (r.u64("stdin resume length")?, r.u64("stdin resume hash")?);
+                }
                 s.sequence = r.u64("sequence")?;
                 // 7 u64 and a length: at least 64 bytes a file.
                 let n = r.count("files", 64, MAX_FILES as u64)?;
@@ -211,7 +221,7 @@ impl RunState {
                     s.files.push(f);
                 }
             }
-            _ => return Err(Reader::invalid("state version", off, "2 or 3", v as u64)),
+            _ => return Err(Reader::invalid("state version", off, "2, 3 or 4", v as u64)),
         }
         s.records = r.u64("records")?;
         s.bad_lines = r.u64("bad lines")?;
@@ -249,5 +259,32 @@ mod tests {
         for cut in [0, 1, 10, 100] {
             assert!(RunState::from_bytes(&s.to_bytes()[..cut]).is_err());
         }
+    }
+
+    /// A version 3 state (before the resume head) reads with the resume head unknown, so a
+    /// resume of its stdin run is not checked against a head it never kept.
+    #[test]
+    fn version_3_reads_without_a_resume_head() {
+        let s = RunState {
+            stdin: (100, 3),
+            stdin_head: (50, 7),
+            stdin_resume: (100, 9),
+            engine: vec![1],
+            ..RunState::default()
+        };
+        let mut v3 = s.to_bytes();
+        assert_eq!(v3[0], 4);
+        // version, completed, stdin (16 bytes), head (16): the resume head's 16 bytes follow.
+        v3.drain(34..50);
+        v3[0] = 3;
+        let back = RunState::from_bytes(&v3).unwrap();
+        assert_eq!(back.stdin_resume, (0, 0));
+        assert_eq!(
+            back,
+            RunState {
+                stdin_resume: (0, 0),
+                ..s
+            }
+        );
     }
 }
