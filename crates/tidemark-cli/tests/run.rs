@@ -802,6 +802,23 @@ fn demo_writes_its_chart() {
     assert!(chart.contains("threshold 500"));
     let out = tidemark(&["demo", "--minutes", "8", "--no-chart"], "");
     assert!(out.status.success());
+    // A day of minutes: by the run's end its first minutes are past the metric's one-day
+    // retention; the chart starts where the store still holds them.
+    let out = tidemark(
+        &[
+            "demo",
+            "--minutes",
+            "1440",
+            "--users",
+            "20",
+            "--chart",
+            s(&svg),
+        ],
+        "",
+    );
+    ok(&out);
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.trim_end().ends_with("</svg>"));
     std::fs::remove_dir_all(&d).unwrap();
 }
 
