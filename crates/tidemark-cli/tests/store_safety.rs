@@ -50,6 +50,13 @@ fn query(db: &Path, metric: &str, extra: &[&str]) -> Output {
     tidemark(&args, "")
 }
 
+/// `tidemark run --quiet` of `config` into `db` with `extra` flags, `input` on stdin.
+fn run_quiet(config: &Path, db: &Path, extra: &[&str], input: &str) -> Output {
+    let mut args = vec!["run", "--config", s(config), "--db", s(db), "--quiet"];
+    args.extend_from_slice(extra);
+    tidemark(&args, input)
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -509,11 +516,7 @@ fn the_same_stdin_after_a_completed_run_is_refused_not_counted_twice() {
     std::fs::write(&config, CONFIG).unwrap();
     let db = d.join("t.db");
     let text = log(3, 10);
-    let run = |extra: &[&str], input: &str| {
-        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
-        args.extend_from_slice(extra);
-        tidemark(&args, input)
-    };
+    let run = |extra: &[&str], input: &str| run_quiet(&config, &db, extra, input);
     ok(&run(&[], &text));
     let o = run(&[], &text);
     assert_eq!(o.status.code(), Some(2));
@@ -539,11 +542,7 @@ fn an_interrupted_stdin_run_resumes_only_from_the_same_stream() {
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let db = d.join("t.db");
-    let run = |extra: &[&str], input: &str| {
-        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
-        args.extend_from_slice(extra);
-        tidemark(&args, input)
-    };
+    let run = |extra: &[&str], input: &str| run_quiet(&config, &db, extra, input);
     let good = log(3, 10);
     let broken = format!("{}BAD\n{}", log(2, 10), &log(3, 10)[log(2, 10).len()..]);
     let o = run(&[], &broken);
@@ -590,11 +589,7 @@ fn an_interrupted_stdin_run_stopped_by_a_too_long_line_still_knows_its_stream() 
     )
     .unwrap();
     let db = d.join("t.db");
-    let run = |extra: &[&str], input: &str| {
-        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--quiet"];
-        args.extend_from_slice(extra);
-        tidemark(&args, input)
-    };
+    let run = |extra: &[&str], input: &str| run_quiet(&config, &db, extra, input);
     let (head, tail) = (log(2, 10), &log(3, 10)[log(2, 10).len()..]);
     let long = format!("1700000130,u0,{}\n", "p".repeat(300));
     let stream = format!("{head}{long}{tail}");

@@ -2,10 +2,9 @@
 //! says so (its `from`, `clipped`), instead of answering from the buckets that are left as
 //! though they were the whole window; one wholly before it is refused, naming the horizon.
 
-use tidemark_stream::config::Config;
-use tidemark_stream::pipeline::{self, RunOptions};
+mod common;
+
 use tidemark_stream::query::{self, QueryError};
-use tidemark_stream::store::MemStore;
 
 const CONFIG: &str = r#"
 [input]
@@ -28,27 +27,13 @@ const T0: u64 = 2 * 1440 * MIN;
 
 #[test]
 fn windows_before_the_retention_horizon_are_cut_there_or_refused() {
-    let dir = std::env::temp_dir().join(format!("tidemark-retention-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("in.csv");
     // Key k: one event a minute for three hours (minute m at T0 + m minutes), so any window
     // of whole minutes inside holds one event a minute.
     let mut text = String::from("ts,k\n");
     for m in 0..180u64 {
         text.push_str(&format!("{},k\n", (T0 + m * MIN) / 1000));
     }
-    std::fs::write(&path, text).unwrap();
-    let mut store = MemStore::default();
-    pipeline::run(
-        &Config::from_toml(CONFIG).unwrap(),
-        &mut store,
-        RunOptions {
-            inputs: vec![path],
-            ..RunOptions::default()
-        },
-        &mut |_| {},
-    )
-    .unwrap();
+    let store = common::run_text(CONFIG, &text, "retention");
     let answer = |metric: &str, window: u64, at: Option<u64>| {
         query::window(&store, metric, window, at, Some(b"k"), None).map(|a| {
             let value = a.rows.first().map_or(0.0, |r| r.estimate.value);
@@ -94,5 +79,4 @@ fn windows_before_the_retention_horizon_are_cut_there_or_refused() {
         answer("n@1h", 1440 * MIN + 180 * MIN, None).unwrap(),
         (180.0, end - 1440 * MIN, true)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

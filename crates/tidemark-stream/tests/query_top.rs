@@ -1,10 +1,9 @@
 //! `top` keeps exactly the first rows of the full listing (estimate descending, then key),
 //! ties included, while holding only a page of buckets per start and `top` rows.
 
-use tidemark_stream::config::Config;
-use tidemark_stream::pipeline::{self, RunOptions};
+mod common;
+
 use tidemark_stream::query;
-use tidemark_stream::store::MemStore;
 
 const CONFIG: &str = r#"
 [input]
@@ -27,9 +26,6 @@ precision = 8
 
 #[test]
 fn top_is_the_head_of_the_full_listing() {
-    let dir = std::env::temp_dir().join(format!("tidemark-top-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("in.csv");
     // 700 keys (more than a page of 256 per start); key j gets (j % 23) events a minute over
     // 6 minutes, so many keys tie.
     let mut text = String::from("ts,k,i\n");
@@ -42,18 +38,7 @@ fn top_is_the_head_of_the_full_listing() {
             }
         }
     }
-    std::fs::write(&path, text).unwrap();
-    let mut store = MemStore::default();
-    pipeline::run(
-        &Config::from_toml(CONFIG).unwrap(),
-        &mut store,
-        RunOptions {
-            inputs: vec![path],
-            ..RunOptions::default()
-        },
-        &mut |_| {},
-    )
-    .unwrap();
+    let store = common::run_text(CONFIG, &text, "top");
     for metric in ["n", "d"] {
         let all = query::window(&store, metric, 300_000, None, None, None).unwrap();
         assert!(all.rows.len() > 600, "{}", all.rows.len());
@@ -71,5 +56,4 @@ fn top_is_the_head_of_the_full_listing() {
             );
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
