@@ -190,7 +190,6 @@ struct RedisKeyspace<'c> {
 /// The maps of a command that opens several keys: `more`'s entries by the key's bytes (a
 /// command of many keys may name one many times), and the arguments' positions by their
 /// bytes' address. With both, a command of n keys opens them in O(n), not O(n²).
-#[derive(Default)]
 struct ManyKeys {
     by_name: std::collections::HashMap<Vec<u8>, usize>,
     arg_at: std::collections::HashMap<(*const u8, usize), usize>,

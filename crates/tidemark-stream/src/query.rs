@@ -261,7 +261,9 @@ fn open_metric(
         // Expiry deletes buckets starting before the end of the newest closed one − retention
         // (a rollup's periods before its last rolled end − its retention), at most
         // `closed − retention`; later ones are all kept.
-        horizon: closed.saturating_sub(retention),
+        // (Rounded up to a bucket: a window's start is a bucket's, and one before this may
+        // have been deleted.)
+        horizon: closed.saturating_sub(retention).div_ceil(width) * width,
         retention,
     };
     Ok((config, i, shape, marks))
@@ -274,7 +276,7 @@ struct Watermarks {
     /// The end of the newest open bucket, if buckets are open (a run that left them open for
     /// the next input): the default query window ends there, partial.
     open_end: Option<u64>,
-    /// Buckets starting before this may be deleted (retention).
+    /// Buckets starting before this may be deleted (retention); a bucket start.
     horizon: u64,
     /// The retention behind `horizon`, ms.
     retention: u64,
@@ -304,8 +306,8 @@ pub fn window(
     let asked = to.saturating_sub(window);
     // A window reaching before the retention horizon answers from the horizon on, and says
     // so; one wholly before it is refused.
-    let horizon = marks.horizon.div_ceil(width) * width;
-    if to <= horizon && asked < marks.horizon {
+    let horizon = marks.horizon;
+    if to <= horizon && asked < horizon {
         return Err(QueryError::BeforeRetention {
             metric: metric.to_string(),
             to,
@@ -314,8 +316,8 @@ pub fn window(
             rollup: (metric == m.name).then(|| m.rollup_name()).flatten(),
         });
     }
-    let clipped = asked < marks.horizon;
-    let from = asked.max(if clipped { horizon } else { 0 });
+    let clipped = asked < horizon;
+    let from = if clipped { horizon } else { asked };
     // Open buckets (of a run that left them open) answer as they stood at the last checkpoint.
     let open_table = marks
         .open_end

@@ -541,12 +541,8 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let m = &self.metrics[metric];
         if m.spill.any() && !m.keys.contains_key(key) {
-            let m = &mut self.metrics[metric];
-            spill::load(m, metric, key, source)?;
-            // Read back after a spill (a resume's restore loads its keys without the mark).
-            if let Some(ks) = m.keys.get_mut(key) {
-                ks.reloaded = true;
-            }
+            // Read back after a spill: marked (a resume's restore loads its keys unmarked).
+            spill::load(&mut self.metrics[metric], metric, key, source, true)?;
         }
         self.add_resident(metric, time, key, item, bytes);
         Ok(())

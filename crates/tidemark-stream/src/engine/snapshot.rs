@@ -252,7 +252,7 @@ fn restore_rows(
     }
     for k in hot {
         if !m.keys.contains_key(k.as_slice()) {
-            spill::load(m, i, &k, source)?;
+            spill::load(m, i, &k, source, false)?;
         }
     }
     Ok(())

@@ -546,12 +546,14 @@ fn needs_row(m: &MetricState, ks: &KeyState) -> bool {
 
 /// Reads a key back from the store, if it has state there: its key row, its open buckets, its
 /// window (the ring from the metric's stored buckets; the histogram given the buckets closed
-/// meanwhile) and its streaks. A key with none is new: nothing is inserted.
+/// meanwhile) and its streaks. A key with none is new: nothing is inserted. `reloaded` marks it
+/// as read back after a spill (see [`Engine::spill`]).
 pub(super) fn load(
     m: &mut MetricState,
     metric: usize,
     key: &[u8],
     src: &mut dyn StateSource,
+    reloaded: bool,
 ) -> Result<(), EngineError> {
     let store = |e| EngineError::Store(e);
     let bad = |m: &MetricState, what: String| EngineError::State {
@@ -570,6 +572,7 @@ pub(super) fn load(
     ks.dirty = false;
     ks.row_dirty = false;
     ks.stored = true;
+    ks.reloaded = reloaded;
     // The starts where this key may have an open row: those its row lists, or (no row) every
     // start some spilled key holds open, and those closed but not yet promoted.
     let starts: Vec<u64> = match &row {
@@ -703,19 +706,19 @@ impl Engine {
         if total <= target {
             return Ok(0);
         }
-        let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
-        let came_back = |ks: &KeyState| ks.reloaded && ks.touched > since && ks.mem > HOT_KEY_BYTES;
-        for (i, m) in self.metrics.iter().enumerate() {
-            for (k, ks) in m.keys.iter() {
-                if !came_back(ks) && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
-                    candidates.push((ks.touched, i, k.clone()));
-                }
+        // The mark stays on the keys that came back and were busy since the last spill; a
+        // key idle since is no longer one that came back.
+        for m in &mut self.metrics {
+            for ks in m.keys.values_mut() {
+                ks.reloaded &= ks.touched > since && ks.mem > HOT_KEY_BYTES;
             }
         }
-        // A key idle since the last spill is no longer one that came back.
-        for m in &mut self.metrics {
-            for (_, ks) in m.keys.iter_mut() {
-                ks.reloaded = came_back(ks);
+        let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
+        for (i, m) in self.metrics.iter().enumerate() {
+            for (k, ks) in m.keys.iter() {
+                if !ks.reloaded && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
+                    candidates.push((ks.touched, i, k.clone()));
+                }
             }
         }
         candidates

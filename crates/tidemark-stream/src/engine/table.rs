@@ -49,11 +49,6 @@ impl KeyTable {
         self.position(hash(key), key).is_some()
     }
 
-    pub(super) fn get_mut(&mut self, key: &[u8]) -> Option<&mut KeyState> {
-        let i = self.position(hash(key), key)?;
-        Some(&mut self.states[i].1)
-    }
-
     /// The key's state, made by `make` if the key is not in the table; whether it was made.
     #[inline]
     pub(super) fn get_or_insert_with(
