@@ -370,7 +370,7 @@ impl Extractor {
                 _ => {
                     self.item_buf.clear();
                     for (j, &c) in items.iter().enumerate() {
-                        push_item_field(&mut self.item_buf, field(c).as_bytes(), j > 0);
+                        push_item_field(&mut self.item_buf, field(c).as_bytes(), j > 0, true);
                     }
                     self.item_lens[m] = self.item_buf.len();
                     if self.named[m] {
@@ -425,12 +425,7 @@ impl Extractor {
             self.item_buf.clear();
             let several = self.json_items[m].len() > 1;
             for (j, &i) in self.json_items[m].iter().enumerate() {
-                let value = get(i)?.as_bytes();
-                if several {
-                    push_item_field(&mut self.item_buf, value, j > 0);
-                } else {
-                    self.item_buf.extend_from_slice(value);
-                }
+                push_item_field(&mut self.item_buf, get(i)?.as_bytes(), j > 0, several);
             }
             self.item_lens[m] = self.item_buf.len();
             self.items[m] = if self.item_fields[m].is_empty() {
@@ -475,16 +470,18 @@ fn push_key_field(key: &mut Vec<u8>, value: &[u8], after_first: bool, several: b
 const ITEM_SEPARATOR: u8 = 0x1f;
 const ITEM_ESCAPE: u8 = 0x1e;
 
-/// Appends one value of an item of several fields, after the separator unless it is the
-/// first; a value's own separator and escape bytes are each preceded by the escape, so
+/// Appends one value of an item of `several` fields, after the separator unless it is the
+/// first; in an item of several fields a value's own separator and escape bytes are each
+/// preceded by the escape, so
 /// `("p\x1fq", "r")` and `("p", "q\x1fr")` stay two items.
-fn push_item_field(item: &mut Vec<u8>, value: &[u8], after_first: bool) {
+fn push_item_field(item: &mut Vec<u8>, value: &[u8], after_first: bool, several: bool) {
     if after_first {
         item.push(ITEM_SEPARATOR);
     }
-    if !value
-        .iter()
-        .any(|&b| b == ITEM_SEPARATOR || b == ITEM_ESCAPE)
+    if !several
+        || !value
+            .iter()
+            .any(|&b| b == ITEM_SEPARATOR || b == ITEM_ESCAPE)
     {
         item.extend_from_slice(value);
         return;
@@ -755,7 +752,7 @@ window = "1m"
                 let (mut key, mut item) = (Vec::new(), Vec::new());
                 for (j, v) in t.iter().enumerate() {
                     push_key_field(&mut key, v, j > 0, true);
-                    push_item_field(&mut item, v, j > 0);
+                    push_item_field(&mut item, v, j > 0, true);
                 }
                 (key, item)
             };
