@@ -1,6 +1,8 @@
 //! The engine's rules, each against an exact model: watermark and lateness, late policies,
 //! alert streaks, retention, and snapshot/restore resuming exactly where it stopped.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 
 use proptest::prelude::*;
@@ -10,7 +12,7 @@ use tidemark::{Estimate, ItemHasher};
 use tidemark_stream::config::Config;
 use tidemark_stream::engine::Summary;
 use tidemark_stream::engine::{Engine, NoRows, Outputs, StateTable};
-use tidemark_stream::pipeline::{self, RunOptions, RunState};
+use tidemark_stream::pipeline::RunState;
 use tidemark_stream::store::{MemStore, Store, StoreRows};
 use tidemark_stream::stored::{self, Stored};
 
@@ -169,10 +171,6 @@ fn retention_deletes_buckets_older_than_it() {
     for t in 0..600u64 {
         csv.push_str(&format!("{t},x\n"));
     }
-    let dir = std::env::temp_dir().join(format!("tidemark-retention-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("in.csv");
-    std::fs::write(&file, csv).unwrap();
     let text = r#"
 [input]
 time_field = "ts"
@@ -184,18 +182,7 @@ bucket = "10s"
 window = "30s"
 retention = "1m"
 "#;
-    let mut store = MemStore::default();
-    pipeline::run(
-        &Config::from_toml(text).unwrap(),
-        &mut store,
-        RunOptions {
-            inputs: vec![file],
-            ..RunOptions::default()
-        },
-        &mut |_| {},
-    )
-    .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    let mut store = common::run_text(text, &csv, "engine-retention");
     // The metric's buckets (the store also keeps the keys' state rows, `~` tables).
     store.buckets.retain(|(n, _, _), _| n == "n");
     let starts: Vec<u64> = store.buckets.keys().map(|(_, s, _)| *s).collect();
