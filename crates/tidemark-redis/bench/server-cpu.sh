@@ -7,8 +7,10 @@
 #
 #   crates/tidemark-redis/bench/server-cpu.sh            # N=1000000 requests, ROUNDS=2 rounds
 #   P=1 N=100000 crates/tidemark-redis/bench/server-cpu.sh  # one request a round trip (redis-benchmark's default)
+#   FLOOR=1 crates/tidemark-redis/bench/server-cpu.sh    # also TM.BENCH.FLOOR: the module's work taken out
 set -euo pipefail
 N=${N:-1000000}
+if [ -n "${FLOOR:-}" ] && [ -z "${SO:-}" ]; then export FEATURES=bench-floor; fi
 source "$(dirname "$0")/server.sh"
 TICK=$(getconf CLK_TCK)
 $C TM.COUNT.CREATE rl WINDOW 60000 >/dev/null
@@ -24,11 +26,14 @@ run() {
   local us
   us=$(python3 -c "print(round(($b - $a) / $TICK * 1e6 / $N, 3))")
   echo "$* : $r req/s, server CPU $us µs a request"
-  echo "$r $us" >> "$LOG"
+  local name=$1
+  if [ "$1" = -r ]; then name=$3; fi
+  echo "$name $r $us" >> "$LOG"
 }
 for _ in $(seq ${ROUNDS:-2}); do
   run INCR rl:incr
   run TM.COUNT.ADD rl '*'
+  if [ -n "${FLOOR:-}" ]; then run TM.BENCH.FLOOR rl '*'; fi
   run -r 1000000 PFADD hll ele:__rand_int__
   run -r 1000000 TM.DISTINCT.ADD d '*' ele:__rand_int__
 done
@@ -37,10 +42,17 @@ $C info commandstats | tr -d '\r' | grep -iE "cmdstat_(incr|pfadd|tm\.count\.add
 # the machine's speed than either figure. Medians (and ranges) over the rounds.
 python3 - "$LOG" <<'PY'
 import statistics, sys
-rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
-for name, base, tm in (("TM.COUNT.ADD / INCR", 0, 1), ("TM.DISTINCT.ADD / PFADD", 2, 3)):
-    q = [rows[i + tm][0] / rows[i + base][0] for i in range(0, len(rows) - 3, 4)]
-    print(f"{name}: throughput ratio median {statistics.median(q):.2f} "
-          f"(range {min(q):.2f}-{max(q):.2f}, {len(q)} rounds)")
+rounds = []
+for line in open(sys.argv[1]):
+    name, rps, _ = line.split()
+    if name == "INCR":
+        rounds.append({})
+    rounds[-1][name] = float(rps)
+for name, base in (("TM.COUNT.ADD", "INCR"), ("TM.BENCH.FLOOR", "INCR"),
+                   ("TM.DISTINCT.ADD", "PFADD")):
+    q = [r[name] / r[base] for r in rounds if name in r and base in r]
+    if q:
+        print(f"{name} / {base}: throughput ratio median {statistics.median(q):.2f} "
+              f"(range {min(q):.2f}-{max(q):.2f}, {len(q)} rounds)")
 PY
 rm -f "$LOG"

@@ -633,6 +633,55 @@ const TIMED_WRITES: [&str; 4] = [
     "TM.FILTER.ADDAT",
 ];
 
+/// The commands the filter stamps: the timed writes, and in a bench build the floor command.
+#[cfg(not(feature = "bench-floor"))]
+const STAMPED: &[&str] = &TIMED_WRITES;
+#[cfg(feature = "bench-floor")]
+const STAMPED: &[&str] = &[
+    TIMED_WRITES[0],
+    TIMED_WRITES[1],
+    TIMED_WRITES[2],
+    TIMED_WRITES[3],
+    "TM.BENCH.FLOOR",
+];
+
+/// `TM.BENCH.FLOOR key time` (bench builds only): what a `TM.COUNT.ADD` costs the server
+/// with the module's own work taken out. Redis dispatches it and the filter stamps its `*` as
+/// for `TM.COUNT.ADD`; it opens its key for writing, closes it, and replies a fixed estimate
+/// of three bulk strings. BENCHMARKS.md, "Redis module", compares it with `INCR`.
+#[cfg(feature = "bench-floor")]
+unsafe extern "C" fn bench_floor(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: the API functions are set by `RedisModule_Init`; Redis passes `argc` live
+    // argument strings at `argv`; the key handle is closed before returning.
+    unsafe {
+        let (Some(open), Some(close), Some(array), Some(bulk)) = (
+            raw::RedisModule_OpenKey,
+            raw::RedisModule_CloseKey,
+            raw::RedisModule_ReplyWithArray,
+            raw::RedisModule_ReplyWithStringBuffer,
+        ) else {
+            return raw::Status::Err as c_int;
+        };
+        if argc < 2 || argv.is_null() {
+            if let Some(f) = raw::RedisModule_WrongArity {
+                f(ctx);
+            }
+            return raw::Status::Ok as c_int;
+        }
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        close(open(ctx, *argv.add(1), mode));
+        array(ctx, 3);
+        for b in [&b"995904.5"[..], b"991809", b"1000000"] {
+            bulk(ctx, b.as_ptr().cast(), b.len());
+        }
+    }
+    raw::Status::Ok as c_int
+}
+
 /// The command filter: a timed write's `*` becomes `*<ms>`, the server's clock as the command
 /// arrives ([`crate::command::Time::Clock`]). The command then replicates verbatim — a
 /// replica or an AOF replay reads the same number — instead of building a new argument vector
@@ -663,7 +712,7 @@ unsafe extern "C" fn stamp_clock(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             return;
         }
         let name = string_bytes(get(fctx, 0));
-        if !TIMED_WRITES.iter().any(|w| is_name(name, w)) {
+        if !STAMPED.iter().any(|w| is_name(name, w)) {
             return;
         }
         let Some(stamped) = stamp_of(now_ms()) else {
@@ -890,6 +939,19 @@ fn init(ctx: &Context, _args: &[RedisString]) -> redis_module::Status {
                 ctx.log_warning(&format!("tidemark: cannot register {:?}", r.name));
                 return redis_module::Status::Err;
             }
+        }
+        #[cfg(feature = "bench-floor")]
+        if create(
+            ctx.ctx,
+            c"TM.BENCH.FLOOR".as_ptr(),
+            Some(bench_floor),
+            c"write deny-oom fast".as_ptr(),
+            1,
+            1,
+            1,
+        ) != raw::Status::Ok as c_int
+        {
+            return redis_module::Status::Err;
         }
         match raw::RedisModule_RegisterCommandFilter {
             Some(register) if !register(ctx.ctx, Some(stamp_clock), 0).is_null() => {}
