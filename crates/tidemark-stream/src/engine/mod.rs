@@ -21,7 +21,7 @@
 //! `consecutive` successive closes; it fires once per episode, and again only after the key
 //! dropped below and crossed again.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use tidemark::Estimate;
 
@@ -32,6 +32,7 @@ use crate::EngineError;
 mod alert;
 mod key;
 mod open;
+mod ring;
 mod running;
 mod shape;
 mod snapshot;
@@ -42,6 +43,7 @@ pub use alert::Phase;
 use alert::{early_due, step, step_early};
 pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
+use ring::Ring;
 use running::Running;
 use shape::rings;
 pub use shape::{MetricShape, Summary};
@@ -180,7 +182,7 @@ pub struct Counters {
 
 enum WindowState {
     /// Closed bucket summaries in the window, oldest first.
-    Ring(VecDeque<(u64, Summary)>),
+    Ring(Ring),
     /// A count metric's histogram (boxed: most keys of other kinds hold a ring).
     Hist(Box<CountWindow>),
 }
@@ -236,7 +238,7 @@ struct KeyState {
 fn new_window(kind: Kind, window: u64) -> WindowState {
     match kind {
         Kind::Count { epsilon } => WindowState::Hist(Box::new(CountWindow::new(window, epsilon))),
-        _ => WindowState::Ring(VecDeque::new()),
+        _ => WindowState::Ring(Ring::default()),
     }
 }
 
@@ -729,21 +731,13 @@ impl Engine {
                         ks.row_dirty = true;
                     }
                     if ks.window.is_none() {
-                        ks.window = Some(WindowState::Ring(VecDeque::new()));
+                        ks.window = Some(WindowState::Ring(Ring::default()));
                     }
                     // Its running window misses the event: the next event builds it again.
                     ks.running = None;
                     ks.early_end = 0;
                     if let Some(WindowState::Ring(ring)) = &mut ks.window {
-                        let at = ring.partition_point(|(s0, _)| *s0 < start);
-                        match ring.get_mut(at) {
-                            Some((s0, b)) if *s0 == start => b.add(item, bytes),
-                            _ => {
-                                let mut b = m.shape.empty(start);
-                                b.add(item, bytes);
-                                ring.insert(at, (start, b));
-                            }
-                        }
+                        ring.add_late(start, item, bytes, || m.shape.empty(start));
                     }
                     let before = ks.mem;
                     ks.mem = spill::key_bytes(ks);
@@ -849,7 +843,7 @@ impl Engine {
                     .get_or_insert_with(|| new_window(m.cfg.kind, window));
                 match (w, s) {
                     (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
-                    (WindowState::Ring(r), s) => r.push_back((start, s)),
+                    (WindowState::Ring(r), s) => r.push_back(start, s),
                     _ => unreachable!(
                         "a window and a bucket both follow the metric's kind (a histogram and \
                          count buckets for a count metric, a ring otherwise); the kind is fixed \
@@ -866,9 +860,7 @@ impl Engine {
                     h.is_empty()
                 }
                 Some(WindowState::Ring(r)) => {
-                    while r.front().is_some_and(|(s, _)| *s < first_kept) {
-                        r.pop_front();
-                    }
+                    r.drop_before(first_kept);
                     r.is_empty()
                 }
             };
@@ -904,19 +896,13 @@ impl Engine {
                     if m.cfg.alerts.is_empty() {
                         None
                     } else {
-                        // A window of exact buckets whose counts sum to no more than every
-                        // rule's limit cannot fire (the union is exact and at most the sum):
-                        // reset the streaks without merging. Most keys are small.
-                        let mut sum = 0.0;
-                        let mut all_exact = true;
-                        for (_, s) in r.iter() {
-                            let e = s.estimate();
-                            all_exact &= e.low == e.high;
-                            sum += e.high;
-                        }
+                        // A window of buckets whose bounds sum to no more than every rule's
+                        // limit cannot fire (an exact union is at most the sum): reset the
+                        // streaks without merging. Most keys are small; the ring keeps the
+                        // sum, so this costs nothing per bucket.
                         // (An early alert raised must still be confirmed or withdrawn.)
                         let early = ks.streak.iter().any(|&s| s & alert::EARLY != 0);
-                        if all_exact && sum <= min_limit && !early {
+                        if r.upper() <= min_limit && !early {
                             if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
                                 ks.row_dirty = true;
                             }
@@ -924,7 +910,8 @@ impl Engine {
                             ks.items.clear();
                             None
                         } else {
-                            let acc = m.shape.merged(r[0].0, r.iter().map(|(_, s)| s));
+                            let first = r.first_start().unwrap_or(first_kept);
+                            let acc = m.shape.merged(first, r.iter().map(|(_, s)| s));
                             Some((acc.estimate(), Some(acc)))
                         }
                     }

@@ -52,7 +52,7 @@ impl Running {
                 };
                 let parts = closed
                     .into_iter()
-                    .flatten()
+                    .flat_map(|r| r.iter())
                     .map(|(s, b)| (*s, b))
                     .chain(open.iter().map(|o| (o.start, &o.summary)))
                     .filter(|(s, _)| inside(s))

@@ -2,7 +2,7 @@
 //! time, counters, watermarks, open starts, the keys to read back at once), and its restore,
 //! every field checked.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
@@ -380,7 +380,7 @@ fn restore_keys(
             ring.sort_by_key(|(s, _)| *s);
             let rules = m.cfg.alerts.len();
             let (ks, _) = m.keys.get_or_insert_with(&k, || KeyState::new(rules));
-            ks.window = Some(WindowState::Ring(ring.into_iter().collect::<VecDeque<_>>()));
+            ks.window = Some(WindowState::Ring(ring.into_iter().collect()));
         }
     }
     // Every key is new to the store's rows: the next checkpoint writes them.

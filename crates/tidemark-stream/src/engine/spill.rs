@@ -52,13 +52,14 @@
 //! assert_eq!(e.live_keys(0), 0);
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::key::Key;
+use super::ring::Ring;
 use super::shape::rings;
 use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
 use crate::config::Kind;
@@ -270,7 +271,7 @@ fn quiet(m: &MetricState, ks: &KeyState) -> bool {
     match &ks.window {
         None => {}
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
-        Some(WindowState::Ring(r)) => bound += r.iter().map(|(_, s)| s.upper()).sum::<f64>(),
+        Some(WindowState::Ring(r)) => bound += r.upper(),
     }
     if bound <= m.min_limit {
         return true;
@@ -641,7 +642,7 @@ pub(super) fn load(
             h.map(|h| WindowState::Hist(Box::new(h)))
         }
         _ => {
-            let mut ring = VecDeque::new();
+            let mut ring = Ring::default();
             let mut s = first_kept - first_kept % width;
             while s < until {
                 let summary = match closed.remove(&s) {
@@ -657,7 +658,7 @@ pub(super) fn load(
                 };
                 if let Some(x) = summary {
                     ks.last_start = ks.last_start.max(s);
-                    ring.push_back((s, x));
+                    ring.push_back(s, x);
                 }
                 s += width;
             }
