@@ -648,7 +648,7 @@ impl Engine {
                     return 0;
                 }
                 // Built from the buckets, which hold the event already.
-                let built = Running::build(shape, ks.window.as_ref(), &ks.open, end, cfg.window);
+                let built = Running::build(shape, ks.window.as_mut(), &ks.open, end, cfg.window);
                 r.insert(Box::new(built))
             }
         };
@@ -911,7 +911,7 @@ impl Engine {
                             None
                         } else {
                             let first = r.first_start().unwrap_or(first_kept);
-                            let acc = m.shape.merged(first, r.iter().map(|(_, s)| s));
+                            let acc = r.merged(&m.shape, first, first_kept);
                             Some((acc.estimate(), Some(acc)))
                         }
                     }

@@ -35,7 +35,7 @@ impl Running {
     /// The running window ending at `end`, of `span` ms, from a key's closed and open buckets.
     pub(super) fn build(
         shape: &MetricShape,
-        window: Option<&WindowState>,
+        window: Option<&mut WindowState>,
         open: &OpenBuckets,
         end: u64,
         span: u64,
@@ -46,18 +46,17 @@ impl Running {
             (Some(WindowState::Hist(h)), _) => Base::Count(h.estimate_from(from)),
             (None, Some(Summary::Count(_))) => Base::Count(Estimate::exact(0.0)),
             (ring, _) => {
-                let closed = match ring {
-                    Some(WindowState::Ring(r)) => Some(r),
-                    _ => None,
+                // The closed buckets (all before `end`) through the ring's merge, then the
+                // open ones inside the window.
+                let mut acc = match ring {
+                    Some(WindowState::Ring(r)) => r.merged(shape, from, from),
+                    _ => shape.empty(from),
                 };
-                let parts = closed
-                    .into_iter()
-                    .flat_map(|r| r.iter())
-                    .map(|(s, b)| (*s, b))
-                    .chain(open.iter().map(|o| (o.start, &o.summary)))
-                    .filter(|(s, _)| inside(s))
-                    .map(|(_, b)| b);
-                Base::Sketch(shape.merged(from, parts))
+                for o in open.iter().filter(|o| inside(&o.start)) {
+                    // Cannot fail: a metric's summaries all have its shape.
+                    let _ = acc.merge(&o.summary);
+                }
+                Base::Sketch(acc)
             }
         };
         Running { end, base }
@@ -114,11 +113,8 @@ pub(super) fn bound(window: Option<&WindowState>, open: &OpenBuckets, from: u64,
     let inside = |s: &u64| (from..end).contains(s);
     let closed = match window {
         Some(WindowState::Hist(h)) => h.estimate_from(from).high,
-        Some(WindowState::Ring(r)) => r
-            .iter()
-            .filter(|(s, _)| inside(s))
-            .map(|(_, b)| b.upper())
-            .sum(),
+        // Closed buckets all start before `end`.
+        Some(WindowState::Ring(r)) => r.upper_from(from),
         None => 0.0,
     };
     closed

@@ -192,6 +192,13 @@ impl MetricShape {
         })
     }
 
+    /// Whether a window's merge is the same however its buckets are grouped first: a
+    /// distinct sketch's registers take maxima. (A frequency bucket's heavy candidates are
+    /// pruned against the total at each merge, so grouping could change them.)
+    pub(crate) fn merges_by_union(&self) -> bool {
+        matches!(self.kind, Kind::Distinct { .. })
+    }
+
     /// The bucket width, ms.
     pub fn width(&self) -> u64 {
         self.width

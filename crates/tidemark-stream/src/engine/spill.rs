@@ -71,7 +71,7 @@ use crate::EngineError;
 /// table's control bytes and spare capacity) and the state's small allocations.
 pub(super) const KEY_BYTES: usize = KeyTable::KEY_BYTES + 2 * 16;
 /// Bytes an open bucket or ring entry costs before its summary's heap.
-pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
+pub(super) use super::ring::ENTRY_BYTES;
 
 /// Which of a metric's tables a state row lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,9 +250,7 @@ pub(super) fn key_bytes(ks: &KeyState) -> usize {
         .sum::<usize>();
     match &ks.window {
         None => {}
-        Some(WindowState::Ring(r)) => {
-            n += r.len() * ENTRY_BYTES + r.iter().map(|(_, s)| s.heap_bytes()).sum::<usize>()
-        }
+        Some(WindowState::Ring(r)) => n += r.heap_bytes(),
         // The histogram's classes: about its encoding's size.
         Some(WindowState::Hist(h)) => n += 64 + h.to_bytes().len(),
     }
