@@ -10,19 +10,23 @@
 //!   without merging. The ring keeps the sum (an exact integer total of the finite bounds —
 //!   counts of events or of exact distinct items — and the number of buckets without one),
 //!   updated when a bucket enters, leaves or takes a late event: O(1) a close.
-//! - **Merged blocks** (distinct metrics). A key past the shortcut needs its window merged.
-//!   Its buckets are grouped into aligned blocks of `b ≈ √n` buckets' span, and each block
-//!   keeps the merge of its buckets, extended as buckets arrive. A window then merges about
-//!   `n / b` blocks plus the buckets of at most two partial blocks (the oldest, partly
-//!   expired, and none other: a block is kept only while none of its buckets has left):
-//!   `O(√n)` merges instead of `n`, for `O(√n)` more sketches held. A HyperLogLog or
-//!   ExaLogLog window is the register-wise maximum of its buckets, whatever the grouping, so
-//!   the answer is the same. A frequency window is merged bucket by bucket as before: its
-//!   heavy candidates are pruned against the running total at each merge, so grouping could
-//!   change them. Blocks are built on a key's first merge and never stored (a key read back
-//!   builds them again).
+//! - **Merged blocks in two stacks** (distinct metrics). A key past the shortcut needs its
+//!   window merged. Its buckets are grouped into aligned blocks of `b ≈ √n` buckets' span,
+//!   kept as the two stacks of a sliding-window aggregation (a queue as two stacks): the
+//!   older blocks each hold the merge of themselves and every older block after them (a
+//!   suffix), the newer blocks each hold their own merge, and their merge of all is kept as
+//!   buckets arrive. A window is then the buckets of its partial oldest block one by one,
+//!   one suffix and the newer blocks' merge: at most `b + 2` merges, nearly all of single
+//!   buckets, instead of `n`. When the older stack is spent (once per `n` closes), the newer
+//!   blocks but the newest become the older stack, a merge each. A HyperLogLog or ExaLogLog
+//!   window is the register-wise maximum of its buckets however they are grouped, so the
+//!   answer is the same byte for byte (a property test holds it). A frequency window is
+//!   merged bucket by bucket as before: its heavy candidates are pruned against the running
+//!   total at each merge, so grouping could change them. Blocks are built at a key's first
+//!   merge and never stored (a key read back builds them again); they hold about `2√n`
+//!   sketches more, each up to a dense sketch's size, and count toward the memory budget.
 //!
-//! (Per key with a window: 12 bytes for the sum, 8 for the blocks' pointer.)
+//! (Per key with a window, blocks or not: 12 bytes for the sum, 8 for the blocks' pointer.)
 
 use std::collections::VecDeque;
 
@@ -48,15 +52,30 @@ pub(super) struct Ring {
     blocks: Option<Box<Blocks>>,
 }
 
-/// The merges of aligned runs of the ring's buckets.
+/// The merges of aligned runs of the ring's buckets ("blocks"), kept as two stacks (the
+/// sliding-window aggregation of a queue by two stacks): the older blocks each with the merge
+/// of itself and every older-listed block after it up to the newer ones (a suffix), the newer
+/// blocks each with its own merge and, once asked, the merge of them all. A window is then the
+/// buckets of a partial oldest block one by one, one suffix, and the newer blocks' merge:
+/// a handful of merges. When the older stack empties, the newer blocks but the newest become
+/// the older stack (a merge each, once per pass of the window).
 #[derive(Clone, Debug)]
 struct Blocks {
     /// A block's span, ms: a whole number of buckets.
     span: u64,
-    /// By increasing block start `a` (a multiple of `span`): the merge of the ring's buckets
-    /// in `[a, a + span)`. Only blocks none of whose buckets has left the ring are here.
-    merged: VecDeque<(u64, Summary)>,
+    /// Older blocks by increasing start `a` (a multiple of `span`), each with the merge of
+    /// the ring's buckets from `a` up to the first newer block.
+    older: VecDeque<(u64, Summary)>,
+    /// Newer blocks by increasing start, each with the merge of its buckets. The newest one
+    /// takes each bucket pushed.
+    newer: VecDeque<(u64, Summary)>,
+    /// The merge of all of `newer`, when asked for and still valid.
+    newer_all: Option<Summary>,
 }
+
+// Every block listed is whole: none of its buckets has left the ring, and every one of its
+// buckets in the ring is in its merge. A block holding a ring bucket is listed unless it is
+// older than every listed block (a partial block at the window's start).
 
 impl Blocks {
     fn block_of(&self, start: u64) -> u64 {
@@ -64,25 +83,136 @@ impl Blocks {
     }
 
     /// Takes in a bucket newer than every bucket held; `previous` is the start of the ring's
-    /// newest bucket before it. A block is begun only at its first bucket, so that a merge
-    /// held is always its block's whole. `false` if a merge failed (it cannot: a metric's
-    /// summaries all have its shape), and the blocks are to be dropped.
+    /// newest bucket before it. `false` if the blocks can no longer hold their rule (a block
+    /// begun before the blocks knew it, or a merge failed, which it cannot: a metric's
+    /// summaries all have its shape): they are to be dropped.
     fn push(&mut self, previous: Option<u64>, start: u64, s: &Summary) -> bool {
         let a = self.block_of(start);
-        match self.merged.back_mut() {
-            Some((b, m)) if *b == a => m.merge(s).is_ok(),
-            _ => {
-                if previous.is_none_or(|p| self.block_of(p) < a) {
-                    self.merged.push_back((a, s.clone()));
+        if let Some((b, m)) = self.newer.back_mut() {
+            if *b == a {
+                if let Some(all) = &mut self.newer_all {
+                    if all.merge(s).is_err() {
+                        return false;
+                    }
                 }
-                true
+                return m.merge(s).is_ok();
             }
         }
+        if previous.is_some_and(|p| self.block_of(p) >= a) {
+            return false;
+        }
+        if let Some(all) = &mut self.newer_all {
+            if all.merge(s).is_err() {
+                return false;
+            }
+        }
+        self.newer.push_back((a, s.clone()));
+        true
+    }
+
+    /// Forgets the blocks starting before `first_kept` (one of their buckets left).
+    fn drop_before(&mut self, first_kept: u64) {
+        while self.older.front().is_some_and(|(a, _)| *a < first_kept) {
+            self.older.pop_front();
+        }
+        while self.newer.front().is_some_and(|(a, _)| *a < first_kept) {
+            self.newer.pop_front();
+            self.newer_all = None;
+        }
+    }
+
+    /// Adds a late event of the bucket at `start` to the merges that hold that bucket.
+    /// `false` if its block is not listed though newer blocks are (a block born late): the
+    /// blocks are to be dropped.
+    fn add_late(&mut self, start: u64, item: u64, bytes: &[u8]) -> bool {
+        let a = self.block_of(start);
+        let listed = |q: &VecDeque<(u64, Summary)>| {
+            let i = q.partition_point(|(b, _)| *b < a);
+            (i, q.get(i).is_some_and(|(b, _)| *b == a))
+        };
+        if self.newer.front().is_some_and(|(b, _)| *b <= a) {
+            let (i, found) = listed(&self.newer);
+            if !found {
+                return false;
+            }
+            if let Some((_, m)) = self.newer.get_mut(i) {
+                m.add(item, bytes);
+            }
+            if let Some(all) = &mut self.newer_all {
+                all.add(item, bytes);
+            }
+            return true;
+        }
+        if self.older.front().is_some_and(|(b, _)| *b <= a) {
+            let (i, found) = listed(&self.older);
+            if !found {
+                return false;
+            }
+            // Every suffix from the oldest to this block's holds the bucket.
+            for (_, m) in self.older.range_mut(..=i) {
+                m.add(item, bytes);
+            }
+            return true;
+        }
+        // Older than every listed block: a partial block, merged bucket by bucket.
+        true
+    }
+
+    /// Moves every newer block but the newest to the older stack, as suffix merges.
+    fn flip(&mut self) -> bool {
+        let Some(newest) = self.newer.pop_back() else {
+            return true;
+        };
+        // Called once no older block is wanted: they are all before the window asked for.
+        self.older.clear();
+        while let Some((a, mut m)) = self.newer.pop_back() {
+            if let Some((_, after)) = self.older.front() {
+                if m.merge(after).is_err() {
+                    return false;
+                }
+            }
+            self.older.push_front((a, m));
+        }
+        self.newer_all = Some(newest.1.clone());
+        self.newer.push_back(newest);
+        true
+    }
+
+    /// The merges covering the ring's buckets from the first listed block starting at `from`
+    /// or later, and that block's start (`None`: no listed block there). Flips first if the
+    /// older stack is spent. `None` overall if a merge failed.
+    fn parts(&mut self, from: u64) -> Option<(Option<u64>, Vec<&Summary>)> {
+        let spent = self.older.back().is_none_or(|(a, _)| *a < from);
+        if spent && self.newer.len() > 1 && !self.flip() {
+            return None;
+        }
+        if self.newer_all.is_none() && !self.newer.is_empty() {
+            let mut all = self.newer.front()?.1.clone();
+            for (_, m) in self.newer.iter().skip(1) {
+                all.merge(m).ok()?;
+            }
+            self.newer_all = Some(all);
+        }
+        let mut parts = Vec::new();
+        let i = self.older.partition_point(|(a, _)| *a < from);
+        if let Some((a, suffix)) = self.older.get(i) {
+            parts.push(suffix);
+            parts.extend(self.newer_all.as_ref());
+            return Some((Some(*a), parts));
+        }
+        let k = self.newer.partition_point(|(a, _)| *a < from);
+        let first = self.newer.get(k).map(|(a, _)| *a);
+        if k == 0 {
+            parts.extend(self.newer_all.as_ref());
+        } else {
+            parts.extend(self.newer.range(k..).map(|(_, m)| m));
+        }
+        Some((first, parts))
     }
 
     /// Blocks of about √n buckets' span (n / b blocks, at most b buckets of a partial one)
     /// over `buckets`, oldest first, all starting at `from` or later; only blocks wholly at
-    /// `from` or later get a merge (all their buckets are here). `None` if a merge failed.
+    /// `from` or later are listed (all their buckets are here). `None` if a merge failed.
     fn build<'a>(
         shape: &MetricShape,
         n: usize,
@@ -92,7 +222,9 @@ impl Blocks {
         let b = (n as f64).sqrt().ceil().max(1.0) as u64;
         let mut blocks = Box::new(Blocks {
             span: b.saturating_mul(shape.width().max(1)),
-            merged: VecDeque::new(),
+            older: VecDeque::new(),
+            newer: VecDeque::new(),
+            newer_all: None,
         });
         let mut previous = None;
         for (s, x) in buckets {
@@ -107,10 +239,12 @@ impl Blocks {
     fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Blocks>()
             + self
-                .merged
+                .older
                 .iter()
+                .chain(&self.newer)
                 .map(|(_, s)| ENTRY_BYTES + s.heap_bytes())
                 .sum::<usize>()
+            + self.newer_all.as_ref().map_or(0, |s| s.heap_bytes())
     }
 }
 
@@ -160,9 +294,7 @@ impl Ring {
             }
         }
         if let Some(blocks) = &mut self.blocks {
-            while blocks.merged.front().is_some_and(|(a, _)| *a < first_kept) {
-                blocks.merged.pop_front();
-            }
+            blocks.drop_before(first_kept);
         }
     }
 
@@ -202,12 +334,8 @@ impl Ring {
         }
         // A block's merge is its buckets' union: the event joins it as it joins the bucket.
         if let Some(blocks) = &mut self.blocks {
-            let a = blocks.block_of(start);
-            let i = blocks.merged.partition_point(|(b, _)| *b < a);
-            if let Some((b, m)) = blocks.merged.get_mut(i) {
-                if *b == a {
-                    m.add(item, bytes);
-                }
+            if !blocks.add_late(start, item, bytes) {
+                self.blocks = None;
             }
         }
     }
@@ -245,29 +373,20 @@ impl Ring {
         if self.blocks.is_none() {
             self.blocks = Blocks::build(shape, n, self.buckets.range(first..), from);
         }
-        let Some(blocks) = &self.blocks else {
+        let listed = match &mut self.blocks {
+            Some(blocks) => blocks.parts(from),
+            None => None,
+        };
+        let Some((first_listed, block_parts)) = listed else {
+            self.blocks = None;
             return shape.merged(start, self.buckets.range(first..).map(|(_, s)| s));
         };
-        let mut parts = Vec::new();
-        let mut merged = blocks.merged.iter().peekable();
-        let mut i = first;
-        while let Some((s, x)) = self.buckets.get(i) {
-            let a = blocks.block_of(*s);
-            while merged.next_if(|(b, _)| *b < a).is_some() {}
-            match merged.next_if(|(b, _)| *b == a && a >= from) {
-                Some((_, m)) => {
-                    parts.push(m);
-                    // Past the block's buckets, by search: a walk would read every bucket.
-                    let end = a.saturating_add(blocks.span);
-                    i = self.buckets.partition_point(|(s, _)| *s < end);
-                }
-                None => {
-                    parts.push(x);
-                    i += 1;
-                }
-            }
-        }
-        shape.merged(start, parts)
+        // The buckets before the first listed block one by one (a partial block), then the
+        // blocks' merges, which hold every bucket from there on.
+        let end = first_listed.unwrap_or(u64::MAX);
+        let until = self.buckets.partition_point(|(s, _)| *s < end).max(first);
+        let singles = self.buckets.range(first..until).map(|(_, s)| s);
+        shape.merged(start, singles.chain(block_parts))
     }
 
     /// Heap bytes held: the entries, their summaries and the blocks.
