@@ -250,4 +250,41 @@ proptest! {
             prop_assert_eq!(acc.estimate().value, truth);
         }
     }
+
+    /// A union is the same sketch however its parts are grouped before merging: buckets
+    /// merged one by one into an empty sketch, or first merged in runs and the runs merged,
+    /// give the same bytes (form included). A window merged through block merges relies on
+    /// it. The hashes are made to share few sparse indices (the low 25 bits) with several
+    /// ranks, so that an index's rank rises across parts while a sparse table is full.
+    #[test]
+    fn a_union_is_the_same_sketch_however_its_parts_are_grouped(
+        p in 4u8..=7,
+        parts in proptest::collection::vec(
+            proptest::collection::vec((0u64..24, 1u32..10), 0..12), 1..30),
+        cuts in proptest::collection::vec(any::<bool>(), 30),
+    ) {
+        let sketch = |hashes: &[(u64, u32)]| {
+            let mut h = Hll::new(p).unwrap();
+            // Sparse index `i`, rank `r` at the sparse precision (25 bits).
+            for &(i, r) in hashes { h.insert_hash(i | 1u64 << (25 + r - 1)); }
+            h
+        };
+        let sketches: Vec<Hll> = parts.iter().map(|x| sketch(x)).collect();
+        let mut one_by_one = Hll::new(p).unwrap();
+        for s in &sketches { one_by_one.merge(s).unwrap(); }
+        // Runs cut where `cuts` says, each merged first, then the runs in order.
+        let mut grouped = Hll::new(p).unwrap();
+        let mut run: Option<Hll> = None;
+        for (k, s) in sketches.iter().enumerate() {
+            match &mut run {
+                None => run = Some(s.clone()),
+                Some(r) => r.merge(s).unwrap(),
+            }
+            if cuts[k] || k + 1 == sketches.len() {
+                if let Some(r) = run.take() { grouped.merge(&r).unwrap(); }
+            }
+        }
+        prop_assert_eq!(grouped.representation(), one_by_one.representation());
+        prop_assert_eq!(grouped.to_bytes(), one_by_one.to_bytes());
+    }
 }

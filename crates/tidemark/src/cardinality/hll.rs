@@ -284,12 +284,18 @@ impl Hll {
                 }
                 Repr::Sparse(map) => {
                     let (i, r) = split(hash, SPARSE_PRECISION);
+                    // A full table grows only for a new entry: an entry whose rank rises is
+                    // updated in place, so the form follows the entries held, not the order
+                    // their ranks came in (a union is then the same sketch however merged).
                     if map.full() {
-                        if map.get(i as u32) >= r {
+                        let old = map.get(i as u32);
+                        if old >= r {
                             return;
                         }
-                        self.grow();
-                        continue;
+                        if old == 0 {
+                            self.grow();
+                            continue;
+                        }
                     }
                     if let Some(old) = map.update(i as u32, r) {
                         self.cache = None;
@@ -317,12 +323,16 @@ impl Hll {
                     continue;
                 }
                 Repr::Sparse(map) => {
+                    // As in `insert_small`: a full table grows only for a new entry.
                     if map.full() {
-                        if map.get(index) >= rank {
+                        let old = map.get(index);
+                        if old >= rank {
                             return;
                         }
-                        self.grow();
-                        continue;
+                        if old == 0 {
+                            self.grow();
+                            continue;
+                        }
                     }
                     if map.update(index, rank).is_some() {
                         self.cache = None;
