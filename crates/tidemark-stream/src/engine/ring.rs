@@ -52,199 +52,66 @@ pub(super) struct Ring {
     blocks: Option<Box<Blocks>>,
 }
 
-/// The merges of aligned runs of the ring's buckets ("blocks"), kept as two stacks (the
-/// sliding-window aggregation of a queue by two stacks): the older blocks each with the merge
-/// of itself and every older-listed block after it up to the newer ones (a suffix), the newer
-/// blocks each with its own merge and, once asked, the merge of them all. A window is then the
-/// buckets of a partial oldest block one by one, one suffix, and the newer blocks' merge:
-/// a handful of merges. When the older stack empties, the newer blocks but the newest become
-/// the older stack (a merge each, once per pass of the window).
+/// A sliding-window aggregation of the ring's buckets (the "two stacks" of a queue): the
+/// newer part of the window as one running merge, the older part as suffix merges at block
+/// boundaries. A window from `from` is then the few buckets before the first boundary at
+/// `from` or later, that boundary's suffix, and the newer merge.
 #[derive(Clone, Debug)]
 struct Blocks {
-    /// A block's span, ms: a whole number of buckets.
-    span: u64,
-    /// Older blocks by increasing start `a` (a multiple of `span`), each with the merge of
-    /// the ring's buckets from `a` up to the first newer block.
+    /// By increasing boundary `a` (a multiple of `span`): the merge of the ring's buckets
+    /// starting in `[a, newer_from)`.
     older: VecDeque<(u64, Summary)>,
-    /// Newer blocks by increasing start, each with the merge of its buckets. The newest one
-    /// takes each bucket pushed.
-    newer: VecDeque<(u64, Summary)>,
-    /// The merge of all of `newer`, when asked for and still valid.
-    newer_all: Option<Summary>,
+    /// Where the newer part begins (a boundary).
+    newer_from: u64,
+    /// The merge of the ring's buckets starting at `newer_from` or later.
+    newer: Summary,
 }
 
-// Every block listed is whole: none of its buckets has left the ring, and every one of its
-// buckets in the ring is in its merge. A block holding a ring bucket is listed unless it is
-// older than every listed block (a partial block at the window's start).
-
 impl Blocks {
-    fn block_of(&self, start: u64) -> u64 {
-        start - start % self.span
-    }
-
-    /// Takes in a bucket newer than every bucket held; `previous` is the start of the ring's
-    /// newest bucket before it. `false` if the blocks can no longer hold their rule (a block
-    /// begun before the blocks knew it, or a merge failed, which it cannot: a metric's
-    /// summaries all have its shape): they are to be dropped.
-    fn push(&mut self, previous: Option<u64>, start: u64, s: &Summary) -> bool {
-        let a = self.block_of(start);
-        if let Some((b, m)) = self.newer.back_mut() {
-            if *b == a {
-                if let Some(all) = &mut self.newer_all {
-                    if all.merge(s).is_err() {
-                        return false;
-                    }
-                }
-                return m.merge(s).is_ok();
-            }
-        }
-        if previous.is_some_and(|p| self.block_of(p) >= a) {
-            return false;
-        }
-        if let Some(all) = &mut self.newer_all {
-            if all.merge(s).is_err() {
-                return false;
-            }
-        }
-        self.newer.push_back((a, s.clone()));
-        true
-    }
-
-    /// Forgets the blocks starting before `first_kept` (one of their buckets left).
-    fn drop_before(&mut self, first_kept: u64) {
-        while self.older.front().is_some_and(|(a, _)| *a < first_kept) {
-            self.older.pop_front();
-        }
-        while self.newer.front().is_some_and(|(a, _)| *a < first_kept) {
-            self.newer.pop_front();
-            self.newer_all = None;
-        }
-    }
-
-    /// Adds a late event of the bucket at `start` to the merges that hold that bucket.
-    /// `false` if its block is not listed though newer blocks are (a block born late): the
-    /// blocks are to be dropped.
-    fn add_late(&mut self, start: u64, item: u64, bytes: &[u8]) -> bool {
-        let a = self.block_of(start);
-        let listed = |q: &VecDeque<(u64, Summary)>| {
-            let i = q.partition_point(|(b, _)| *b < a);
-            (i, q.get(i).is_some_and(|(b, _)| *b == a))
-        };
-        if self.newer.front().is_some_and(|(b, _)| *b <= a) {
-            let (i, found) = listed(&self.newer);
-            if !found {
-                return false;
-            }
-            if let Some((_, m)) = self.newer.get_mut(i) {
-                m.add(item, bytes);
-            }
-            if let Some(all) = &mut self.newer_all {
-                all.add(item, bytes);
-            }
-            return true;
-        }
-        if self.older.front().is_some_and(|(b, _)| *b <= a) {
-            let (i, found) = listed(&self.older);
-            if !found {
-                return false;
-            }
-            // Every suffix from the oldest to this block's holds the bucket.
-            for (_, m) in self.older.range_mut(..=i) {
-                m.add(item, bytes);
-            }
-            return true;
-        }
-        // Older than every listed block: a partial block, merged bucket by bucket.
-        true
-    }
-
-    /// Moves every newer block but the newest to the older stack, as suffix merges.
-    fn flip(&mut self) -> bool {
-        let Some(newest) = self.newer.pop_back() else {
-            return true;
-        };
-        // Called once no older block is wanted: they are all before the window asked for.
-        self.older.clear();
-        while let Some((a, mut m)) = self.newer.pop_back() {
-            if let Some((_, after)) = self.older.front() {
-                if m.merge(after).is_err() {
-                    return false;
-                }
-            }
-            self.older.push_front((a, m));
-        }
-        self.newer_all = Some(newest.1.clone());
-        self.newer.push_back(newest);
-        true
-    }
-
-    /// The merges covering the ring's buckets from the first listed block starting at `from`
-    /// or later, and that block's start (`None`: no listed block there). Flips first if the
-    /// older stack is spent. `None` overall if a merge failed.
-    fn parts(&mut self, from: u64) -> Option<(Option<u64>, Vec<&Summary>)> {
-        let spent = self.older.back().is_none_or(|(a, _)| *a < from);
-        if spent && self.newer.len() > 1 && !self.flip() {
-            return None;
-        }
-        if self.newer_all.is_none() && !self.newer.is_empty() {
-            let mut all = self.newer.front()?.1.clone();
-            for (_, m) in self.newer.iter().skip(1) {
-                all.merge(m).ok()?;
-            }
-            self.newer_all = Some(all);
-        }
-        let mut parts = Vec::new();
-        let i = self.older.partition_point(|(a, _)| *a < from);
-        if let Some((a, suffix)) = self.older.get(i) {
-            parts.push(suffix);
-            parts.extend(self.newer_all.as_ref());
-            return Some((Some(*a), parts));
-        }
-        let k = self.newer.partition_point(|(a, _)| *a < from);
-        let first = self.newer.get(k).map(|(a, _)| *a);
-        if k == 0 {
-            parts.extend(self.newer_all.as_ref());
-        } else {
-            parts.extend(self.newer.range(k..).map(|(_, m)| m));
-        }
-        Some((first, parts))
-    }
-
-    /// Blocks of about √n buckets' span (n / b blocks, at most b buckets of a partial one)
-    /// over `buckets`, oldest first, all starting at `from` or later; only blocks wholly at
-    /// `from` or later are listed (all their buckets are here). `None` if a merge failed.
-    fn build<'a>(
+    /// Blocks over `buckets` (oldest first) for windows from `from`: the newer part begins at
+    /// the newest bucket's boundary, and the older part has a suffix at each boundary from
+    /// the first at `from` or later. A merge each bucket, a copy each boundary. `None` if a
+    /// merge failed (it cannot: a metric's summaries all have its shape) or nothing is held.
+    fn build(
         shape: &MetricShape,
-        n: usize,
-        buckets: impl Iterator<Item = &'a (u64, Summary)>,
+        buckets: &VecDeque<(u64, Summary)>,
+        span: u64,
         from: u64,
     ) -> Option<Box<Blocks>> {
-        let b = (n as f64).sqrt().ceil().max(1.0) as u64;
-        let mut blocks = Box::new(Blocks {
-            span: b.saturating_mul(shape.width().max(1)),
-            older: VecDeque::new(),
-            newer: VecDeque::new(),
-            newer_all: None,
-        });
-        let mut previous = None;
-        for (s, x) in buckets {
-            if blocks.block_of(*s) >= from && !blocks.push(previous, *s, x) {
-                return None;
+        let newest = buckets.back()?.0;
+        let newer_from = newest - newest % span;
+        let mid = buckets.partition_point(|(s, _)| *s < newer_from);
+        let newer = shape.merged(newer_from, buckets.range(mid..).map(|(_, s)| s));
+        let mut older = VecDeque::new();
+        let mut acc = shape.empty(newer_from);
+        let mut i = mid;
+        let mut a = newer_from;
+        while a >= from.saturating_add(span) {
+            a -= span;
+            while let Some((s, x)) = i.checked_sub(1).and_then(|j| buckets.get(j)) {
+                if *s < a {
+                    break;
+                }
+                acc.merge(x).ok()?;
+                i -= 1;
             }
-            previous = Some(*s);
+            older.push_front((a, acc.clone()));
         }
-        Some(blocks)
+        Some(Box::new(Blocks {
+            older,
+            newer_from,
+            newer,
+        }))
     }
 
     fn heap_bytes(&self) -> usize {
         std::mem::size_of::<Blocks>()
+            + self.newer.heap_bytes()
             + self
                 .older
                 .iter()
-                .chain(&self.newer)
                 .map(|(_, s)| ENTRY_BYTES + s.heap_bytes())
                 .sum::<usize>()
-            + self.newer_all.as_ref().map_or(0, |s| s.heap_bytes())
     }
 }
 
@@ -274,9 +141,9 @@ impl Ring {
     /// Appends a bucket newer than every bucket held.
     pub(super) fn push_back(&mut self, start: u64, s: Summary) {
         self.enter(&s);
+        // Newer than every bucket, so in the newer part.
         if let Some(blocks) = &mut self.blocks {
-            let previous = self.buckets.back().map(|(p, _)| *p);
-            if !blocks.push(previous, start, &s) {
+            if blocks.newer.merge(&s).is_err() {
                 self.blocks = None;
             }
         }
@@ -294,7 +161,13 @@ impl Ring {
             }
         }
         if let Some(blocks) = &mut self.blocks {
-            blocks.drop_before(first_kept);
+            while blocks.older.front().is_some_and(|(a, _)| *a < first_kept) {
+                blocks.older.pop_front();
+            }
+            // The newer merge holds a bucket that left: built again when next asked for.
+            if blocks.newer_from < first_kept {
+                self.blocks = None;
+            }
         }
     }
 
@@ -332,10 +205,14 @@ impl Ring {
                 self.buckets.insert(at, (start, b));
             }
         }
-        // A block's merge is its buckets' union: the event joins it as it joins the bucket.
+        // The merges holding the bucket's start take the event as the bucket does.
         if let Some(blocks) = &mut self.blocks {
-            if !blocks.add_late(start, item, bytes) {
-                self.blocks = None;
+            if start >= blocks.newer_from {
+                blocks.newer.add(item, bytes);
+            } else {
+                for (_, m) in blocks.older.iter_mut().take_while(|(a, _)| *a <= start) {
+                    m.add(item, bytes);
+                }
             }
         }
     }
@@ -370,23 +247,34 @@ impl Ring {
         if !shape.merges_by_union() || n < BLOCKS_FROM {
             return shape.merged(start, self.buckets.range(first..).map(|(_, s)| s));
         }
-        if self.blocks.is_none() {
-            self.blocks = Blocks::build(shape, n, self.buckets.range(first..), from);
+        // Built again once no suffix starts in the window (once per pass of the window).
+        if self
+            .blocks
+            .as_ref()
+            .is_none_or(|b| b.older.back().is_none_or(|(a, _)| *a < from))
+        {
+            // Boundaries about √n buckets apart: √n suffixes, and fewer than 2√n buckets
+            // before the first boundary in a window.
+            let b = (n as f64).sqrt().ceil().max(1.0) as u64;
+            let span = b.saturating_mul(shape.width().max(1));
+            self.blocks = Blocks::build(shape, &self.buckets, span, from);
         }
-        let listed = match &mut self.blocks {
-            Some(blocks) => blocks.parts(from),
-            None => None,
+        let all = self.buckets.range(first..).map(|(_, s)| s);
+        let Some(blocks) = &self.blocks else {
+            return shape.merged(start, all);
         };
-        let Some((first_listed, block_parts)) = listed else {
-            self.blocks = None;
-            return shape.merged(start, self.buckets.range(first..).map(|(_, s)| s));
+        let i = blocks.older.partition_point(|(a, _)| *a < from);
+        let (boundary, suffix) = match blocks.older.get(i) {
+            Some((a, suffix)) => (*a, Some(suffix)),
+            None if blocks.newer_from >= from => (blocks.newer_from, None),
+            None => return shape.merged(start, all),
         };
-        // The buckets before the first listed block one by one (a partial block), then the
-        // blocks' merges, which hold every bucket from there on.
-        let end = first_listed.unwrap_or(u64::MAX);
-        let until = self.buckets.partition_point(|(s, _)| *s < end).max(first);
-        let singles = self.buckets.range(first..until).map(|(_, s)| s);
-        shape.merged(start, singles.chain(block_parts))
+        let until = self.buckets.partition_point(|(s, _)| *s < boundary);
+        let singles = self.buckets.range(first..until.max(first)).map(|(_, s)| s);
+        shape.merged(
+            start,
+            singles.chain(suffix).chain(std::iter::once(&blocks.newer)),
+        )
     }
 
     /// Heap bytes held: the entries, their summaries and the blocks.
@@ -431,10 +319,14 @@ mod tests {
     use crate::engine::shape::MetricShape;
     use proptest::prelude::*;
 
-    fn shape(kind: &str) -> MetricShape {
-        let extra = match kind {
-            "distinct" => "precision = 4",
-            _ => "epsilon = 0.1\ndelta = 0.1\nphi = 0.5",
+    /// A metric's shape: distinct at p = 4 (sparse at once) or p = 10 (exact first), an
+    /// ExaLogLog, or frequency.
+    fn shape(kind: u8) -> MetricShape {
+        let (kind, extra) = match kind {
+            0 => ("distinct", "precision = 4"),
+            1 => ("distinct", "precision = 10"),
+            2 => ("distinct", "sketch = \"exaloglog\""),
+            _ => ("frequency", "epsilon = 0.1\ndelta = 0.1\nphi = 0.5"),
         };
         let text = format!(
             "[input]\nformat = \"csv\"\ntime_field = \"t\"\n\n[[metric]]\nname = \"m\"\n\
@@ -445,79 +337,90 @@ mod tests {
         MetricShape::of(&config.metrics[0])
     }
 
-    /// The bound summed over the buckets, as the close summed it before the ring kept it.
-    fn summed(ring: &Ring) -> f64 {
-        ring.iter().map(|(_, s)| s.upper()).sum()
+    /// The bounds summed over the buckets from `from`, as a close summed them before.
+    fn summed(ring: &Ring, from: u64) -> f64 {
+        ring.iter()
+            .filter(|(s, _)| *s >= from)
+            .map(|(_, s)| s.upper())
+            .sum()
     }
 
     proptest! {
-        /// Against the sum over the buckets: pushes, drops and late events — enough items for
-        /// a distinct bucket to leave its exact range (an infinite bound) — keep the ring's sum
-        /// equal to it, and its buckets in order; a window merged through the blocks is the
-        /// buckets merged one by one.
+        /// As the engine drives a key's ring — buckets pushed at closes (some buckets of the
+        /// key empty), the window slid at each close, late events into buckets of the window
+        /// (also ones the key had none in), windows merged from the window's start or a
+        /// little after — the kept bound sum equals the sum over the buckets, and a window
+        /// merged through the blocks is the buckets merged one by one, byte for byte.
         #[test]
-        fn the_kept_sum_is_the_sum_over_buckets(
-            frequency in any::<bool>(),
-            ops in proptest::collection::vec((0u8..4, 0u64..40, 1u64..60), 0..300),
+        fn the_ring_answers_as_its_buckets_do(
+            kind in 0u8..4,
+            window in 16u64..90,
+            ops in proptest::collection::vec((0u8..4, 0u64..100, 1u64..40), 0..400),
         ) {
-            let shape = shape(if frequency { "frequency" } else { "distinct" });
+            let shape = shape(kind);
+            let w = shape.width();
             let mut ring = Ring::default();
             // Events a bucket holds, by start: a frequency bucket's bound is its events.
             let mut events: std::collections::BTreeMap<u64, u64> = Default::default();
-            let w = shape.width();
-            let mut next = 0u64;
-            let mut kept = 0u64;
-            let mut item = 0u64;
+            let (mut next, mut kept, mut item) = (0u64, 0u64, 0u64);
+            let mut hash = || {
+                item += 1;
+                item.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            };
             for (op, at, n) in ops {
                 match op {
+                    // A close: the key's bucket (after `at % 3` empty ones), then the slide.
                     0 => {
+                        next += at % 3;
                         let mut s = shape.empty(next * w);
                         for _ in 0..n {
-                            item += 1;
-                            s.add(item.wrapping_mul(0x9e37_79b9_7f4a_7c15), b"x");
+                            s.add(hash(), b"x");
                         }
                         ring.push_back(next * w, s);
                         events.insert(next * w, n);
                         next += 1;
-                    }
-                    1 => {
-                        kept = kept.max(at.min(next) * w);
+                        kept = kept.max(next.saturating_sub(window) * w);
                         ring.drop_before(kept);
                         events.retain(|s, _| *s >= kept);
                     }
-                    // A window from `kept` or later, through the blocks, against the buckets
-                    // merged one by one: the same summary, byte for byte.
-                    3 => {
-                        // (Not always a bucket's start: any time is a window's start.)
-                        let from = kept + (at % 4) * w + at % 2;
-                        let by_bucket = shape.merged(
-                            from,
-                            ring.iter().filter(|(s, _)| *s >= from).map(|(_, x)| x),
-                        );
-                        let merged = ring.merged(&shape, from, from);
-                        prop_assert_eq!(merged.to_stored(), by_bucket.to_stored());
-                        prop_assert_eq!(merged.estimate(), by_bucket.estimate());
-                    }
-                    // A late event is for a bucket already closed (the engine's rule).
-                    _ if next > 0 => {
-                        let start = (at % next) * w;
+                    // Late events for a closed bucket inside the window.
+                    1 if next * w > kept => {
+                        let start = kept + (at * w) % (next * w - kept) / w * w;
                         for _ in 0..n {
-                            item += 1;
-                            let h = item.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-                            ring.add_late(start, h, b"x", || shape.empty(start));
+                            ring.add_late(start, hash(), b"x", || shape.empty(start));
                         }
                         *events.entry(start).or_default() += n;
                     }
+                    // A window from its start or a little after (not always a bucket's).
+                    2 | 3 => {
+                        let from = kept + (at % 3) * w + (at % 2) * (w / 2);
+                        let by_bucket = shape.merged(
+                            kept,
+                            ring.iter().filter(|(s, _)| *s >= from).map(|(_, x)| x),
+                        );
+                        let merged = ring.merged(&shape, kept, from);
+                        prop_assert_eq!(merged.to_stored(), by_bucket.to_stored());
+                        prop_assert_eq!(merged.estimate(), by_bucket.estimate());
+                        prop_assert_eq!(ring.upper_from(from), summed(&ring, from));
+                        let n = ring.iter().filter(|(s, _)| *s >= from).count();
+                        if kind < 3 && n >= BLOCKS_FROM {
+                            let blocks = ring.blocks.as_ref();
+                            prop_assert!(blocks.is_some(), "a window of {} buckets", n);
+                            // About √n suffixes (the window's n when built, at most `window`).
+                            let most = (window as f64).sqrt().ceil() as usize + 2;
+                            let held = blocks.map_or(0, |b| b.older.len());
+                            prop_assert!(held <= most, "{} suffixes", held);
+                        }
+                    }
                     _ => {}
                 }
-                prop_assert_eq!(ring.upper(), summed(&ring));
-                if frequency {
+                prop_assert_eq!(ring.upper(), summed(&ring, 0));
+                if kind == 3 {
                     prop_assert_eq!(ring.upper(), events.values().sum::<u64>() as f64);
                 }
                 let starts: Vec<u64> = ring.iter().map(|(s, _)| *s).collect();
                 prop_assert!(starts.windows(2).all(|w| w[0] < w[1]), "{:?}", starts);
                 prop_assert_eq!(ring.first_start(), starts.first().copied());
-                prop_assert_eq!(ring.iter().len(), starts.len());
             }
         }
     }
