@@ -10,30 +10,31 @@
 //!   without merging. The ring keeps the sum (an exact integer total of the finite bounds —
 //!   counts of events or of exact distinct items — and the number of buckets without one),
 //!   updated when a bucket enters, leaves or takes a late event: O(1) a close.
-//! - **Merged blocks in two stacks** (distinct metrics). A key past the shortcut needs its
-//!   window merged. Its buckets are grouped into aligned blocks of `b ≈ √n` buckets' span,
-//!   kept as the two stacks of a sliding-window aggregation (a queue as two stacks): the
-//!   older blocks each hold the merge of themselves and every older block after them (a
-//!   suffix), the newer blocks each hold their own merge, and their merge of all is kept as
-//!   buckets arrive. A window is then the buckets of its partial oldest block one by one,
-//!   one suffix and the newer blocks' merge: at most `b + 2` merges, nearly all of single
-//!   buckets, instead of `n`. When the older stack is spent (once per `n` closes), the newer
-//!   blocks but the newest become the older stack, a merge each. A HyperLogLog or ExaLogLog
-//!   window is the register-wise maximum of its buckets however they are grouped, so the
-//!   answer is the same byte for byte (a property test holds it). A frequency window is
-//!   merged bucket by bucket as before: its heavy candidates are pruned against the running
-//!   total at each merge, so grouping could change them. Blocks are built at a key's first
-//!   merge and never stored (a key read back builds them again); they hold about `2√n`
-//!   sketches more, each up to a dense sketch's size, and count toward the memory budget.
+//! - **A sliding-window aggregation** (distinct metrics): the "two stacks" of a queue, by
+//!   time. A key past the shortcut needs its window merged. Its window is cut at boundaries
+//!   `⌈√t⌉` bucket widths apart (`t` the widths its buckets span); the newer part, from the
+//!   newest bucket's boundary on, is one merge that takes each bucket pushed, and the older
+//!   part is a suffix merge at each boundary (the union of the buckets from there up to the
+//!   newer part). A window is then the few buckets before its first boundary one by one,
+//!   that boundary's suffix and the newer merge: at most about `√t + 2` merges, nearly all of
+//!   single buckets, instead of `n`. Once the window has slid past the last boundary (once
+//!   per about `t` closes) the aggregation is built again, a merge per bucket. A HyperLogLog
+//!   or ExaLogLog window is the register-wise maximum of its buckets however they are
+//!   grouped (the sketches' forms follow their entries alone), so the answer is the same
+//!   byte for byte (a property test holds it). A frequency window is merged bucket by bucket
+//!   as before: its heavy candidates are pruned against the running total at each merge, so
+//!   grouping could change them. The aggregation is built at a key's first merge and never
+//!   stored (a key read back builds it again); it holds about `√t + 1` sketches, each at
+//!   most a dense sketch, counted toward the memory budget.
 //!
-//! (Per key with a window, blocks or not: 12 bytes for the sum, 8 for the blocks' pointer.)
+//! (Per key with a window, aggregated or not: 12 bytes for the sum, 8 for the pointer.)
 
 use std::collections::VecDeque;
 
 use super::shape::MetricShape;
 use super::Summary;
 
-/// Windows of fewer buckets are merged bucket by bucket: blocks would save little.
+/// Windows of fewer buckets are merged bucket by bucket: an aggregation would save little.
 const BLOCKS_FROM: usize = 16;
 
 /// Bytes of one `(start, summary)` entry, before the summary's heap.
@@ -48,16 +49,16 @@ pub(super) struct Ring {
     bounded: u64,
     /// Buckets whose bound is infinite (a distinct bucket past its exact range).
     unbounded: u32,
-    /// Merged blocks, once the key's window has been merged (distinct metrics).
-    blocks: Option<Box<Blocks>>,
+    /// The window's aggregation, once the key's window has been merged (distinct metrics).
+    aggregation: Option<Box<Aggregation>>,
 }
 
 /// A sliding-window aggregation of the ring's buckets (the "two stacks" of a queue): the
-/// newer part of the window as one running merge, the older part as suffix merges at block
+/// newer part of the window as one running merge, the older part as suffix merges at
 /// boundaries. A window from `from` is then the few buckets before the first boundary at
 /// `from` or later, that boundary's suffix, and the newer merge.
 #[derive(Clone, Debug)]
-struct Blocks {
+struct Aggregation {
     /// By increasing boundary `a` (a multiple of `span`): the merge of the ring's buckets
     /// starting in `[a, newer_from)`.
     older: VecDeque<(u64, Summary)>,
@@ -67,18 +68,24 @@ struct Blocks {
     newer: Summary,
 }
 
-impl Blocks {
-    /// Blocks over `buckets` (oldest first) for windows from `from`: the newer part begins at
-    /// the newest bucket's boundary, and the older part has a suffix at each boundary from
-    /// the first at `from` or later. A merge each bucket, a copy each boundary. `None` if a
-    /// merge failed (it cannot: a metric's summaries all have its shape) or nothing is held.
+impl Aggregation {
+    /// Aggregation over `buckets` (oldest first) for windows from `from`. The buckets from
+    /// `from` on span `t` bucket widths, from the first to the newest; boundaries are
+    /// `⌈√t⌉` widths apart. The newer part begins at the newest bucket's boundary; the older
+    /// part has a suffix at each boundary from the one holding the first bucket (or `from`,
+    /// if later) up to it: about √t suffixes, however few buckets a sparse key has. A merge
+    /// each bucket, a copy each boundary. `None` if a merge failed (it cannot: a metric's
+    /// summaries all have its shape) or no bucket starts at `from` or later.
     fn build(
         shape: &MetricShape,
         buckets: &VecDeque<(u64, Summary)>,
-        span: u64,
         from: u64,
-    ) -> Option<Box<Blocks>> {
+    ) -> Option<Box<Aggregation>> {
+        let width = shape.width().max(1);
+        let first = buckets.get(buckets.partition_point(|(s, _)| *s < from))?.0;
         let newest = buckets.back()?.0;
+        let t = (newest - first) / width + 1;
+        let span = ((t as f64).sqrt().ceil().max(1.0) as u64).saturating_mul(width);
         let newer_from = newest - newest % span;
         let mid = buckets.partition_point(|(s, _)| *s < newer_from);
         let newer = shape.merged(newer_from, buckets.range(mid..).map(|(_, s)| s));
@@ -86,7 +93,9 @@ impl Blocks {
         let mut acc = shape.empty(newer_from);
         let mut i = mid;
         let mut a = newer_from;
-        while a >= from.saturating_add(span) {
+        // Down to the boundary of the block holding the first bucket: one lower would hold
+        // the same suffix again.
+        while a >= from.saturating_add(span) && a > first {
             a -= span;
             while let Some((s, x)) = i.checked_sub(1).and_then(|j| buckets.get(j)) {
                 if *s < a {
@@ -97,7 +106,7 @@ impl Blocks {
             }
             older.push_front((a, acc.clone()));
         }
-        Some(Box::new(Blocks {
+        Some(Box::new(Aggregation {
             older,
             newer_from,
             newer,
@@ -105,7 +114,7 @@ impl Blocks {
     }
 
     fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Blocks>()
+        std::mem::size_of::<Aggregation>()
             + self.newer.heap_bytes()
             + self
                 .older
@@ -142,15 +151,15 @@ impl Ring {
     pub(super) fn push_back(&mut self, start: u64, s: Summary) {
         self.enter(&s);
         // Newer than every bucket, so in the newer part.
-        if let Some(blocks) = &mut self.blocks {
-            if blocks.newer.merge(&s).is_err() {
-                self.blocks = None;
+        if let Some(agg) = &mut self.aggregation {
+            if agg.newer.merge(&s).is_err() {
+                self.aggregation = None;
             }
         }
         self.buckets.push_back((start, s));
     }
 
-    /// Drops the buckets starting before `first_kept`, and the blocks that held one.
+    /// Drops the buckets starting before `first_kept`, and the suffixes that held one.
     pub(super) fn drop_before(&mut self, first_kept: u64) {
         while let Some((s, _)) = self.buckets.front() {
             if *s >= first_kept {
@@ -160,13 +169,13 @@ impl Ring {
                 self.leave(&b);
             }
         }
-        if let Some(blocks) = &mut self.blocks {
-            while blocks.older.front().is_some_and(|(a, _)| *a < first_kept) {
-                blocks.older.pop_front();
+        if let Some(agg) = &mut self.aggregation {
+            while agg.older.front().is_some_and(|(a, _)| *a < first_kept) {
+                agg.older.pop_front();
             }
             // The newer merge holds a bucket that left: built again when next asked for.
-            if blocks.newer_from < first_kept {
-                self.blocks = None;
+            if agg.newer_from < first_kept {
+                self.aggregation = None;
             }
         }
     }
@@ -206,11 +215,11 @@ impl Ring {
             }
         }
         // The merges holding the bucket's start take the event as the bucket does.
-        if let Some(blocks) = &mut self.blocks {
-            if start >= blocks.newer_from {
-                blocks.newer.add(item, bytes);
+        if let Some(agg) = &mut self.aggregation {
+            if start >= agg.newer_from {
+                agg.newer.add(item, bytes);
             } else {
-                for (_, m) in blocks.older.iter_mut().take_while(|(a, _)| *a <= start) {
+                for (_, m) in agg.older.iter_mut().take_while(|(a, _)| *a <= start) {
                     m.add(item, bytes);
                 }
             }
@@ -240,7 +249,7 @@ impl Ring {
     }
 
     /// The buckets starting at `from` or later, merged into an empty summary starting at
-    /// `start` — through the merged blocks where the shape allows it, building them first.
+    /// `start` — through the aggregation where the shape allows it, building it first.
     pub(super) fn merged(&mut self, shape: &MetricShape, start: u64, from: u64) -> Summary {
         let first = self.buckets.partition_point(|(s, _)| *s < from);
         let n = self.buckets.len() - first;
@@ -249,41 +258,37 @@ impl Ring {
         }
         // Built again once no suffix starts in the window (once per pass of the window).
         if self
-            .blocks
+            .aggregation
             .as_ref()
             .is_none_or(|b| b.older.back().is_none_or(|(a, _)| *a < from))
         {
-            // Boundaries about √n buckets apart: √n suffixes, and fewer than 2√n buckets
-            // before the first boundary in a window.
-            let b = (n as f64).sqrt().ceil().max(1.0) as u64;
-            let span = b.saturating_mul(shape.width().max(1));
-            self.blocks = Blocks::build(shape, &self.buckets, span, from);
+            self.aggregation = Aggregation::build(shape, &self.buckets, from);
         }
         let all = self.buckets.range(first..).map(|(_, s)| s);
-        let Some(blocks) = &self.blocks else {
+        let Some(agg) = &self.aggregation else {
             return shape.merged(start, all);
         };
-        let i = blocks.older.partition_point(|(a, _)| *a < from);
-        let (boundary, suffix) = match blocks.older.get(i) {
+        let i = agg.older.partition_point(|(a, _)| *a < from);
+        let (boundary, suffix) = match agg.older.get(i) {
             Some((a, suffix)) => (*a, Some(suffix)),
-            None if blocks.newer_from >= from => (blocks.newer_from, None),
+            None if agg.newer_from >= from => (agg.newer_from, None),
             None => return shape.merged(start, all),
         };
         let until = self.buckets.partition_point(|(s, _)| *s < boundary);
         let singles = self.buckets.range(first..until.max(first)).map(|(_, s)| s);
         shape.merged(
             start,
-            singles.chain(suffix).chain(std::iter::once(&blocks.newer)),
+            singles.chain(suffix).chain(std::iter::once(&agg.newer)),
         )
     }
 
-    /// Heap bytes held: the entries, their summaries and the blocks.
+    /// Heap bytes held: the entries, their summaries and the aggregation.
     pub(super) fn heap_bytes(&self) -> usize {
         self.buckets
             .iter()
             .map(|(_, s)| ENTRY_BYTES + s.heap_bytes())
             .sum::<usize>()
-            + self.blocks.as_ref().map_or(0, |b| b.heap_bytes())
+            + self.aggregation.as_ref().map_or(0, |b| b.heap_bytes())
     }
 
     /// Oldest first.
@@ -345,12 +350,34 @@ mod tests {
             .sum()
     }
 
+    /// A sparse key (a bucket every third width) in a long window: the suffixes follow the
+    /// time its buckets span, not the window's, and not the count of its buckets alone.
+    #[test]
+    fn a_sparse_key_holds_about_root_t_suffixes() {
+        let shape = shape(1);
+        let w = shape.width();
+        let mut ring = Ring::default();
+        for k in 0..40u64 {
+            let mut s = shape.empty((2 + 3 * k) * w);
+            s.add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15), b"x");
+            ring.push_back((2 + 3 * k) * w, s);
+        }
+        let kept = 30 * w;
+        ring.drop_before(kept);
+        let by_bucket = shape.merged(kept, ring.iter().map(|(_, x)| x));
+        let merged = ring.merged(&shape, kept, kept);
+        assert_eq!(merged.to_stored(), by_bucket.to_stored());
+        // 30 buckets over t = 88 widths: boundaries 10 widths apart, at most 9 suffixes.
+        let held = ring.aggregation.as_ref().map(|a| a.older.len());
+        assert!(held.is_some_and(|h| (1..=9).contains(&h)), "{held:?}");
+    }
+
     proptest! {
         /// As the engine drives a key's ring — buckets pushed at closes (some buckets of the
         /// key empty), the window slid at each close, late events into buckets of the window
         /// (also ones the key had none in), windows merged from the window's start or a
         /// little after — the kept bound sum equals the sum over the buckets, and a window
-        /// merged through the blocks is the buckets merged one by one, byte for byte.
+        /// merged through the aggregation is the buckets merged one by one, byte for byte.
         #[test]
         fn the_ring_answers_as_its_buckets_do(
             kind in 0u8..4,
@@ -404,11 +431,11 @@ mod tests {
                         prop_assert_eq!(ring.upper_from(from), summed(&ring, from));
                         let n = ring.iter().filter(|(s, _)| *s >= from).count();
                         if kind < 3 && n >= BLOCKS_FROM {
-                            let blocks = ring.blocks.as_ref();
-                            prop_assert!(blocks.is_some(), "a window of {} buckets", n);
+                            let agg = ring.aggregation.as_ref();
+                            prop_assert!(agg.is_some(), "a window of {} buckets", n);
                             // About √n suffixes (the window's n when built, at most `window`).
                             let most = (window as f64).sqrt().ceil() as usize + 2;
-                            let held = blocks.map_or(0, |b| b.older.len());
+                            let held = agg.map_or(0, |b| b.older.len());
                             prop_assert!(held <= most, "{} suffixes", held);
                         }
                     }
