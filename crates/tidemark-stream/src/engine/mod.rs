@@ -902,6 +902,7 @@ impl Engine {
                         // sum, so this costs nothing per bucket.
                         // (An early alert raised must still be confirmed or withdrawn.)
                         let early = ks.streak.iter().any(|&s| s & alert::EARLY != 0);
+                        r.track();
                         if r.upper() <= min_limit && !early {
                             if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
                                 ks.row_dirty = true;

@@ -27,7 +27,7 @@
 //!   stored (a key read back builds it again); it holds about `√t + 1` sketches, each at
 //!   most a dense sketch, counted toward the memory budget.
 //!
-//! (Per key with a window, aggregated or not: 12 bytes for the sum, 8 for the pointer.)
+//! (Per key with a window, aggregated or not: 13 bytes for the sum, 8 for the pointer.)
 
 use std::collections::VecDeque;
 
@@ -49,6 +49,9 @@ pub(super) struct Ring {
     bounded: u64,
     /// Buckets whose bound is infinite (a distinct bucket past its exact range).
     unbounded: u32,
+    /// Whether the two above are kept: from the first close that asks for the sum (a
+    /// metric with alert rules); a metric without rules never pays for them.
+    tracked: bool,
     /// The window's aggregation, once the key's window has been merged (distinct metrics).
     aggregation: Option<Box<Aggregation>>,
 }
@@ -134,6 +137,9 @@ fn bound_of(s: &Summary) -> Option<u64> {
 
 impl Ring {
     fn enter(&mut self, s: &Summary) {
+        if !self.tracked {
+            return;
+        }
         match bound_of(s) {
             Some(b) => self.bounded += b,
             None => self.unbounded += 1,
@@ -141,6 +147,9 @@ impl Ring {
     }
 
     fn leave(&mut self, s: &Summary) {
+        if !self.tracked {
+            return;
+        }
         match bound_of(s) {
             Some(b) => self.bounded -= b,
             None => self.unbounded -= 1,
@@ -189,25 +198,22 @@ impl Ring {
         empty: impl FnOnce() -> Summary,
     ) {
         let at = self.buckets.partition_point(|(s0, _)| *s0 < start);
-        let bound = match self.buckets.get(at) {
-            Some((s0, b)) if *s0 == start => Some(bound_of(b)),
-            _ => None,
-        };
-        match bound {
-            Some(old) => {
-                match old {
-                    Some(b) => self.bounded -= b,
-                    None => self.unbounded -= 1,
-                }
-                if let Some((_, b)) = self.buckets.get_mut(at) {
-                    b.add(item, bytes);
+        match self.buckets.get_mut(at) {
+            Some((s0, b)) if *s0 == start => {
+                let old = self.tracked.then(|| bound_of(b));
+                b.add(item, bytes);
+                if let Some(old) = old {
+                    match old {
+                        Some(x) => self.bounded -= x,
+                        None => self.unbounded -= 1,
+                    }
                     match bound_of(b) {
-                        Some(n) => self.bounded += n,
+                        Some(x) => self.bounded += x,
                         None => self.unbounded += 1,
                     }
                 }
             }
-            None => {
+            _ => {
                 let mut b = empty();
                 b.add(item, bytes);
                 self.enter(&b);
@@ -231,9 +237,31 @@ impl Ring {
         self.upper_from(0)
     }
 
+    /// Keeps the bounds' sum from now on (summed once here).
+    pub(super) fn track(&mut self) {
+        if !self.tracked {
+            self.tracked = true;
+            (self.bounded, self.unbounded) = (0, 0);
+            for (_, b) in &self.buckets {
+                match bound_of(b) {
+                    Some(x) => self.bounded += x,
+                    None => self.unbounded += 1,
+                }
+            }
+        }
+    }
+
     /// The sum of the bounds of the buckets starting at `from` or later: the kept sum less
-    /// the few oldest buckets before `from`.
+    /// the few oldest buckets before `from` (or, not kept, summed here).
     pub(super) fn upper_from(&self, from: u64) -> f64 {
+        if !self.tracked {
+            return self
+                .buckets
+                .iter()
+                .filter(|(s, _)| *s >= from)
+                .map(|(_, b)| b.upper())
+                .sum();
+        }
         let (mut bounded, mut unbounded) = (self.bounded, self.unbounded);
         for (_, b) in self.buckets.iter().take_while(|(s, _)| *s < from) {
             match bound_of(b) {
@@ -418,8 +446,12 @@ mod tests {
                         }
                         *events.entry(start).or_default() += n;
                     }
-                    // A window from its start or a little after (not always a bucket's).
+                    // A window from its start or a little after (not always a bucket's);
+                    // the sum kept from some point on, as a metric with rules asks for it.
                     2 | 3 => {
+                        if at % 5 == 0 {
+                            ring.track();
+                        }
                         let from = kept + (at % 3) * w + (at % 2) * (w / 2);
                         let by_bucket = shape.merged(
                             kept,
