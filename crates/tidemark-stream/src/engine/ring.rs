@@ -320,6 +320,7 @@ impl Ring {
     }
 
     /// Oldest first.
+    #[cfg(test)]
     pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &(u64, Summary)> {
         self.buckets.iter()
     }

@@ -257,8 +257,9 @@ pub(super) fn key_bytes(ks: &KeyState) -> usize {
     n + ks.running.as_ref().map_or(0, |r| r.heap_bytes())
 }
 
-/// Whether a key can raise no alert and change no streak before its next event.
-fn quiet(m: &MetricState, ks: &KeyState) -> bool {
+/// Whether a key can raise no alert and change no streak before its next event. (The key is
+/// `mut` for its ring's aggregation, which a merge of its window may build or use.)
+fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
     if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
         return false;
     }
@@ -279,25 +280,43 @@ fn quiet(m: &MetricState, ks: &KeyState) -> bool {
     // estimates under half the smallest limit at its `high` end stays under the limit — the
     // factor two covers the estimator's bias switching between its ranges.
     if let Kind::Distinct { .. } = m.cfg.kind {
-        let ring = match &ks.window {
-            Some(WindowState::Ring(r)) => Some(r.iter()),
+        // The closed buckets through the ring's aggregation (a handful of merges for a key
+        // already evaluated at a close), then the open ones.
+        let mut acc = match &mut ks.window {
+            Some(WindowState::Ring(r)) if !r.is_empty() => {
+                let first = r.first_start().unwrap_or(0);
+                Some(r.merged(m.shape, first, 0))
+            }
             _ => None,
         };
-        let all = ks
-            .open
-            .iter()
-            .map(|o| (o.start, &o.summary))
-            .chain(ring.into_iter().flatten().map(|(s, x)| (*s, x)));
-        let mut acc: Option<Summary> = None;
-        for (s, b) in all {
-            let a = acc.get_or_insert_with(|| m.shape.empty(s));
-            if a.merge(b).is_err() {
+        for o in ks.open.iter() {
+            let a = acc.get_or_insert_with(|| m.shape.empty(o.start));
+            if a.merge(&o.summary).is_err() {
                 return false;
             }
         }
         return acc.is_some_and(|a| 2.0 * a.estimate().high <= m.min_limit);
     }
     false
+}
+
+/// What [`quiet`] reads of a metric, borrowed apart from its keys.
+struct MetricParts<'a> {
+    cfg: &'a crate::config::MetricConfig,
+    shape: &'a super::shape::MetricShape,
+    min_limit: f64,
+}
+
+impl MetricState {
+    /// The metric's keys, mutable, beside what [`quiet`] reads of it.
+    fn keys_and_parts(&mut self) -> (&mut KeyTable, MetricParts<'_>) {
+        let parts = MetricParts {
+            cfg: &self.cfg,
+            shape: &self.shape,
+            min_limit: self.min_limit,
+        };
+        (&mut self.keys, parts)
+    }
 }
 
 /// The time after which a key's state has left every window (its row may be swept): a
@@ -505,15 +524,16 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
     // now carries), one writing.
     let mut hot = Vec::new();
     let mut mem = 0;
+    let (keys, parts) = m.keys_and_parts();
+    for (key, ks) in keys.iter_mut() {
+        if !quiet(&parts, ks) {
+            hot.push(key.clone());
+        }
+    }
     let rows: Vec<(u64, bool)> = m
         .keys
         .iter()
-        .map(|(key, ks)| {
-            if !quiet(m, ks) {
-                hot.push(key.clone());
-            }
-            (expiry(m, ks), needs_row(m, ks))
-        })
+        .map(|(_, ks)| (expiry(m, ks), needs_row(m, ks)))
         .collect();
     for (ks, (exp, row)) in m.keys.values_mut().zip(rows) {
         if ks.dirty || ks.row_dirty {
@@ -713,9 +733,10 @@ impl Engine {
             }
         }
         let mut candidates: Vec<(u64, usize, Key)> = Vec::new();
-        for (i, m) in self.metrics.iter().enumerate() {
-            for (k, ks) in m.keys.iter() {
-                if !ks.reloaded && !ks.dirty && !ks.row_dirty && ks.stored && quiet(m, ks) {
+        for (i, m) in self.metrics.iter_mut().enumerate() {
+            let (keys, parts) = m.keys_and_parts();
+            for (k, ks) in keys.iter_mut() {
+                if !ks.reloaded && !ks.dirty && !ks.row_dirty && ks.stored && quiet(&parts, ks) {
                     candidates.push((ks.touched, i, k.clone()));
                 }
             }
