@@ -27,7 +27,8 @@
 //!   stored (a key read back builds it again); it holds about `√t + 1` sketches, each at
 //!   most a dense sketch, counted toward the memory budget.
 //!
-//! (Per key with a window, aggregated or not: 13 bytes for the sum, 8 for the pointer.)
+//! (Per key with a window, aggregated or not: 13 bytes for the sum, 8 for the heap's count,
+//! 8 for the pointer.)
 
 use std::collections::VecDeque;
 
@@ -52,6 +53,9 @@ pub(super) struct Ring {
     /// Whether the two above are kept: from the first close that asks for the sum (a
     /// metric with alert rules); a metric without rules never pays for them.
     tracked: bool,
+    /// The entries' bytes and their summaries' heaps, kept as they change: a checkpoint
+    /// counts every key's memory, and summing a long ring there read every bucket.
+    heap: usize,
     /// The window's aggregation, once the key's window has been merged (distinct metrics).
     aggregation: Option<Box<Aggregation>>,
 }
@@ -137,6 +141,7 @@ fn bound_of(s: &Summary) -> Option<u64> {
 
 impl Ring {
     fn enter(&mut self, s: &Summary) {
+        self.heap += ENTRY_BYTES + s.heap_bytes();
         if !self.tracked {
             return;
         }
@@ -147,6 +152,7 @@ impl Ring {
     }
 
     fn leave(&mut self, s: &Summary) {
+        self.heap -= ENTRY_BYTES + s.heap_bytes();
         if !self.tracked {
             return;
         }
@@ -201,7 +207,9 @@ impl Ring {
         match self.buckets.get_mut(at) {
             Some((s0, b)) if *s0 == start => {
                 let old = self.tracked.then(|| bound_of(b));
+                let heap = b.heap_bytes();
                 b.add(item, bytes);
+                self.heap = self.heap - heap + b.heap_bytes();
                 if let Some(old) = old {
                     match old {
                         Some(x) => self.bounded -= x,
@@ -312,11 +320,7 @@ impl Ring {
 
     /// Heap bytes held: the entries, their summaries and the aggregation.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.buckets
-            .iter()
-            .map(|(_, s)| ENTRY_BYTES + s.heap_bytes())
-            .sum::<usize>()
-            + self.aggregation.as_ref().map_or(0, |b| b.heap_bytes())
+        self.heap + self.aggregation.as_ref().map_or(0, |b| b.heap_bytes())
     }
 
     /// Oldest first.
@@ -475,6 +479,9 @@ mod tests {
                     _ => {}
                 }
                 prop_assert_eq!(ring.upper(), summed(&ring, 0));
+                let heap: usize = ring.iter().map(|(_, s)| ENTRY_BYTES + s.heap_bytes()).sum();
+                let agg = ring.aggregation.as_ref().map_or(0, |a| a.heap_bytes());
+                prop_assert_eq!(ring.heap_bytes(), heap + agg);
                 if kind == 3 {
                     prop_assert_eq!(ring.upper(), events.values().sum::<u64>() as f64);
                 }
