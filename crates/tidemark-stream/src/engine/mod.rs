@@ -618,7 +618,11 @@ impl Engine {
     ) -> u64 {
         let end = next + cfg.bucket;
         if ks.early_end != end {
-            // A new window: its bound from the buckets (which hold the event already).
+            // A new window: its bound from the buckets (which hold the event already). The
+            // ring keeps its sum from now on (one read back or restored did not yet).
+            if let Some(WindowState::Ring(r)) = &mut ks.window {
+                r.track();
+            }
             ks.early_end = end;
             ks.running = None;
             ks.early_bound = running::bound(

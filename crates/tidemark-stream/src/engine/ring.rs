@@ -287,9 +287,25 @@ impl Ring {
     /// The buckets starting at `from` or later, merged into an empty summary starting at
     /// `start` — through the aggregation where the shape allows it, building it first.
     pub(super) fn merged(&mut self, shape: &MetricShape, start: u64, from: u64) -> Summary {
+        self.merged_as(shape, start, from, true)
+    }
+
+    /// [`Ring::merged`], through an aggregation only if the key already has one: for a
+    /// merge that is not a close's (a checkpoint's), which should not make a key hold one.
+    pub(super) fn merged_if_aggregated(
+        &mut self,
+        shape: &MetricShape,
+        start: u64,
+        from: u64,
+    ) -> Summary {
+        self.merged_as(shape, start, from, false)
+    }
+
+    fn merged_as(&mut self, shape: &MetricShape, start: u64, from: u64, build: bool) -> Summary {
         let first = self.buckets.partition_point(|(s, _)| *s < from);
         let n = self.buckets.len() - first;
-        if !shape.merges_by_union() || n < BLOCKS_FROM {
+        let aggregated = build || self.aggregation.is_some();
+        if !shape.merges_by_union() || n < BLOCKS_FROM || !aggregated {
             return shape.merged(start, self.buckets.range(first..).map(|(_, s)| s));
         }
         // Built again once no suffix starts in the window (once per pass of the window).
@@ -462,6 +478,11 @@ mod tests {
                             kept,
                             ring.iter().filter(|(s, _)| *s >= from).map(|(_, x)| x),
                         );
+                        // A checkpoint's merge uses an aggregation but makes none.
+                        let had = ring.aggregation.is_some();
+                        let checkpoint = ring.merged_if_aggregated(&shape, kept, from);
+                        prop_assert_eq!(ring.aggregation.is_some(), had);
+                        prop_assert_eq!(checkpoint.to_stored(), by_bucket.to_stored());
                         let merged = ring.merged(&shape, kept, from);
                         prop_assert_eq!(merged.to_stored(), by_bucket.to_stored());
                         prop_assert_eq!(merged.estimate(), by_bucket.estimate());

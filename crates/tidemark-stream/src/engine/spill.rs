@@ -267,10 +267,14 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
         return true;
     }
     let mut bound: f64 = ks.open.iter().map(|o| o.summary.upper()).sum();
-    match &ks.window {
+    match &mut ks.window {
         None => {}
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
-        Some(WindowState::Ring(r)) => bound += r.upper(),
+        // Kept from now on: a ring read back or restored is asked at every checkpoint.
+        Some(WindowState::Ring(r)) => {
+            r.track();
+            bound += r.upper();
+        }
     }
     if bound <= m.min_limit {
         return true;
@@ -280,12 +284,12 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
     // estimates under half the smallest limit at its `high` end stays under the limit — the
     // factor two covers the estimator's bias switching between its ranges.
     if let Kind::Distinct { .. } = m.cfg.kind {
-        // The closed buckets through the ring's aggregation (a handful of merges for a key
-        // already evaluated at a close), then the open ones.
+        // The closed buckets through the ring's aggregation if the key has one (a handful
+        // of merges for a key evaluated at a close; none is made here), then the open ones.
         let mut acc = match &mut ks.window {
             Some(WindowState::Ring(r)) if !r.is_empty() => {
                 let first = r.first_start().unwrap_or(0);
-                Some(r.merged(m.shape, first, 0))
+                Some(r.merged_if_aggregated(m.shape, first, 0))
             }
             _ => None,
         };
