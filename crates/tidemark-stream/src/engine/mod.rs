@@ -618,15 +618,11 @@ impl Engine {
     ) -> u64 {
         let end = next + cfg.bucket;
         if ks.early_end != end {
-            // A new window: its bound from the buckets (which hold the event already). The
-            // ring keeps its sum from now on (one read back or restored did not yet).
-            if let Some(WindowState::Ring(r)) = &mut ks.window {
-                r.track();
-            }
+            // A new window: its bound from the buckets (which hold the event already).
             ks.early_end = end;
             ks.running = None;
             ks.early_bound = running::bound(
-                ks.window.as_ref(),
+                ks.window.as_mut(),
                 &ks.open,
                 end.saturating_sub(cfg.window),
                 end,
@@ -647,7 +643,7 @@ impl Engine {
             r => {
                 // One per event over-counts repeated items: the exact bound before a sketch.
                 let from = end.saturating_sub(cfg.window);
-                ks.early_bound = running::bound(ks.window.as_ref(), &ks.open, from, end);
+                ks.early_bound = running::bound(ks.window.as_mut(), &ks.open, from, end);
                 if ks.early_bound <= early_limit {
                     return 0;
                 }
@@ -906,7 +902,6 @@ impl Engine {
                         // sum, so this costs nothing per bucket.
                         // (An early alert raised must still be confirmed or withdrawn.)
                         let early = ks.streak.iter().any(|&s| s & alert::EARLY != 0);
-                        r.track();
                         if r.upper() <= min_limit && !early {
                             if ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty() {
                                 ks.row_dirty = true;

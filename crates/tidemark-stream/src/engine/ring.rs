@@ -27,7 +27,7 @@
 //!   stored (a key read back builds it again); it holds about `√t + 1` sketches, each at
 //!   most a dense sketch, counted toward the memory budget.
 //!
-//! (Per key with a window, aggregated or not: 13 bytes for the sum, 8 for the heap's count,
+//! (Per key with a window, aggregated or not: 16 bytes for the sum, 8 for the heap's count,
 //! 8 for the pointer.)
 
 use std::collections::VecDeque;
@@ -45,14 +45,9 @@ pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
 #[derive(Clone, Debug, Default)]
 pub(super) struct Ring {
     buckets: VecDeque<(u64, Summary)>,
-    /// The sum of the finite bounds: each is below 2^32 and a ring holds fewer than 2^32
-    /// buckets (each takes memory), so the sum is exact in 64 bits.
-    bounded: u64,
-    /// Buckets whose bound is infinite (a distinct bucket past its exact range).
-    unbounded: u32,
-    /// Whether the two above are kept: from the first close that asks for the sum (a
-    /// metric with alert rules); a metric without rules never pays for them.
-    tracked: bool,
+    /// The bounds' sum, kept from the first time it is asked for (a close of a metric with
+    /// alert rules, a checkpoint, an early alert); a metric without rules never pays for it.
+    bounds: Option<Bounds>,
     /// The entries' bytes and their summaries' heaps, kept as they change: a checkpoint
     /// counts every key's memory, and summing a long ring there read every bucket.
     heap: usize,
@@ -131,6 +126,39 @@ impl Aggregation {
     }
 }
 
+/// The sum of a ring's bounds: of the finite ones, each below 2^32 (a ring holds fewer than
+/// 2^32 buckets, each taking memory, so the sum is exact in 64 bits), and how many are
+/// infinite (a distinct bucket past its exact range).
+#[derive(Clone, Copy, Debug, Default)]
+struct Bounds {
+    bounded: u64,
+    unbounded: u32,
+}
+
+impl Bounds {
+    fn add(&mut self, s: &Summary) {
+        match bound_of(s) {
+            Some(b) => self.bounded += b,
+            None => self.unbounded += 1,
+        }
+    }
+
+    fn remove(&mut self, s: &Summary) {
+        match bound_of(s) {
+            Some(b) => self.bounded -= b,
+            None => self.unbounded -= 1,
+        }
+    }
+
+    fn value(self) -> f64 {
+        if self.unbounded > 0 {
+            f64::INFINITY
+        } else {
+            self.bounded as f64
+        }
+    }
+}
+
 /// A bucket's bound as an integer, or `None` if it has no finite one. Bounds are counts, so
 /// integers; one of 2^32 or more counts as none (no shortcut for such a key, which only costs
 /// it a merge), which keeps the sum in 64 bits and the key's state small.
@@ -142,23 +170,15 @@ fn bound_of(s: &Summary) -> Option<u64> {
 impl Ring {
     fn enter(&mut self, s: &Summary) {
         self.heap += ENTRY_BYTES + s.heap_bytes();
-        if !self.tracked {
-            return;
-        }
-        match bound_of(s) {
-            Some(b) => self.bounded += b,
-            None => self.unbounded += 1,
+        if let Some(b) = &mut self.bounds {
+            b.add(s);
         }
     }
 
     fn leave(&mut self, s: &Summary) {
         self.heap -= ENTRY_BYTES + s.heap_bytes();
-        if !self.tracked {
-            return;
-        }
-        match bound_of(s) {
-            Some(b) => self.bounded -= b,
-            None => self.unbounded -= 1,
+        if let Some(b) = &mut self.bounds {
+            b.remove(s);
         }
     }
 
@@ -206,19 +226,15 @@ impl Ring {
         let at = self.buckets.partition_point(|(s0, _)| *s0 < start);
         match self.buckets.get_mut(at) {
             Some((s0, b)) if *s0 == start => {
-                let old = self.tracked.then(|| bound_of(b));
-                let heap = b.heap_bytes();
+                // As the bucket leaving and coming back.
+                self.heap -= b.heap_bytes();
+                if let Some(bounds) = &mut self.bounds {
+                    bounds.remove(b);
+                }
                 b.add(item, bytes);
-                self.heap = self.heap - heap + b.heap_bytes();
-                if let Some(old) = old {
-                    match old {
-                        Some(x) => self.bounded -= x,
-                        None => self.unbounded -= 1,
-                    }
-                    match bound_of(b) {
-                        Some(x) => self.bounded += x,
-                        None => self.unbounded += 1,
-                    }
+                self.heap += b.heap_bytes();
+                if let Some(bounds) = &mut self.bounds {
+                    bounds.add(b);
                 }
             }
             _ => {
@@ -241,47 +257,23 @@ impl Ring {
     }
 
     /// The sum of the buckets' bounds ([`Summary::upper`]): ∞ if one has none.
-    pub(super) fn upper(&self) -> f64 {
+    pub(super) fn upper(&mut self) -> f64 {
         self.upper_from(0)
     }
 
-    /// Keeps the bounds' sum from now on (summed once here).
-    pub(super) fn track(&mut self) {
-        if !self.tracked {
-            self.tracked = true;
-            (self.bounded, self.unbounded) = (0, 0);
-            for (_, b) in &self.buckets {
-                match bound_of(b) {
-                    Some(x) => self.bounded += x,
-                    None => self.unbounded += 1,
-                }
-            }
+    /// The sum of the bounds of the buckets starting at `from` or later: the kept sum (summed
+    /// once, the first time it is asked for, and kept from then on) less the few oldest
+    /// buckets before `from`.
+    pub(super) fn upper_from(&mut self, from: u64) -> f64 {
+        let mut bounds = *self.bounds.get_or_insert_with(|| {
+            let mut b = Bounds::default();
+            self.buckets.iter().for_each(|(_, s)| b.add(s));
+            b
+        });
+        for (_, s) in self.buckets.iter().take_while(|(s, _)| *s < from) {
+            bounds.remove(s);
         }
-    }
-
-    /// The sum of the bounds of the buckets starting at `from` or later: the kept sum less
-    /// the few oldest buckets before `from` (or, not kept, summed here).
-    pub(super) fn upper_from(&self, from: u64) -> f64 {
-        if !self.tracked {
-            return self
-                .buckets
-                .iter()
-                .filter(|(s, _)| *s >= from)
-                .map(|(_, b)| b.upper())
-                .sum();
-        }
-        let (mut bounded, mut unbounded) = (self.bounded, self.unbounded);
-        for (_, b) in self.buckets.iter().take_while(|(s, _)| *s < from) {
-            match bound_of(b) {
-                Some(x) => bounded -= x,
-                None => unbounded -= 1,
-            }
-        }
-        if unbounded > 0 {
-            f64::INFINITY
-        } else {
-            bounded as f64
-        }
+        bounds.value()
     }
 
     /// The buckets starting at `from` or later, merged into an empty summary starting at
@@ -387,7 +379,7 @@ mod tests {
              kind = \"{kind}\"\nkey = [\"k\"]\nitem = [\"i\"]\nbucket = \"1m\"\n\
              window = \"1h\"\n{extra}\n"
         );
-        let config = Config::from_toml(&text).expect("a valid config");
+        let config = Config::from_toml(&text).expect("the test's own config is valid");
         MetricShape::of(&config.metrics[0])
     }
 
@@ -439,6 +431,7 @@ mod tests {
             // Events a bucket holds, by start: a frequency bucket's bound is its events.
             let mut events: std::collections::BTreeMap<u64, u64> = Default::default();
             let (mut next, mut kept, mut item) = (0u64, 0u64, 0u64);
+            let mut asked = false;
             let mut hash = || {
                 item += 1;
                 item.wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -468,10 +461,11 @@ mod tests {
                         *events.entry(start).or_default() += n;
                     }
                     // A window from its start or a little after (not always a bucket's);
-                    // the sum kept from some point on, as a metric with rules asks for it.
+                    // the sum asked for (and kept from then on) at some point, as a metric
+                    // with rules asks for it.
                     2 | 3 => {
                         if at % 5 == 0 {
-                            ring.track();
+                            asked = true;
                         }
                         let from = kept + (at % 3) * w + (at % 2) * (w / 2);
                         let by_bucket = shape.merged(
@@ -486,7 +480,9 @@ mod tests {
                         let merged = ring.merged(&shape, kept, from);
                         prop_assert_eq!(merged.to_stored(), by_bucket.to_stored());
                         prop_assert_eq!(merged.estimate(), by_bucket.estimate());
-                        prop_assert_eq!(ring.upper_from(from), summed(&ring, from));
+                        if asked {
+                            prop_assert_eq!(ring.upper_from(from), summed(&ring, from));
+                        }
                         let n = ring.iter().filter(|(s, _)| *s >= from).count();
                         if kind < 3 && n >= BLOCKS_FROM {
                             let agg = ring.aggregation.as_ref();
@@ -499,11 +495,13 @@ mod tests {
                     }
                     _ => {}
                 }
-                prop_assert_eq!(ring.upper(), summed(&ring, 0));
+                if asked {
+                    prop_assert_eq!(ring.upper(), summed(&ring, 0));
+                }
                 let heap: usize = ring.iter().map(|(_, s)| ENTRY_BYTES + s.heap_bytes()).sum();
                 let agg = ring.aggregation.as_ref().map_or(0, |a| a.heap_bytes());
                 prop_assert_eq!(ring.heap_bytes(), heap + agg);
-                if kind == 3 {
+                if kind == 3 && asked {
                     prop_assert_eq!(ring.upper(), events.values().sum::<u64>() as f64);
                 }
                 let starts: Vec<u64> = ring.iter().map(|(s, _)| *s).collect();

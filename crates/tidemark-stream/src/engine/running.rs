@@ -109,7 +109,12 @@ impl Running {
 /// A bound on the count of a window `[from, end)` of a key's buckets, closed and open: the
 /// sum of their exact counts (∞ if one is an estimate), a count window's closed part by its
 /// histogram's upper end. No window of them holds more.
-pub(super) fn bound(window: Option<&WindowState>, open: &OpenBuckets, from: u64, end: u64) -> f64 {
+pub(super) fn bound(
+    window: Option<&mut WindowState>,
+    open: &OpenBuckets,
+    from: u64,
+    end: u64,
+) -> f64 {
     let inside = |s: &u64| (from..end).contains(s);
     let closed = match window {
         Some(WindowState::Hist(h)) => h.estimate_from(from).high,

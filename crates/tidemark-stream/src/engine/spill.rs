@@ -270,11 +270,7 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
     match &mut ks.window {
         None => {}
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
-        // Kept from now on: a ring read back or restored is asked at every checkpoint.
-        Some(WindowState::Ring(r)) => {
-            r.track();
-            bound += r.upper();
-        }
+        Some(WindowState::Ring(r)) => bound += r.upper(),
     }
     if bound <= m.min_limit {
         return true;
@@ -287,10 +283,9 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
         // The closed buckets through the ring's aggregation if the key has one (a handful
         // of merges for a key evaluated at a close; none is made here), then the open ones.
         let mut acc = match &mut ks.window {
-            Some(WindowState::Ring(r)) if !r.is_empty() => {
-                let first = r.first_start().unwrap_or(0);
-                Some(r.merged_if_aggregated(m.shape, first, 0))
-            }
+            Some(WindowState::Ring(r)) => r
+                .first_start()
+                .map(|first| r.merged_if_aggregated(m.shape, first, 0)),
             _ => None,
         };
         for o in ks.open.iter() {

@@ -277,7 +277,7 @@ mod tests {
         // version, completed, stdin (16 bytes), head (16): the resume head's 16 bytes follow.
         v3.drain(34..50);
         v3[0] = 3;
-        let back = RunState::from_bytes(&v3).unwrap();
+        let back = RunState::from_bytes(&v3).expect("a version 3 run state still reads");
         assert_eq!(back.stdin_resume, (0, 0));
         assert_eq!(
             back,
