@@ -65,6 +65,16 @@ impl DistinctSketch {
         }
     }
 
+    /// Whether inserting `hash` would change the sketch (read-only; see
+    /// [`Hll::would_change`]).
+    #[inline]
+    pub fn would_change(&self, hash: u64) -> bool {
+        match self {
+            DistinctSketch::Hll(h) => h.would_change(hash),
+            DistinctSketch::ExaLogLog(e) => e.would_change(hash),
+        }
+    }
+
     /// The precision `p`.
     pub fn precision(&self) -> u8 {
         match self {

@@ -262,6 +262,33 @@ impl Hll {
         }
     }
 
+    /// Whether inserting `hash` would change the sketch: false for a hash it holds (exact
+    /// form) or whose rank its register already has. Read-only, so a caller can ask it of
+    /// many sketches in a row, each read independent of the others (the pipeline asks it
+    /// ahead of a batch of inserts, so that their cache misses overlap).
+    ///
+    /// ```
+    /// let mut h = tidemark::cardinality::Hll::new(10).unwrap();
+    /// let x = h.hasher().hash(b"a");
+    /// assert!(h.would_change(x));
+    /// h.insert_hash(x);
+    /// assert!(!h.would_change(x));
+    /// ```
+    #[inline]
+    pub fn would_change(&self, hash: u64) -> bool {
+        match &self.repr {
+            Repr::Exact(set) => !set.contains(hash),
+            Repr::Sparse(map) => {
+                let (i, r) = split(hash, SPARSE_PRECISION);
+                map.get(i as u32) < r
+            }
+            Repr::Dense(regs) => {
+                let (i, r) = split(hash, self.p);
+                regs[i] < r
+            }
+        }
+    }
+
     #[inline(never)]
     fn insert_small(&mut self, hash: u64) {
         loop {

@@ -288,6 +288,31 @@ impl ExaLogLog {
         }
     }
 
+    /// Whether inserting `hash` would change the sketch: false for a hash its exact form
+    /// holds, or whose value its register already records. Read-only (see
+    /// [`crate::cardinality::Hll::would_change`]).
+    ///
+    /// ```
+    /// let mut e = tidemark::cardinality::ExaLogLog::new(10).unwrap();
+    /// let x = e.hasher().hash(b"a");
+    /// assert!(e.would_change(x));
+    /// e.insert_hash(x);
+    /// assert!(!e.would_change(x));
+    /// ```
+    #[inline]
+    pub fn would_change(&self, hash: u64) -> bool {
+        let shape = self.shape;
+        match &self.repr {
+            Repr::Exact(set) => !set.contains(hash),
+            Repr::Dense(regs) => {
+                let (i, k) = shape.split(hash);
+                let old = regs[i];
+                let u = old >> shape.d;
+                k > u || old | shape.window_bit(u, k) != old
+            }
+        }
+    }
+
     /// Register `i` goes from `old` to `new` on value `k`: stored, and the martingale counts
     /// the change. Out of line: a few percent of inserts come here, and keeping the
     /// martingale's arithmetic out of the insert loop keeps the loop's values in registers.
