@@ -261,6 +261,12 @@ impl DistinctBucket {
         self.sketch.representation() == Representation::Exact
     }
 
+    /// Whether adding the item of hash `item` would change the bucket (read-only).
+    #[inline]
+    pub(crate) fn would_change(&self, item: u64) -> bool {
+        self.sketch.would_change(item)
+    }
+
     /// Heap bytes the sketch holds.
     pub fn heap_bytes(&self) -> usize {
         self.sketch.bytes()

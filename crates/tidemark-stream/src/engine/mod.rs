@@ -30,6 +30,7 @@ use crate::summary::CountWindow;
 use crate::EngineError;
 
 mod alert;
+mod batch;
 mod key;
 mod open;
 mod ring;
@@ -356,6 +357,8 @@ pub struct Engine {
     /// The clock at the last spill.
     spilled_at: u64,
     out: Outputs,
+    /// Events deferred ([`Engine::defer`]), not added yet.
+    batch: batch::Batch,
 }
 
 impl MetricState {
@@ -402,6 +405,7 @@ impl Engine {
             clock: 0,
             spilled_at: 0,
             out: Outputs::empty(n),
+            batch: batch::Batch::default(),
         })
     }
 
@@ -464,6 +468,10 @@ impl Engine {
     /// Takes the outputs produced so far, with the state rows of every key changed since the
     /// last call: what a checkpoint commits.
     pub fn take_outputs(&mut self) -> Outputs {
+        debug_assert!(
+            self.batch.is_empty(),
+            "outputs taken with events deferred: drain first"
+        );
         let n = self.metrics.len();
         for (metric, m) in self.metrics.iter_mut().enumerate() {
             let mut late: Vec<_> = m.late.drain().collect();
@@ -492,6 +500,10 @@ impl Engine {
     /// watermark passes. Call once per record, before its [`Engine::add`]s.
     #[inline]
     pub fn observe(&mut self, time: u64) {
+        debug_assert!(
+            self.batch.is_empty() || !self.closes_at(time),
+            "a close with events deferred: observe_from drains first"
+        );
         if self.max_time.is_some_and(|m| m >= time) {
             return;
         }
@@ -526,7 +538,7 @@ impl Engine {
     /// engine that has spilled (see [`Engine::spill`]), use [`Engine::add_item_from`].
     #[inline]
     pub fn add_item(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
-        self.add_resident(metric, time, key, item, bytes);
+        self.add_resident(metric, time, key, item, bytes, None);
     }
 
     /// [`Engine::add_item`] for an engine whose keys may be spilled to the store: a key not in
@@ -541,17 +553,38 @@ impl Engine {
         bytes: &[u8],
         source: &mut dyn StateSource,
     ) -> Result<(), EngineError> {
+        self.read_back(metric, key, source)?;
+        self.add_resident(metric, time, key, item, bytes, None);
+        Ok(())
+    }
+
+    /// Reads `key` back from `source` if it was spilled.
+    #[inline]
+    fn read_back(
+        &mut self,
+        metric: usize,
+        key: &[u8],
+        source: &mut dyn StateSource,
+    ) -> Result<(), EngineError> {
         let m = &self.metrics[metric];
         if m.spill.any() && !m.keys.contains_key(key) {
             // Read back after a spill: marked (a resume's restore loads its keys unmarked).
             spill::load(&mut self.metrics[metric], metric, key, source, true)?;
         }
-        self.add_resident(metric, time, key, item, bytes);
         Ok(())
     }
 
+    /// Adds an event of a key in memory; `at` is the position of its state, if known.
     #[inline]
-    fn add_resident(&mut self, metric: usize, time: u64, key: &[u8], item: u64, bytes: &[u8]) {
+    fn add_resident(
+        &mut self,
+        metric: usize,
+        time: u64,
+        key: &[u8],
+        item: u64,
+        bytes: &[u8],
+        at: Option<usize>,
+    ) {
         self.clock += 1;
         let clock = self.clock;
         let m = &mut self.metrics[metric];
@@ -568,7 +601,7 @@ impl Engine {
         }
         // One probe per event: the key's state holds its open buckets.
         let rules = m.cfg.alerts.len();
-        let (ks, made) = m.keys.get_or_insert_with(key, || KeyState::new(rules));
+        let (ks, made) = m.keys.get_or_insert_at(key, at, || KeyState::new(rules));
         let grew = Self::add_to_key(ks, &m.shape, clock, start, item, bytes);
         // A new key's bytes include its first bucket's.
         let added = if made { Some(ks.mem) } else { grew };
@@ -771,6 +804,10 @@ impl Engine {
 
     /// Closes every open bucket of every metric: the input has ended for good.
     pub fn flush(&mut self) {
+        debug_assert!(
+            self.batch.is_empty(),
+            "flushed with events deferred: drain first"
+        );
         for i in 0..self.metrics.len() {
             if let Some(&last) = self.metrics[i].open_starts.last() {
                 let until = last + self.metrics[i].cfg.bucket;

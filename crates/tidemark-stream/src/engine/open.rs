@@ -71,6 +71,19 @@ impl OpenBuckets {
         }
     }
 
+    /// The summary of the bucket at `start`, if open.
+    #[inline]
+    pub(super) fn get(&self, start: u64) -> Option<&Summary> {
+        match &self.newest {
+            Some(o) if o.start == start => Some(&o.summary),
+            _ => self
+                .older
+                .iter()
+                .find(|o| o.start == start)
+                .map(|o| &o.summary),
+        }
+    }
+
     pub(super) fn contains(&self, start: u64) -> bool {
         self.iter().any(|o| o.start == start)
     }

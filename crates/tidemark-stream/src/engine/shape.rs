@@ -37,6 +37,18 @@ impl Summary {
         }
     }
 
+    /// Whether adding the item of hash `item` would change the summary. It reads what the
+    /// add would (a distinct bucket's slot for the item), so asked ahead of a batch of adds
+    /// it brings their memory into cache together (see [`super::batch`]); a count or
+    /// frequency bucket answers true without reading.
+    #[inline]
+    pub(crate) fn would_change(&self, item: u64) -> bool {
+        match self {
+            Summary::Distinct(d) => d.would_change(item),
+            Summary::Count(_) | Summary::Frequency(_) => true,
+        }
+    }
+
     /// Heap bytes the summary holds (its size in memory beyond the enum itself).
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {

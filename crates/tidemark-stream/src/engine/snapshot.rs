@@ -34,6 +34,10 @@ impl Engine {
     /// event). Its size grows with those keys only. Take it right after
     /// [`Engine::take_outputs`], whose state rows it goes with.
     pub fn snapshot(&self) -> Vec<u8> {
+        debug_assert!(
+            self.batch.is_empty(),
+            "a snapshot with events deferred: drain first"
+        );
         let mut w = Writer::new();
         w.u8(SNAPSHOT_VERSION);
         put_opt(&mut w, self.max_time);

@@ -719,6 +719,10 @@ impl Engine {
     /// If such keys hold the memory, the caller's budget check stops the run with its error
     /// instead. Smaller keys that come back cost little to spill again, and may.
     pub fn spill(&mut self, target: usize) -> Result<usize, EngineError> {
+        debug_assert!(
+            self.batch.is_empty(),
+            "a spill with events deferred: drain first"
+        );
         let mut total = self.memory();
         let since = std::mem::replace(&mut self.spilled_at, self.clock);
         if total <= target {

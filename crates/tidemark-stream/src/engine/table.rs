@@ -45,6 +45,23 @@ impl KeyTable {
             .copied()
     }
 
+    /// The position the index gives first for `key`'s hash: the key's, unless another
+    /// key's index entry shares its control bits. It reads the index alone, not the states
+    /// (the first of a batch's lookups; see [`super::batch`]).
+    #[inline]
+    pub(super) fn candidate(&self, key: &[u8]) -> Option<usize> {
+        self.index.find(hash(key), |_| true).copied()
+    }
+
+    /// The state at position `i`, if it is `key`'s.
+    #[inline]
+    pub(super) fn state_at(&self, i: usize, key: &[u8]) -> Option<&KeyState> {
+        self.states
+            .get(i)
+            .filter(|(k, _)| k.as_bytes() == key)
+            .map(|(_, ks)| ks)
+    }
+
     pub(super) fn contains_key(&self, key: &[u8]) -> bool {
         self.position(hash(key), key).is_some()
     }
@@ -62,6 +79,30 @@ impl KeyTable {
             None => (self.push(h, Key::new(key), make()), true),
         };
         (&mut self.states[i].1, made)
+    }
+
+    /// The state at position `i` (a position [`KeyTable::state_at`] found).
+    #[inline]
+    pub(super) fn state(&self, i: usize) -> &KeyState {
+        &self.states[i].1
+    }
+
+    /// [`KeyTable::get_or_insert_with`], given `key`'s position if known (`at`, from
+    /// [`KeyTable::state_at`] since the table last lost a key).
+    #[inline]
+    pub(super) fn get_or_insert_at(
+        &mut self,
+        key: &[u8],
+        at: Option<usize>,
+        make: impl FnOnce() -> KeyState,
+    ) -> (&mut KeyState, bool) {
+        match at {
+            Some(i) => {
+                debug_assert!(self.states[i].0.as_bytes() == key, "a stale position");
+                (&mut self.states[i].1, false)
+            }
+            None => self.get_or_insert_with(key, make),
+        }
     }
 
     /// Appends a key known not to be in the table; its position.

@@ -510,7 +510,8 @@ pub fn run(
                     break;
                 }
                 if interval.idle_due() {
-                    view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
+                    view =
+                        commit_ctx.checkpoint(store, &*view, &mut engine, &mut state, on_alert)?;
                     report.commits += 1;
                     interval.restart();
                 }
@@ -756,6 +757,13 @@ pub fn run(
                 else {
                     break;
                 };
+                // All read so far is added, and its alerts go out, before any wait.
+                engine
+                    .drain(&mut StoreRows::with(&*view, &tables))
+                    .map_err(engine_error)?;
+                if engine.has_alerts() {
+                    commit_ctx.emit(engine.take_alerts(), on_alert);
+                }
                 if draining {
                     // Rotated and read to its end. A writer may still hold it (between a
                     // rename and its reopen), so it is done only once a poll passed without
@@ -792,7 +800,8 @@ pub fn run(
                 // Idle: what was read is committed as often as while reading.
                 if interval.idle_due() {
                     set_position(&mut state, &mut source, lines.offset, lines.line)?;
-                    view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
+                    view =
+                        commit_ctx.checkpoint(store, &*view, &mut engine, &mut state, on_alert)?;
                     report.commits += 1;
                     interval.restart();
                 }
@@ -814,7 +823,13 @@ pub fn run(
                     Followed::Truncated => {
                         // Read again from its start, from a checkpoint that says so.
                         set_position(&mut state, &mut source, 0, 0)?;
-                        view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
+                        view = commit_ctx.checkpoint(
+                            store,
+                            &*view,
+                            &mut engine,
+                            &mut state,
+                            on_alert,
+                        )?;
                         report.commits += 1;
                         interval.restart();
                         inputs.push_front(input.clone());
@@ -844,7 +859,7 @@ pub fn run(
                     state.stdin_resume = state.stdin_head;
                 }
                 set_position(&mut state, &mut source, line_start.0, line_start.1)?;
-                commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+                commit_ctx.commit(store, &*view, &mut engine, &mut state, on_alert)?;
                 return Err(RunError::BadLine {
                     file: name.clone(),
                     line: number,
@@ -878,7 +893,7 @@ pub fn run(
                     // The stream's head so far, for a resume to check it is fed again.
                     state.stdin_resume = h.seen_at(end);
                 }
-                view = commit_ctx.checkpoint(store, &mut engine, &mut state, on_alert)?;
+                view = commit_ctx.checkpoint(store, &*view, &mut engine, &mut state, on_alert)?;
                 if over {
                     spill_at = spill(&mut engine, budget)?;
                     report.spills += 1;
@@ -907,9 +922,12 @@ pub fn run(
     // as a new stream, and the buckets stay open.
     state.completed = !stopped;
     if !opts.keep_open && !stopped {
+        engine
+            .drain(&mut StoreRows::with(&*view, &tables))
+            .map_err(engine_error)?;
         engine.flush();
     }
-    commit_ctx.commit(store, &mut engine, &mut state, on_alert)?;
+    commit_ctx.commit(store, &*view, &mut engine, &mut state, on_alert)?;
     report.commits += 1;
     report.records = state.records;
     report.bad_lines = state.bad_lines;
@@ -1062,7 +1080,9 @@ fn set_position(
     Ok(())
 }
 
-/// One record into the engine: its time, then its key and item for every metric.
+/// One record into the engine: its time, then its key and item for every metric. The
+/// engine defers the adds and makes them a batch at a time (see `engine::batch`): a commit
+/// adds what is left, and so does the end of what a followed file has for now.
 #[inline]
 fn feed(
     engine: &mut Engine,
@@ -1070,9 +1090,13 @@ fn feed(
     rows: &mut StoreRows<'_>,
 ) -> Result<(), EngineError> {
     let t = rec.time();
-    engine.observe(t);
+    engine.observe_from(t, rows)?;
+    let mut full = false;
     for m in 0..rec.metrics() {
-        engine.add_item_from(m, t, rec.key(m), rec.item(m), rec.item_bytes(m), rows)?;
+        full |= engine.defer(m, t, rec.key(m), rec.item(m), rec.item_bytes(m));
+    }
+    if full {
+        engine.drain(rows)?;
     }
     Ok(())
 }
@@ -1253,11 +1277,12 @@ impl CommitCtx<'_> {
     fn checkpoint(
         &mut self,
         store: &mut dyn Store,
+        view: &dyn ReadTxn,
         engine: &mut Engine,
         state: &mut RunState,
         on_alert: &mut dyn FnMut(&AlertOut),
     ) -> Result<Box<dyn ReadTxn>, RunError> {
-        self.commit(store, engine, state, on_alert)?;
+        self.commit(store, view, engine, state, on_alert)?;
         store.view().map_err(RunError::Store)
     }
 
@@ -1271,13 +1296,19 @@ impl CommitCtx<'_> {
         }
     }
 
+    /// Commits everything up to the records fed: the engine's deferred events are added
+    /// first (keys spilled read back through `view`, the last checkpoint's).
     fn commit(
         &mut self,
         store: &mut dyn Store,
+        view: &dyn ReadTxn,
         engine: &mut Engine,
         state: &mut RunState,
         on_alert: &mut dyn FnMut(&AlertOut),
     ) -> Result<(), RunError> {
+        engine
+            .drain(&mut StoreRows::with(view, self.tables))
+            .map_err(engine_error)?;
         let mut out: Outputs = engine.take_outputs();
         self.emit(std::mem::take(&mut out.alerts), on_alert);
         state.engine = engine.snapshot();
