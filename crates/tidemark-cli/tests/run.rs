@@ -891,6 +891,63 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
 }
 
 #[test]
+fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
+    // The runner adds records to the engine in batches; a batch is added before any read
+    // that may wait, so an early alert on standard input goes out at its flow, not when
+    // more input (or its end) comes.
+    let d = dir("run-early-pipe");
+    let config = d.join("scan.toml");
+    std::fs::write(
+        &config,
+        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
+         [[metric]]\nname = \"fanout\"\nkind = \"distinct\"\nkey = [\"src\"]\nitem = [\"dst\"]\n\
+         bucket = \"1m\"\nwindow = \"5m\"\n\
+         [[metric.alert]]\nabove = 20\nearly = true\n",
+    )
+    .unwrap();
+    let db = d.join("s.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["run", "--config", s(&config), "--db", s(&db)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // 21 destinations in one minute: the 21st crosses; fewer records than a batch holds.
+    let t0 = 1_700_000_400u64;
+    let mut csv = String::from("ts,src,dst\n");
+    for i in 0..21 {
+        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(csv.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // The input stays open: the alert must not wait for it.
+    let line = rx.recv_timeout(Duration::from_secs(30));
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let line = line.expect("the early alert, printed while the pipe was still open");
+    let alert: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(alert["phase"], "early", "{line}");
+    assert_eq!(alert["key"], "scan");
+    assert_eq!(alert["at"], "2023-11-14T22:20:20Z");
+    assert!(status.success());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn run_prints_an_early_alert_at_the_crossing_flow_and_its_close_settles_it() {
     let d = dir("run-early");
     // Distinct destinations per source over 5 one-minute buckets, alerting above 20, early.

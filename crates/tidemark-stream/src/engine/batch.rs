@@ -7,50 +7,34 @@
 //! for each in turn: on the demo's flow log (20,000 keys), the three stalls took about a
 //! third of the pipeline's time (`perf annotate`).
 //!
-//! A batch of events is looked up first, in two passes, each a short loop whose reads do not
-//! depend on the previous event's: the processor has many misses in flight at once. Pass one
-//! reads each event's index entry; pass two checks the key at that position and asks the
-//! bucket's summary whether the item would change it ([`Summary::would_change`], which reads
-//! the slot an add would). Then the events are added, in the order they came, from cache,
-//! each with the position pass two found.
+//! A batch of events is looked up first, in three passes, each a short loop whose reads do
+//! not depend on one another: the processor has many misses in flight at once. Pass one
+//! reads each event's index entry; pass two compares the key at that position; pass three
+//! asks the bucket's summary whether the item would change it ([`super::Summary::would_change`],
+//! which reads the slot an add would). Then the events are added, in the order they came,
+//! from cache, each with the position pass two confirmed. Measured on the demo's flow log
+//! (BENCHMARKS.md): 0.79 of the CPU of adding each event at once; a fourth of what is left
+//! is still these misses, and batches of 64 did no better than 32.
 //!
 //! Deferring an event changes nothing it sees. Events are added in order; the key table
 //! only grows while a batch is added (a key read back, or new, goes at the end), so a
 //! position found stays the key's; and a batch is added before any bucket closes: the caller
 //! adds it before a time that closes one ([`Engine::observe_from`]), before it takes the
-//! engine's outputs, and before the end.
+//! engine's outputs, and before the end (debug builds check each).
 //!
-//! What a batch holds is bounded: [`BATCH_EVENTS`] events, their keys and item bytes (each
-//! within the input's limits) copied back to back.
+//! What a batch holds is bounded: [`BATCH_EVENTS`] events (and the other metrics' events of
+//! the last record), their keys and item bytes (each within the input's limits) copied back
+//! to back; [`Engine::memory`] counts the buffer.
 //!
-//! ```
-//! use tidemark_stream::config::Config;
-//! use tidemark_stream::engine::{Engine, NoRows};
-//! let config = Config::from_toml(r#"
-//! [input]
-//! format = "csv"
-//! time_field = "ts"
-//! time_format = "epoch_s"
-//! [[metric]]
-//! name = "fanout"
-//! kind = "distinct"
-//! key = ["src"]
-//! item = ["dst"]
-//! bucket = "1m"
-//! window = "5m"
-//! "#).unwrap();
-//! let mut engine = Engine::new(&config).unwrap();
-//! for (i, dst) in ["a", "b", "a"].iter().enumerate() {
-//!     let t = 1_000 * i as u64;
-//!     engine.observe_from(t, &mut NoRows).unwrap();
-//!     let item = tidemark::ItemHasher::default().hash(dst.as_bytes());
-//!     engine.defer(0, t, b"10.0.0.1", item, &[]);
-//! }
-//! engine.drain(&mut NoRows).unwrap();
-//! engine.flush();
-//! let closed = engine.take_outputs().closed;
-//! assert_eq!(closed.len(), 1);
-//! ```
+//! A caller that defers must drain before it takes outputs, snapshots, spills or flushes,
+//! and observe through [`Engine::observe_from`]: outputs taken with events deferred would
+//! not hold them. Debug builds check each of these; a caller that never defers (adding
+//! with [`Engine::add_item_from`]) has nothing to do.
+//!
+//! The runner adds a batch when it is full, before a record whose time closes a bucket,
+//! before the budget's memory count, before a commit, and before a read that may wait for
+//! input (a pipe, standard input, a followed file at its end), so that an early alert
+//! waits for no input that has not come.
 
 use std::ops::Range;
 
@@ -59,7 +43,7 @@ use crate::EngineError;
 
 /// The events a batch holds before it is added: enough for the lookups of one to overlap
 /// (a few dozen misses in flight), few enough that what they bring stays in cache.
-pub const BATCH_EVENTS: usize = 32;
+pub(crate) const BATCH_EVENTS: usize = 32;
 
 /// One deferred event; its key and item bytes are ranges of [`Batch::bytes`].
 struct Deferred {
@@ -82,6 +66,13 @@ pub(super) struct Batch {
 impl Batch {
     pub(super) fn is_empty(&self) -> bool {
         self.events.is_empty()
+    }
+
+    /// Heap bytes held.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.events.capacity() * std::mem::size_of::<Deferred>()
+            + self.found.capacity() * std::mem::size_of::<Option<usize>>()
     }
 
     fn clear(&mut self) {

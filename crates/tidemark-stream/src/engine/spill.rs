@@ -705,6 +705,7 @@ impl Engine {
             .map(|m| m.mem + m.keys.spare_bytes())
             .sum::<usize>()
             + self.out.bytes
+            + self.batch.heap_bytes()
     }
 
     /// Drops the least recently active quiet keys from memory until [`Engine::memory`] is at

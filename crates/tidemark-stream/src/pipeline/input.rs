@@ -56,6 +56,10 @@ pub(crate) struct Lines<R> {
     /// its newline: a run that stops on a bad line needs no more of it, and an input that
     /// never ends its line (`/dev/zero`) would be scanned forever.
     stop_at_too_long: bool,
+    /// Whether to tell when the next line is not in the buffer (see [`Lines::waits_next`]).
+    telling_waits: bool,
+    /// The next line is not wholly in the buffer: reading it reads the input.
+    waits: bool,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -70,7 +74,24 @@ impl<R: BufRead> Lines<R> {
             held: 0,
             last: 0,
             stop_at_too_long: false,
+            telling_waits: false,
+            waits: false,
         }
+    }
+
+    /// Tells, after each line, whether the next is wholly in the buffer ([`Lines::waits_next`]):
+    /// for an input whose reads may wait (a pipe, standard input), at the cost of looking
+    /// for the next newline twice.
+    pub(crate) fn telling_waits(mut self) -> Lines<R> {
+        self.telling_waits = true;
+        self
+    }
+
+    /// Whether reading the next line reads the input (which, from a pipe, waits for it): the
+    /// last line took the buffer's last whole line. Only for [`Lines::telling_waits`]; else
+    /// false.
+    pub(crate) fn waits_next(&self) -> bool {
+        self.waits
     }
 
     /// Returns a line as soon as it passes the limit, unterminated, its length so far.
@@ -121,6 +142,7 @@ impl<R: BufRead> Lines<R> {
         loop {
             let avail = self.reader.fill_buf()?;
             if avail.is_empty() {
+                self.waits = self.telling_waits;
                 if raw_len == 0 {
                     return Ok(Line::End);
                 }
@@ -158,6 +180,9 @@ impl<R: BufRead> Lines<R> {
                     // Bytes before the newline, of every fill (a too-long line's earlier
                     // ones were not kept).
                     let len = raw_len as usize - cr as usize;
+                    // Whether the buffer holds no whole line after this one.
+                    self.waits =
+                        self.telling_waits && memchr::memchr(b'\n', &avail[i + 1..]).is_none();
                     if too_long || len > self.max {
                         self.reader.consume(i + 1);
                         return Ok(Line::TooLong {
@@ -201,6 +226,7 @@ impl<R: BufRead> Lines<R> {
                     }
                     self.reader.consume(n);
                     if too_long && self.stop_at_too_long {
+                        self.waits = self.telling_waits;
                         self.offset += raw_len;
                         self.line += 1;
                         return Ok(Line::TooLong {

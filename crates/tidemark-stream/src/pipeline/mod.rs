@@ -555,14 +555,17 @@ pub fn run(
                 Box::new(buffered(f.file.try_clone().map_err(io_err)?)),
                 limits.line,
             ),
-            Source::Stream(f) => Lines::new(
+            // Reads that may wait: the engine's deferred events are added before them.
+            Source::Stream(f) => Lines::<Box<dyn ReadSeek>>::new(
                 Box::new(NoSeek(buffered(f.try_clone().map_err(io_err)?))),
                 limits.line,
-            ),
-            Source::Stdin => Lines::new(
+            )
+            .telling_waits(),
+            Source::Stdin => Lines::<Box<dyn ReadSeek>>::new(
                 Box::new(NoSeek(BufReader::with_capacity(1 << 16, io::stdin()))),
                 limits.line,
-            ),
+            )
+            .telling_waits(),
         };
         if !opts.skip_bad {
             // The run stops at a too-long line: no need to find its end.
@@ -666,6 +669,16 @@ pub fn run(
                 stopped = true;
                 break;
             }
+            // Before a read that may wait for input, the deferred events are added and their
+            // alerts go out: none waits on a line that has not come.
+            if lines.waits_next() {
+                engine
+                    .drain(&mut StoreRows::with(&*view, &tables))
+                    .map_err(engine_error)?;
+                if engine.has_alerts() && head.as_ref().is_none_or(|h| h.decided()) {
+                    commit_ctx.emit(engine.take_alerts(), on_alert);
+                }
+            }
             let line_start = (lines.offset, lines.line);
             let next = match lines.next_line().map_err(io_err)? {
                 Line::End => None,
@@ -757,7 +770,8 @@ pub fn run(
                 else {
                     break;
                 };
-                // All read so far is added, and its alerts go out, before any wait.
+                // All read so far is added, and its alerts go out, before any wait (a file is
+                // read without waiting until its end).
                 engine
                     .drain(&mut StoreRows::with(&*view, &tables))
                     .map_err(engine_error)?;
@@ -882,7 +896,13 @@ pub fn run(
             // recently active quiet ones leave memory.
             // (Every 1,024 records of the run, not of the checkpoint interval: checkpoints
             // closer together must not skip the check.)
-            let over = report.records_this_run % 1024 == 0 && engine.memory() as u64 > spill_at;
+            let over = report.records_this_run % 1024 == 0 && {
+                // Counted with every record fed added.
+                engine
+                    .drain(&mut StoreRows::with(&*view, &tables))
+                    .map_err(engine_error)?;
+                engine.memory() as u64 > spill_at
+            };
             if !undecided
                 && (over
                     || interval.since >= checkpoint.records
