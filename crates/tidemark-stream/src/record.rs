@@ -184,6 +184,15 @@ impl Extractor {
     pub fn header(&mut self, line: &str) -> Result<(), RecordError> {
         // A byte-order mark (spreadsheets write one) is not part of the first name.
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+        if line.trim().is_empty() {
+            // Said as it is: the field lookup below would say the header lacks the time
+            // field and has "" (a blank line before the header is a careless user's slip).
+            return Err(err(format!(
+                "the first line is blank, where the header naming the fields (such as {:?}) \
+                 must be",
+                self.time_field
+            )));
+        }
         let base = self.split(line)?;
         let names: Vec<&str> = self
             .ranges
@@ -542,7 +551,8 @@ window = "5m"
     }
 
     /// A byte-order mark before the header is not part of its first name; a header of many
-    /// names, the time field missing, is named in a bounded message.
+    /// names, the time field missing, is named in a bounded message; a blank one is said to
+    /// be blank.
     #[test]
     fn headers_with_a_byte_order_mark_or_many_names() {
         let mut x = Extractor::new(&config("csv"));
@@ -560,6 +570,14 @@ window = "5m"
         let mut x = Extractor::new(&config("csv"));
         let e = x.header("ts,src,zone,dst,src").unwrap_err().message;
         assert!(e.contains("\"src\" twice (columns 2 and 5)"), "{e}");
+        // A blank first line is said to be blank, not a header without fields.
+        for blank in ["", " \t", "\u{feff}"] {
+            let e = x.header(blank).unwrap_err().message;
+            assert!(
+                e.contains("the first line is blank") && e.contains("\"ts\""),
+                "{e}"
+            );
+        }
     }
 
     proptest::proptest! {
