@@ -890,21 +890,30 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Distinct destinations per source over 5 one-minute buckets, alerting above 20, early;
+/// `extra` goes into the metric.
+fn scan_config(d: &Path, extra: &str) -> PathBuf {
+    let config = d.join("scan.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
+             [[metric]]\nname = \"fanout\"\nkind = \"distinct\"\nkey = [\"src\"]\n\
+             item = [\"dst\"]\nbucket = \"1m\"\nwindow = \"5m\"\n{extra}\
+             [[metric.alert]]\nabove = 20\nearly = true\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
 #[test]
 fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
     // The runner adds records to the engine in batches; a batch is added before any read
     // that may wait, so an early alert on standard input goes out at its flow, not when
     // more input (or its end) comes.
     let d = dir("run-early-pipe");
-    let config = d.join("scan.toml");
-    std::fs::write(
-        &config,
-        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
-         [[metric]]\nname = \"fanout\"\nkind = \"distinct\"\nkey = [\"src\"]\nitem = [\"dst\"]\n\
-         bucket = \"1m\"\nwindow = \"5m\"\n\
-         [[metric.alert]]\nabove = 20\nearly = true\n",
-    )
-    .unwrap();
+    let config = scan_config(&d, "");
     let db = d.join("s.db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["run", "--config", s(&config), "--db", s(&db)])
@@ -950,16 +959,7 @@ fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
 #[test]
 fn run_prints_an_early_alert_at_the_crossing_flow_and_its_close_settles_it() {
     let d = dir("run-early");
-    // Distinct destinations per source over 5 one-minute buckets, alerting above 20, early.
-    let config = d.join("scan.toml");
-    std::fs::write(
-        &config,
-        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
-         [[metric]]\nname = \"fanout\"\nkind = \"distinct\"\nkey = [\"src\"]\nitem = [\"dst\"]\n\
-         bucket = \"1m\"\nwindow = \"5m\"\nallowed_lateness = \"30s\"\n\
-         [[metric.alert]]\nabove = 20\nearly = true\n",
-    )
-    .unwrap();
+    let config = scan_config(&d, "allowed_lateness = \"30s\"\n");
     // A scanner probes a new destination every second from 12:00:00 (epoch 1_700_000_400 is
     // a whole minute); the 21st, the crossing flow, is at 12:00:20.
     let t0 = 1_700_000_400u64;
