@@ -10,11 +10,12 @@
 //! A batch of events is looked up first, in three passes, each a short loop whose reads do
 //! not depend on one another: the processor has many misses in flight at once. Pass one
 //! reads each event's index entry; pass two compares the key at that position; pass three
-//! asks the bucket's summary whether the item would change it ([`super::Summary::would_change`],
-//! which reads the slot an add would). Then the events are added, in the order they came,
-//! from cache, each with the position pass two confirmed. Measured on the demo's flow log
-//! (BENCHMARKS.md): 0.79 of the CPU of adding each event at once; a fourth of what is left
-//! is still these misses, and batches of 64 did no better than 32.
+//! asks the bucket's summary whether the item would change it
+//! ([`super::Summary::would_change`], which reads the slot an add would). Then the events
+//! are added, in the order they came, from cache, each with the position pass two
+//! confirmed. Measured on the demo's flow log (BENCHMARKS.md, "Batched adds"): 0.82 of the
+//! CPU of adding each event at once, for 7% more instructions; a fourth of what is left is
+//! still these misses, and batches of 64 did no better than 32.
 //!
 //! Deferring an event changes nothing it sees. Events are added in order; the key table
 //! only grows while a batch is added (a key read back, or new, goes at the end), so a
