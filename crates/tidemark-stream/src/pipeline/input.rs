@@ -84,6 +84,8 @@ impl<R: BufRead> Lines<R> {
     /// for the next newline twice.
     pub(crate) fn telling_waits(mut self) -> Lines<R> {
         self.telling_waits = true;
+        // Nothing is buffered yet.
+        self.waits = true;
         self
     }
 
@@ -112,6 +114,8 @@ impl<R: BufRead> Lines<R> {
     pub(crate) fn discard(&mut self, n: u64, seen: &mut dyn FnMut(&[u8])) -> io::Result<u64> {
         self.settle();
         self.held = 0;
+        // Said to wait, whatever is left buffered: only ever too often.
+        self.waits = self.telling_waits;
         let mut left = n;
         while left > 0 {
             let avail = self.reader.fill_buf()?;
@@ -399,6 +403,64 @@ mod tests {
                 terminated,
             } => Some((true, len, number, end, terminated)),
             Line::End => None,
+        }
+    }
+
+    /// A pipe: at most `chunk` bytes a read; counts the reads.
+    struct Pipe {
+        bytes: Vec<u8>,
+        at: usize,
+        chunk: usize,
+        reads: Rc<RefCell<u64>>,
+    }
+
+    impl Read for Pipe {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            *self.reads.borrow_mut() += 1;
+            let n = out.len().min(self.chunk).min(self.bytes.len() - self.at);
+            out[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    proptest::proptest! {
+        /// `waits_next` against the reads made: after a line it says false only if the next
+        /// line comes without reading the input (which, from a pipe, could wait), and true
+        /// only if reading it does read — for lines of any length, over the buffer's and the
+        /// limit's, and reads of any size.
+        #[test]
+        fn waits_next_says_when_the_next_line_reads(
+            lines in proptest::collection::vec((0usize..40, proptest::bool::ANY), 0..30),
+            last_terminated in proptest::bool::ANY,
+            chunk in 1usize..24,
+            capacity in 4usize..32,
+            stop_at_too_long in proptest::bool::ANY,
+        ) {
+            let mut bytes = Vec::new();
+            for (len, crlf) in &lines {
+                bytes.extend(std::iter::repeat_n(b'x', *len));
+                bytes.extend_from_slice(if *crlf { b"\r\n" } else { b"\n" });
+            }
+            if !last_terminated && !lines.is_empty() {
+                bytes.pop();
+            }
+            let reads = Rc::new(RefCell::new(0));
+            let pipe = Pipe { bytes, at: 0, chunk, reads: reads.clone() };
+            let mut l = Lines::new(io::BufReader::with_capacity(capacity, pipe), 30).telling_waits();
+            if stop_at_too_long {
+                l = l.stop_at_too_long();
+            }
+            loop {
+                let waits = l.waits_next();
+                let before = *reads.borrow();
+                let line = next(&mut l);
+                let read = *reads.borrow() > before;
+                proptest::prop_assert_eq!(waits, read, "line {:?}", line);
+                if line.is_none() {
+                    break;
+                }
+            }
         }
     }
 
