@@ -890,6 +890,48 @@ fn new_input_after_a_completed_run_is_counted_and_the_same_input_is_not() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn the_same_standard_input_again_is_refused_before_any_alert() {
+    // A stream the last completed run read to its end is refused once its first bytes are
+    // known to be that stream's; its alerts must not go out before that, also when what
+    // decides it is a blank or skipped bad line (after which the runner adds its deferred
+    // records, before reading on).
+    let d = dir("run-same-stdin");
+    // Counted twice, the 21 records would pass the limit of 30 and alert early.
+    let config = d.join("count.toml");
+    std::fs::write(
+        &config,
+        "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n\
+         [[metric]]\nname = \"n\"\nkind = \"count\"\nkey = [\"src\"]\nbucket = \"1m\"\n\
+         window = \"5m\"\n[[metric.alert]]\nabove = 30\nearly = true\n",
+    )
+    .unwrap();
+    let t0 = 1_700_000_400u64;
+    let mut csv = String::from("ts,src,dst\n");
+    for i in 0..21 {
+        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
+    }
+    for (end, extra) in [("\n", &[][..]), ("not,a,record\n", &["--skip-bad"][..])] {
+        let db = d.join(format!("s{}.db", extra.len()));
+        let stream = format!("{csv}{end}");
+        let mut args = vec!["run", "--config", s(&config), "--db", s(&db), "--keep-open"];
+        args.extend_from_slice(extra);
+        let first = tidemark(&args, &stream);
+        ok(&first);
+        assert!(first.stdout.is_empty(), "21 records, under the limit");
+        let again = tidemark(&args, &stream);
+        assert!(!again.status.success(), "the same stream again is refused");
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(err.contains("begins with the same"), "{err}");
+        assert!(
+            again.stdout.is_empty(),
+            "no alert before the refusal ({end:?}): {}",
+            String::from_utf8_lossy(&again.stdout)
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// Distinct destinations per source over 5 one-minute buckets, alerting above 20, early;
 /// `extra` goes into the metric.
 fn scan_config(d: &Path, extra: &str) -> PathBuf {

@@ -90,8 +90,9 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// Whether reading the next line reads the input (which, from a pipe, waits for it): the
-    /// last line took the buffer's last whole line. Only for [`Lines::telling_waits`]; else
-    /// false.
+    /// last line took the buffer's last whole line, or the input has ended, or nothing has
+    /// been read yet, or bytes were discarded (then perhaps spuriously: never too seldom).
+    /// Only for [`Lines::telling_waits`]; else false.
     pub(crate) fn waits_next(&self) -> bool {
         self.waits
     }

@@ -675,6 +675,11 @@ pub fn run(
                 engine
                     .drain(&mut StoreRows::with(&*view, &tables))
                     .map_err(engine_error)?;
+                // As after a record: a stream known to be the last completed one is refused
+                // first (a blank or skipped line may be what made it known).
+                if let Some(h) = &mut head {
+                    h.check(&name)?;
+                }
                 if engine.has_alerts() && head.as_ref().is_none_or(|h| h.decided()) {
                     commit_ctx.emit(engine.take_alerts(), on_alert);
                 }
@@ -1102,7 +1107,8 @@ fn set_position(
 
 /// One record into the engine: its time, then its key and item for every metric. The
 /// engine defers the adds and makes them a batch at a time (see `engine::batch`): a commit
-/// adds what is left, and so does the end of what a followed file has for now.
+/// adds what is left, and so do the budget's count, a read of a pipe or standard input that
+/// may wait, and the end of what a followed file has for now.
 #[inline]
 fn feed(
     engine: &mut Engine,
