@@ -957,11 +957,13 @@ fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
     let d = dir("run-early-pipe");
     let config = scan_config(&d, "");
     let db = d.join("s.db");
+    // Its messages, for a failure to show.
+    let log = d.join("stderr.txt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["run", "--config", s(&config), "--db", s(&db)])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -989,7 +991,10 @@ fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
     drop(stdin);
     let status = child.wait().unwrap();
     reader.join().unwrap();
-    let line = line.expect("the early alert, printed while the pipe was still open");
+    let line = line.unwrap_or_else(|e| {
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+        panic!("no early alert while the pipe was still open ({e}); stderr: {stderr}")
+    });
     let alert: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(alert["phase"], "early", "{line}");
     assert_eq!(alert["key"], "scan");
