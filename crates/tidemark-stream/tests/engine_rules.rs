@@ -498,8 +498,9 @@ fn spilled_keys_answer_as_if_held() {
     assert!(spilled_some);
 }
 
-/// Alerts in the order raised, then the rollups asked for in order: when a test's model
-/// applies outputs (where the rollup lines fall among the alerts) follows when it drains.
+/// Alerts in the order raised, then the rollups asked for, in order. The model records a
+/// rollup line when it applies outputs, and a deferring run applies them at other points,
+/// so where rollup lines fall among the alerts differs; the order of each does not.
 fn rollups_last(lines: Vec<String>) -> Vec<String> {
     let (rollups, alerts): (Vec<_>, Vec<_>) =
         lines.into_iter().partition(|l| l.starts_with("rollup"));
