@@ -952,54 +952,73 @@ fn scan_config(d: &Path, extra: &str) -> PathBuf {
 #[test]
 fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
     // The runner adds records to the engine in batches; a batch is added before any read
-    // that may wait, so an early alert on standard input goes out at its flow, not when
-    // more input (or its end) comes.
+    // that may wait, so an early alert from standard input or a named pipe goes out at its
+    // flow, not when more input (or its end) comes.
     let d = dir("run-early-pipe");
     let config = scan_config(&d, "");
-    let db = d.join("s.db");
-    // Its messages, for a failure to show.
-    let log = d.join("stderr.txt");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["run", "--config", s(&config), "--db", s(&db)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
     // 21 destinations in one minute: the 21st crosses; fewer records than a batch holds.
     let t0 = 1_700_000_400u64;
     let mut csv = String::from("ts,src,dst\n");
     for i in 0..21 {
         csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
     }
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(csv.as_bytes()).unwrap();
-    stdin.flush().unwrap();
-    // The input stays open: the alert must not wait for it.
-    let line = rx.recv_timeout(Duration::from_secs(30));
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    let line = line.unwrap_or_else(|e| {
-        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
-        panic!("no early alert while the pipe was still open ({e}); stderr: {stderr}")
-    });
-    let alert: serde_json::Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(alert["phase"], "early", "{line}");
-    assert_eq!(alert["key"], "scan");
-    assert_eq!(alert["at"], "2023-11-14T22:20:20Z");
-    assert!(status.success());
+    for via in ["standard input", "a named pipe"] {
+        let db = d.join(format!("{}.db", via.len()));
+        let fifo = d.join("flows.fifo");
+        let mut args = vec!["run", "--config", s(&config), "--db", s(&db)];
+        if via == "a named pipe" {
+            let made = Command::new("mkfifo").arg(&fifo).status();
+            if !made.is_ok_and(|m| m.success()) {
+                eprintln!("SKIPPED: the named-pipe case needs mkfifo");
+                continue;
+            }
+            args.push(s(&fifo));
+        }
+        // Its messages, for a failure to show.
+        let log = d.join("stderr.txt");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut input: Box<dyn Write> = if via == "a named pipe" {
+            drop(stdin);
+            // Opening for writing waits for the run to open it for reading.
+            Box::new(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap())
+        } else {
+            Box::new(stdin)
+        };
+        input.write_all(csv.as_bytes()).unwrap();
+        input.flush().unwrap();
+        // The input stays open: the alert must not wait for it.
+        let line = rx.recv_timeout(Duration::from_secs(30));
+        drop(input);
+        let status = child.wait().unwrap();
+        reader.join().unwrap();
+        let line = line.unwrap_or_else(|e| {
+            let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("{via}: no early alert while it was still open ({e}); stderr: {stderr}")
+        });
+        let alert: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(alert["phase"], "early", "{via}: {line}");
+        assert_eq!(alert["key"], "scan");
+        assert_eq!(alert["at"], "2023-11-14T22:20:20Z");
+        assert!(status.success(), "{via}");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 
