@@ -174,10 +174,8 @@ impl Engine {
         if self.max_time.is_some_and(|m| m >= time) {
             return false;
         }
-        self.metrics.iter().any(|m| {
-            let wm = time.saturating_sub(m.cfg.allowed_lateness);
-            let until = wm - wm % m.cfg.bucket;
-            m.closed_until.is_none_or(|c| until > c)
-        })
+        self.metrics
+            .iter()
+            .any(|m| m.closed_until.is_none_or(|c| m.closes_until(time) > c))
     }
 }

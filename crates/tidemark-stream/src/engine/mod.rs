@@ -362,6 +362,14 @@ pub struct Engine {
 }
 
 impl MetricState {
+    /// The start before which every bucket is closed once event time reaches `time`: its
+    /// watermark (`time` less the allowed lateness), down to a bucket start.
+    #[inline]
+    fn closes_until(&self, time: u64) -> u64 {
+        let wm = time.saturating_sub(self.cfg.allowed_lateness);
+        wm - wm % self.cfg.bucket
+    }
+
     fn new(m: &MetricConfig) -> MetricState {
         let shape = MetricShape::of(m);
         let min_limit = m
@@ -510,8 +518,7 @@ impl Engine {
         self.max_time = Some(time);
         for i in 0..self.metrics.len() {
             let m = &self.metrics[i];
-            let wm = time.saturating_sub(m.cfg.allowed_lateness);
-            let until = wm - wm % m.cfg.bucket;
+            let until = m.closes_until(time);
             match m.closed_until {
                 None => {
                     let m = &mut self.metrics[i];

@@ -672,17 +672,7 @@ pub fn run(
             // Before a read that may wait for input, the deferred events are added and their
             // alerts go out: none waits on a line that has not come.
             if lines.waits_next() {
-                engine
-                    .drain(&mut StoreRows::with(&*view, &tables))
-                    .map_err(engine_error)?;
-                // As after a record: a stream known to be the last completed one is refused
-                // first (a blank or skipped line may be what made it known).
-                if let Some(h) = &mut head {
-                    h.check(&name)?;
-                }
-                if engine.has_alerts() && head.as_ref().is_none_or(|h| h.decided()) {
-                    commit_ctx.emit(engine.take_alerts(), on_alert);
-                }
+                commit_ctx.drain_and_emit(&mut engine, &*view, &mut head, &name, on_alert)?;
             }
             let line_start = (lines.offset, lines.line);
             let next = match lines.next_line().map_err(io_err)? {
@@ -777,12 +767,7 @@ pub fn run(
                 };
                 // All read so far is added, and its alerts go out, before any wait (a file is
                 // read without waiting until its end).
-                engine
-                    .drain(&mut StoreRows::with(&*view, &tables))
-                    .map_err(engine_error)?;
-                if engine.has_alerts() {
-                    commit_ctx.emit(engine.take_alerts(), on_alert);
-                }
+                commit_ctx.drain_and_emit(&mut engine, &*view, &mut head, &name, on_alert)?;
                 if draining {
                     // Rotated and read to its end. A writer may still hold it (between a
                     // rename and its reopen), so it is done only once a poll passed without
@@ -903,9 +888,7 @@ pub fn run(
             // closer together must not skip the check.)
             let over = report.records_this_run % 1024 == 0 && {
                 // Counted with every record fed added.
-                engine
-                    .drain(&mut StoreRows::with(&*view, &tables))
-                    .map_err(engine_error)?;
+                commit_ctx.drain(&mut engine, &*view)?;
                 engine.memory() as u64 > spill_at
             };
             if !undecided
@@ -947,9 +930,7 @@ pub fn run(
     // as a new stream, and the buckets stay open.
     state.completed = !stopped;
     if !opts.keep_open && !stopped {
-        engine
-            .drain(&mut StoreRows::with(&*view, &tables))
-            .map_err(engine_error)?;
+        commit_ctx.drain(&mut engine, &*view)?;
         engine.flush();
     }
     commit_ctx.commit(store, &*view, &mut engine, &mut state, on_alert)?;
@@ -1312,6 +1293,35 @@ impl CommitCtx<'_> {
         store.view().map_err(RunError::Store)
     }
 
+    /// Adds the engine's deferred records (keys spilled read back through `view`, the last
+    /// checkpoint's).
+    fn drain(&self, engine: &mut Engine, view: &dyn ReadTxn) -> Result<(), RunError> {
+        engine
+            .drain(&mut StoreRows::with(view, self.tables))
+            .map_err(engine_error)
+    }
+
+    /// [`CommitCtx::drain`], then the alerts go out, as after a record: once standard
+    /// input's stream is known to be new (a stream known to be the last completed one is
+    /// refused first — a blank or skipped line may be what made it known).
+    fn drain_and_emit(
+        &self,
+        engine: &mut Engine,
+        view: &dyn ReadTxn,
+        head: &mut Option<StdinHead>,
+        name: &str,
+        on_alert: &mut dyn FnMut(&AlertOut),
+    ) -> Result<(), RunError> {
+        self.drain(engine, view)?;
+        if let Some(h) = head {
+            h.check(name)?;
+        }
+        if engine.has_alerts() && head.as_ref().is_none_or(|h| h.decided()) {
+            self.emit(engine.take_alerts(), on_alert);
+        }
+        Ok(())
+    }
+
     fn emit(&self, alerts: Vec<Alert>, on_alert: &mut dyn FnMut(&AlertOut)) {
         for alert in alerts {
             on_alert(&AlertOut {
@@ -1332,9 +1342,7 @@ impl CommitCtx<'_> {
         state: &mut RunState,
         on_alert: &mut dyn FnMut(&AlertOut),
     ) -> Result<(), RunError> {
-        engine
-            .drain(&mut StoreRows::with(view, self.tables))
-            .map_err(engine_error)?;
+        self.drain(engine, view)?;
         let mut out: Outputs = engine.take_outputs();
         self.emit(std::mem::take(&mut out.alerts), on_alert);
         state.engine = engine.snapshot();
