@@ -906,11 +906,7 @@ fn the_same_standard_input_again_is_refused_before_any_alert() {
          window = \"5m\"\n[[metric.alert]]\nabove = 30\nearly = true\n",
     )
     .unwrap();
-    let t0 = 1_700_000_400u64;
-    let mut csv = String::from("ts,src,dst\n");
-    for i in 0..21 {
-        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
-    }
+    let csv = scan_flows(21);
     for (end, extra) in [("\n", &[][..]), ("not,a,record\n", &["--skip-bad"][..])] {
         let db = d.join(format!("s{}.db", extra.len()));
         let stream = format!("{csv}{end}");
@@ -930,6 +926,16 @@ fn the_same_standard_input_again_is_refused_before_any_alert() {
         );
     }
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A CSV log of `n` flows of source `scan`, each to a new destination, one a second from
+/// 12:00:00 (epoch 1_700_000_400, a whole minute): the 21st is the crossing flow at 12:00:20.
+fn scan_flows(n: u64) -> String {
+    let mut csv = String::from("ts,src,dst\n");
+    for i in 0..n {
+        csv.push_str(&format!("{},scan,d{i}\n", 1_700_000_400 + i));
+    }
+    csv
 }
 
 /// Distinct destinations per source over 5 one-minute buckets, alerting above 20, early;
@@ -957,11 +963,7 @@ fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
     let d = dir("run-early-pipe");
     let config = scan_config(&d, "");
     // 21 destinations in one minute: the 21st crosses; fewer records than a batch holds.
-    let t0 = 1_700_000_400u64;
-    let mut csv = String::from("ts,src,dst\n");
-    for i in 0..21 {
-        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
-    }
+    let csv = scan_flows(21);
     for via in ["standard input", "a named pipe"] {
         let db = d.join(format!("{}.db", via.len()));
         let fifo = d.join("flows.fifo");
@@ -1029,10 +1031,7 @@ fn run_prints_an_early_alert_at_the_crossing_flow_and_its_close_settles_it() {
     // A scanner probes a new destination every second from 12:00:00 (epoch 1_700_000_400 is
     // a whole minute); the 21st, the crossing flow, is at 12:00:20.
     let t0 = 1_700_000_400u64;
-    let mut csv = String::from("ts,src,dst\n");
-    for i in 0..40 {
-        csv.push_str(&format!("{},scan,d{i}\n", t0 + i));
-    }
+    let mut csv = scan_flows(40);
     // A quiet source's flow at 12:01:31 closes the first bucket.
     csv.push_str(&format!("{},quiet,x\n", t0 + 91));
     let db = d.join("s.db");
