@@ -22,7 +22,7 @@ use crate::json::Field;
 use tidemark::ItemHasher;
 
 use crate::config::{Config, Format};
-use crate::time::TimeFormat;
+use crate::time::TimeReader;
 
 /// A line that is not a valid record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,7 +99,7 @@ impl Record<'_> {
 /// Parses lines into event time, keys and item hashes, reusing its buffers.
 pub struct Extractor {
     format: Format,
-    time_format: TimeFormat,
+    time_reader: TimeReader,
     time_field: String,
     key_fields: Vec<Vec<String>>,
     item_fields: Vec<Vec<String>>,
@@ -149,7 +149,7 @@ impl Extractor {
             .collect();
         Extractor {
             format: config.input.format,
-            time_format: config.input.time_format,
+            time_reader: TimeReader::new(config.input.time_format),
             time_field: config.input.time_field.clone(),
             key_fields: config.metrics.iter().map(|m| m.key.clone()).collect(),
             item_fields: config.metrics.iter().map(|m| m.item.clone()).collect(),
@@ -351,8 +351,8 @@ impl Extractor {
             &text[a..b]
         };
         self.time = self
-            .time_format
-            .parse(field(cols.time))
+            .time_reader
+            .read(field(cols.time))
             .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?;
         for m in 0..cols.keys.len() {
             let key = &mut self.keys[m];
@@ -421,8 +421,8 @@ impl Extractor {
         };
         let t = get(0)?;
         self.time = self
-            .time_format
-            .parse(t)
+            .time_reader
+            .read(t)
             .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?;
         for m in 0..self.key_fields.len() {
             let key = &mut self.keys[m];

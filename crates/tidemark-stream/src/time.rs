@@ -85,18 +85,47 @@ impl TimeFormat {
     /// Parses a field into epoch milliseconds.
     #[inline]
     pub fn parse(self, text: &str) -> Result<u64, TimeError> {
+        TimeReader::new(self).read(text)
+    }
+}
+
+/// A [`TimeFormat`] reading a stream's time fields, one after another: it remembers the last
+/// RFC 3339 time's minute (its first 17 bytes, `2023-11-14T22:13:`) and what that minute is in
+/// seconds since the epoch, because a log's consecutive records mostly share their minute and
+/// the calendar arithmetic is most of a timestamp's cost. Equal bytes are an equal minute, so
+/// every answer is the one [`TimeFormat::parse`] gives.
+#[derive(Clone, Debug)]
+pub(crate) struct TimeReader {
+    format: TimeFormat,
+    minute: Option<([u8; MINUTE_BYTES], i64)>,
+}
+
+/// The bytes of an RFC 3339 time up to its seconds: `YYYY-MM-DDTHH:MM:`.
+const MINUTE_BYTES: usize = 17;
+
+impl TimeReader {
+    pub(crate) fn new(format: TimeFormat) -> TimeReader {
+        TimeReader {
+            format,
+            minute: None,
+        }
+    }
+
+    /// Reads a field into epoch milliseconds.
+    #[inline]
+    pub(crate) fn read(&mut self, text: &str) -> Result<u64, TimeError> {
         // A field whose first and last bytes are visible ASCII has nothing to trim (such a
         // byte is a whole character, and not a space): the Unicode trim is a per-record cost.
         let trimmed = match (text.as_bytes().first(), text.as_bytes().last()) {
             (Some(a), Some(b)) if a.is_ascii_graphic() && b.is_ascii_graphic() => text,
             _ => text.trim(),
         };
-        let t = match self {
+        let t = match self.format {
             TimeFormat::EpochSeconds => parse_seconds(trimmed)?,
             TimeFormat::EpochMillis => parse_uint(trimmed.as_bytes()).ok_or_else(|| {
                 TimeError::new("epoch milliseconds (a non-negative integer)", text)
             })?,
-            TimeFormat::Rfc3339 => parse_rfc3339(trimmed)?,
+            TimeFormat::Rfc3339 => rfc3339(trimmed, &mut self.minute)?,
         };
         if t > MAX_TIME {
             return Err(TimeError::new(
@@ -174,6 +203,11 @@ fn days_in_month(y: i64, m: u32) -> u32 {
 /// for `T`, `z` for `Z`) to epoch milliseconds. A leap second (`:60`) counts as the next
 /// second's start.
 pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
+    rfc3339(text, &mut None)
+}
+
+/// [`parse_rfc3339`], with the minute of the last time read (see [`TimeReader`]).
+fn rfc3339(text: &str, memo: &mut Option<([u8; MINUTE_BYTES], i64)>) -> Result<u64, TimeError> {
     const EXPECTED: &str = "an RFC 3339 timestamp (2023-11-14T22:13:20Z)";
     let err = || TimeError::new(EXPECTED, text);
     let b = text.as_bytes();
@@ -191,21 +225,37 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
         }
         Ok(v)
     };
-    if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
-        return Err(err());
-    }
-    if b[16] != b':' {
-        return Err(err());
-    }
-    let (year, month, day) = (num(0..4)? as i64, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month)
-        || day == 0
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
+    let minute_secs = match memo {
+        Some((prefix, secs)) if b[..MINUTE_BYTES] == prefix[..] => *secs,
+        _ => {
+            if b[4] != b'-'
+                || b[7] != b'-'
+                || !matches!(b[10], b'T' | b't' | b' ')
+                || b[13] != b':'
+                || b[16] != b':'
+            {
+                return Err(err());
+            }
+            let (year, month, day) = (num(0..4)? as i64, num(5..7)?, num(8..10)?);
+            let (hour, minute) = (num(11..13)?, num(14..16)?);
+            if !(1..=12).contains(&month)
+                || day == 0
+                || day > days_in_month(year, month)
+                || hour > 23
+                || minute > 59
+            {
+                return Err(err());
+            }
+            let secs =
+                days_from_civil(year, month, day) * 86_400 + (hour * 3600 + minute * 60) as i64;
+            let mut prefix = [0; MINUTE_BYTES];
+            prefix.copy_from_slice(&b[..MINUTE_BYTES]);
+            *memo = Some((prefix, secs));
+            secs
+        }
+    };
+    let second = num(17..19)?;
+    if second > 60 {
         return Err(err());
     }
     let mut i = 19;
@@ -239,8 +289,7 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, TimeError> {
         }
         _ => return Err(err()),
     };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset_secs;
+    let secs = minute_secs + second as i64 - offset_secs;
     if secs < 0 {
         return Err(TimeError::new(
             "a time at or after 1970-01-01T00:00:00Z",
@@ -451,6 +500,38 @@ mod tests {
         fn rfc3339_never_panics(s in "\\PC{0,40}") {
             let _ = parse_rfc3339(&s);
             let _ = TimeFormat::EpochSeconds.parse(&s);
+        }
+        /// A reader remembering the last minute answers every field as a fresh parse does,
+        /// and a time written by `format_rfc3339` reads back as itself: over a stream of
+        /// times mostly a few seconds apart (so minutes repeat), some far apart, written
+        /// with an offset or another separator, and texts that share the remembered minute
+        /// but are damaged after it.
+        #[test]
+        fn remembered_minutes_change_no_answer(
+            start in 0u64..MAX_TIME / 2,
+            steps in proptest::collection::vec((0u64..200_000, 0u8..8, "\\PC{0,6}"), 1..60),
+        ) {
+            let mut reader = TimeReader::new(TimeFormat::Rfc3339);
+            let mut t = start;
+            let mut last = format_rfc3339(t);
+            for (delta, variant, tail) in steps {
+                t = if variant == 7 { (t * 7 + delta * 1_000_003) % MAX_TIME } else { t + delta };
+                let written = format_rfc3339(t);
+                let (text, exact) = match variant {
+                    1 => (written.replace('Z', "+00:00"), true),
+                    2 => (written.replacen('T', "t", 1), true),
+                    3 => (format!("{}61Z", &written[..17]), false),
+                    4 => (format!("{}{tail}", &last[..17]), false),
+                    5 => (format!("{written}x"), false),
+                    _ => (written, true),
+                };
+                let got = reader.read(&text);
+                proptest::prop_assert_eq!(&got, &TimeFormat::Rfc3339.parse(&text), "{}", text);
+                if exact {
+                    proptest::prop_assert_eq!(got, Ok(t), "{}", text);
+                }
+                last = text;
+            }
         }
     }
 }
