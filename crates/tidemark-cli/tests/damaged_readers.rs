@@ -74,9 +74,9 @@ fn a_reader_refuses_a_lost_table_and_a_lost_format_key() {
     let good = store(&dir);
     assert_eq!(read_only_answer(&good), Ok(7));
 
-    // The table directory's name of the buckets table, one byte changed.
+    // The table directory's name of the rows table, one byte changed.
     let lost = dir.join("lost-table.db");
-    altered(&good, &lost, b"buckets", b"bucketz");
+    altered(&good, &lost, b"rows", b"rowz");
     let e = read_only_answer(&lost).unwrap_err();
     assert!(e.contains("damaged"), "{e}");
 

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 mod apply;
 mod mem;
 mod redb_store;
+mod row_key;
 mod rows;
 
 pub use mem::MemStore;
@@ -64,6 +65,13 @@ pub enum StoreError {
         op: &'static str,
         /// redb's error.
         source: redb::Error,
+    },
+    /// A table name too long for a row's key (see `row_key`): longer than 255 bytes.
+    TableName {
+        /// The name's first 40 characters.
+        name: String,
+        /// Its length, bytes.
+        len: usize,
     },
     /// A late merge or a rollup could not combine stored buckets.
     Merge {
@@ -102,6 +110,10 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Damaged { what } => write!(f, "the store is damaged: {what}"),
             StoreError::Backend { op, source } => write!(f, "store: {op}: {source}"),
+            StoreError::TableName { name, len } => write!(
+                f,
+                "store: a table name of {len} bytes ({name:?}…), longer than a row's key holds (255)"
+            ),
             StoreError::Merge {
                 metric,
                 start,

@@ -7,20 +7,28 @@
 //! before anything is trusted; readers rely on the envelope checksums and digests (see the
 //! [module docs](super)). redb can panic on some damaged files rather than return an error:
 //! every call into it is contained here and reported as [`StoreError::Damaged`].
+//!
+//! Every row — buckets, digests, the keys' state rows — lives in one table, `rows`, keyed by
+//! the bytes of [`super::row_key`]. Stores written before kept them in `buckets`, keyed by a
+//! tuple: a writer's open converts such a file, a reader's reads it as it is ([`Rows`]).
 
+use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use redb::{
     Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase,
-    ReadableTable, StorageError, TableDefinition, TableError,
+    ReadableTable, StorageError, TableDefinition, TableError, TableHandle,
 };
 
+use super::row_key::{row_key, split_row_key};
 use super::{ReadTxn, Store, StoreError, Txn, Visit};
 
-/// A bucket's stored key: `(metric, start, key)`.
-type BucketKey = (&'static str, u64, &'static [u8]);
-const BUCKETS: TableDefinition<(&str, u64, &[u8]), &[u8]> = TableDefinition::new("buckets");
+/// Every row — buckets, digests, state rows — keyed by [`row_key`].
+const ROWS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows");
+/// The rows as stores written before 2026-12-02's byte keys keep them, keyed by the tuple `(table, start,
+/// key)`: a writer's open converts them into [`ROWS`] (see [`convert_tuple_rows`]).
+const TUPLE_ROWS: TableDefinition<(&str, u64, &[u8]), &[u8]> = TableDefinition::new("buckets");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 enum Db {
@@ -165,7 +173,9 @@ impl RedbStore {
             let opened = contained("opening it", || {
                 let mut b = builder();
                 b.set_check_integrity_on_open(true);
-                b.create(path).map_err(|e| open_error(path, e))
+                let db = b.create(path).map_err(|e| open_error(path, e))?;
+                convert_tuple_rows(&db)?;
+                Ok(db)
             });
             match opened {
                 Err(StoreError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
@@ -231,7 +241,9 @@ impl RedbStore {
         let db = contained("opening it", || {
             let mut b = builder();
             b.set_check_integrity_on_open(true);
-            b.open(path).map_err(|e| open_error(path, e))
+            let db = b.open(path).map_err(|e| open_error(path, e))?;
+            convert_tuple_rows(&db)?;
+            Ok(db)
         })?;
         Ok(RedbStore {
             db: Db::Writer(db),
@@ -246,84 +258,186 @@ impl RedbStore {
 }
 
 struct RedbRead {
-    buckets: Option<redb::ReadOnlyTable<BucketKey, &'static [u8]>>,
+    rows: Option<Rows>,
     meta: Option<redb::ReadOnlyTable<&'static str, &'static [u8]>>,
 }
 
-fn scan_table<T>(
+/// The rows a reader sees, in the layout the file keeps them in.
+enum Rows {
+    Bytes(redb::ReadOnlyTable<&'static [u8], &'static [u8]>),
+    /// A store written before byte keys, read where it is not converted (a reader's open
+    /// cannot write).
+    Tuples(redb::ReadOnlyTable<TupleKey, &'static [u8]>),
+}
+
+/// [`TUPLE_ROWS`]' key.
+type TupleKey = (&'static str, u64, &'static [u8]);
+
+/// A walk's visitor: a row's start, key and value; `false` ends the walk.
+type Walk<'f> = dyn FnMut(u64, &[u8], &[u8]) -> bool + 'f;
+
+/// Where a walk over one table begins: at a start's first row, or after a row.
+#[derive(Clone, Copy)]
+enum Begin<'k> {
+    At(u64),
+    After(u64, &'k [u8]),
+}
+
+impl Begin<'_> {
+    fn start(self) -> u64 {
+        match self {
+            Begin::At(s) | Begin::After(s, _) => s,
+        }
+    }
+}
+
+/// Walks `table`'s rows of a byte-keyed table from `begin` to the start `end` (excluded).
+fn walk_bytes<T>(
     t: &T,
     table: &str,
-    from: u64,
-    to: u64,
-    f: &mut Visit<'_>,
+    begin: Begin<'_>,
+    end: u64,
+    f: &mut Walk<'_>,
 ) -> Result<(), StoreError>
 where
-    T: ReadableTable<BucketKey, &'static [u8]>,
+    T: ReadableTable<&'static [u8], &'static [u8]>,
 {
-    if from >= to {
+    if begin.start() >= end {
         return Ok(());
     }
-    let lo: (&str, u64, &[u8]) = (table, from, &[]);
-    let hi: (&str, u64, &[u8]) = (table, to, &[]);
-    for entry in t.range(lo..hi).map_err(err("scan"))? {
+    let (lo, after) = match begin {
+        Begin::At(s) => (row_key(table, s, &[])?, false),
+        Begin::After(s, k) => (row_key(table, s, k)?, true),
+    };
+    let hi = row_key(table, end, &[])?;
+    let lo = match after {
+        true => Bound::Excluded(lo.as_slice()),
+        false => Bound::Included(lo.as_slice()),
+    };
+    for entry in t
+        .range::<&[u8]>((lo, Bound::Excluded(hi.as_slice())))
+        .map_err(err("scan"))?
+    {
         let (k, v) = entry.map_err(err("scan"))?;
-        let (_, start, key) = k.value();
-        f(key, start, v.value());
+        let (start, key) = split_row_key(table, k.value())?;
+        if !f(start, key, v.value()) {
+            break;
+        }
     }
     Ok(())
 }
 
-fn page_table<T>(
+/// [`walk_bytes`] over [`TUPLE_ROWS`].
+fn walk_tuples<T>(
     t: &T,
     table: &str,
-    start: u64,
-    after: Option<&[u8]>,
-    limit: usize,
-    f: &mut Visit<'_>,
-) -> Result<usize, StoreError>
+    begin: Begin<'_>,
+    end: u64,
+    f: &mut Walk<'_>,
+) -> Result<(), StoreError>
 where
-    T: ReadableTable<BucketKey, &'static [u8]>,
+    T: ReadableTable<TupleKey, &'static [u8]>,
 {
-    use std::ops::Bound;
-    let lo: Bound<(&str, u64, &[u8])> = match after {
-        Some(k) => Bound::Excluded((table, start, k)),
-        None => Bound::Included((table, start, &[])),
+    if begin.start() >= end {
+        return Ok(());
+    }
+    let lo = match begin {
+        Begin::At(s) => Bound::Included((table, s, &[][..])),
+        Begin::After(s, k) => Bound::Excluded((table, s, k)),
     };
-    let Some(next) = start.checked_add(1) else {
-        return Ok(0);
-    };
-    let hi: Bound<(&str, u64, &[u8])> = Bound::Excluded((table, next, &[]));
-    let mut n = 0;
+    let hi = Bound::Excluded((table, end, &[][..]));
     for entry in t
         .range::<(&str, u64, &[u8])>((lo, hi))
         .map_err(err("scan"))?
     {
-        if n == limit {
+        let (k, v) = entry.map_err(err("scan"))?;
+        let (_, start, key) = k.value();
+        if !f(start, key, v.value()) {
             break;
         }
-        let (k, v) = entry.map_err(err("scan"))?;
-        let (_, s, key) = k.value();
-        f(key, s, v.value());
-        n += 1;
     }
-    Ok(n)
+    Ok(())
 }
 
-fn next_start_in<T>(t: &T, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError>
-where
-    T: ReadableTable<BucketKey, &'static [u8]>,
-{
-    if from >= to {
-        return Ok(None);
+/// A source of rows, either layout: the reads every [`ReadTxn`] makes, written once over it.
+trait RowSource {
+    fn walk(
+        &self,
+        table: &str,
+        begin: Begin<'_>,
+        end: u64,
+        f: &mut Walk<'_>,
+    ) -> Result<(), StoreError>;
+
+    fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    fn scan_rows(
+        &self,
+        table: &str,
+        from: u64,
+        to: u64,
+        f: &mut Visit<'_>,
+    ) -> Result<(), StoreError> {
+        self.walk(table, Begin::At(from), to, &mut |s, k, v| {
+            f(k, s, v);
+            true
+        })
     }
-    let lo: (&str, u64, &[u8]) = (table, from, &[]);
-    let hi: (&str, u64, &[u8]) = (table, to, &[]);
-    match t.range(lo..hi).map_err(err("scan"))?.next() {
-        None => Ok(None),
-        Some(entry) => {
-            let (k, _) = entry.map_err(err("scan"))?;
-            Ok(Some(k.value().1))
+
+    fn page_rows(
+        &self,
+        table: &str,
+        start: u64,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: &mut Visit<'_>,
+    ) -> Result<usize, StoreError> {
+        let (Some(end), true) = (start.checked_add(1), limit > 0) else {
+            return Ok(0);
+        };
+        let begin = match after {
+            Some(k) => Begin::After(start, k),
+            None => Begin::At(start),
+        };
+        let mut n = 0;
+        self.walk(table, begin, end, &mut |s, k, v| {
+            f(k, s, v);
+            n += 1;
+            n < limit
+        })?;
+        Ok(n)
+    }
+
+    fn first_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+        let mut first = None;
+        self.walk(table, Begin::At(from), to, &mut |s, _, _| {
+            first = Some(s);
+            false
+        })?;
+        Ok(first)
+    }
+}
+
+impl RowSource for Rows {
+    fn walk(
+        &self,
+        table: &str,
+        begin: Begin<'_>,
+        end: u64,
+        f: &mut Walk<'_>,
+    ) -> Result<(), StoreError> {
+        match self {
+            Rows::Bytes(t) => walk_bytes(t, table, begin, end, f),
+            Rows::Tuples(t) => walk_tuples(t, table, begin, end, f),
         }
+    }
+
+    fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let v = match self {
+            Rows::Bytes(t) => t.get(row_key(table, start, key)?.as_slice()),
+            Rows::Tuples(t) => t.get((table, start, key)),
+        };
+        Ok(v.map_err(err("get"))?.map(|v| v.value().to_vec()))
     }
 }
 
@@ -340,19 +454,15 @@ impl ReadTxn for RedbRead {
     }
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(t) = &self.buckets else {
-            return Ok(None);
-        };
-        contained("reading it", || {
-            Ok(t.get((table, start, key))
-                .map_err(err("get"))?
-                .map(|v| v.value().to_vec()))
-        })
+        match &self.rows {
+            Some(r) => contained("reading it", || r.row(table, start, key)),
+            None => Ok(None),
+        }
     }
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        match &self.buckets {
-            Some(t) => contained("reading it", || scan_table(t, table, from, to, f)),
+        match &self.rows {
+            Some(r) => contained("reading it", || r.scan_rows(table, from, to, f)),
             None => Ok(()),
         }
     }
@@ -365,25 +475,43 @@ impl ReadTxn for RedbRead {
         limit: usize,
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
-        match &self.buckets {
-            Some(t) => contained("reading it", || {
-                page_table(t, table, start, after, limit, f)
-            }),
+        match &self.rows {
+            Some(r) => contained("reading it", || r.page_rows(table, start, after, limit, f)),
             None => Ok(0),
         }
     }
 
     fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        match &self.buckets {
-            Some(t) => contained("reading it", || next_start_in(t, table, from, to)),
+        match &self.rows {
+            Some(r) => contained("reading it", || r.first_start(table, from, to)),
             None => Ok(None),
         }
     }
 }
 
 struct RedbWrite<'a> {
-    buckets: redb::Table<'a, BucketKey, &'static [u8]>,
+    rows: redb::Table<'a, &'static [u8], &'static [u8]>,
     meta: redb::Table<'a, &'static str, &'static [u8]>,
+}
+
+impl RowSource for RedbWrite<'_> {
+    fn walk(
+        &self,
+        table: &str,
+        begin: Begin<'_>,
+        end: u64,
+        f: &mut Walk<'_>,
+    ) -> Result<(), StoreError> {
+        walk_bytes(&self.rows, table, begin, end, f)
+    }
+
+    fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .rows
+            .get(row_key(table, start, key)?.as_slice())
+            .map_err(err("get"))?
+            .map(|v| v.value().to_vec()))
+    }
 }
 
 impl ReadTxn for RedbWrite<'_> {
@@ -396,15 +524,11 @@ impl ReadTxn for RedbWrite<'_> {
     }
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .buckets
-            .get((table, start, key))
-            .map_err(err("get"))?
-            .map(|v| v.value().to_vec()))
+        self.row(table, start, key)
     }
 
     fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        scan_table(&self.buckets, table, from, to, f)
+        self.scan_rows(table, from, to, f)
     }
 
     fn page(
@@ -415,11 +539,11 @@ impl ReadTxn for RedbWrite<'_> {
         limit: usize,
         f: &mut Visit<'_>,
     ) -> Result<usize, StoreError> {
-        page_table(&self.buckets, table, start, after, limit, f)
+        self.page_rows(table, start, after, limit, f)
     }
 
     fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        next_start_in(&self.buckets, table, from, to)
+        self.first_start(table, from, to)
     }
 }
 
@@ -432,8 +556,8 @@ impl Txn for RedbWrite<'_> {
         bytes: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
-            .buckets
-            .insert((table, start, key), bytes)
+            .rows
+            .insert(row_key(table, start, key)?.as_slice(), bytes)
             .map_err(err("put"))?
             .map(|v| v.value().to_vec()))
     }
@@ -445,17 +569,17 @@ impl Txn for RedbWrite<'_> {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
-            .buckets
-            .remove((table, start, key))
+            .rows
+            .remove(row_key(table, start, key)?.as_slice())
             .map_err(err("delete"))?
             .map(|v| v.value().to_vec()))
     }
 
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError> {
-        let lo: (&str, u64, &[u8]) = (table, 0, &[]);
-        let hi: (&str, u64, &[u8]) = (table, before, &[]);
-        self.buckets
-            .retain_in(lo..hi, |_, _| false)
+        let lo = row_key(table, 0, &[])?;
+        let hi = row_key(table, before, &[])?;
+        self.rows
+            .retain_in(lo.as_slice()..hi.as_slice(), |_, _| false)
             .map_err(err("delete"))
     }
 
@@ -467,10 +591,49 @@ impl Txn for RedbWrite<'_> {
     }
 }
 
+/// Converts a store written before byte keys ([`TUPLE_ROWS`]) into [`ROWS`], in one
+/// transaction: a crash leaves the old store or the new, never a mixture. Each row keeps its
+/// value; only its key is written anew. A store holding both tables is damaged.
+fn convert_tuple_rows(db: &Database) -> Result<(), StoreError> {
+    let tx = db.begin_write().map_err(err("begin a write"))?;
+    let names: Vec<String> = tx
+        .list_tables()
+        .map_err(err("list tables"))?
+        .map(|t| t.name().to_string())
+        .collect();
+    let has = |d: &str| names.iter().any(|n| n == d);
+    if !has(TUPLE_ROWS.name()) {
+        return Ok(()); // dropping `tx` aborts it: nothing written
+    }
+    if has(ROWS.name()) {
+        return Err(StoreError::damaged(
+            "it holds rows keyed both the old way and the new",
+        ));
+    }
+    {
+        let old = tx.open_table(TUPLE_ROWS).map_err(err("open buckets"))?;
+        let mut new = tx.open_table(ROWS).map_err(err("open rows"))?;
+        for entry in old.iter().map_err(err("convert"))? {
+            let (k, v) = entry.map_err(err("convert"))?;
+            let (table, start, key) = k.value();
+            new.insert(row_key(table, start, key)?.as_slice(), v.value())
+                .map_err(err("convert"))?;
+        }
+    }
+    tx.delete_table(TUPLE_ROWS).map_err(err("convert"))?;
+    tx.commit().map_err(err("commit"))
+}
+
 fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
     let tx = db.begin_read().map_err(err("begin a read"))?;
-    let buckets = match tx.open_table(BUCKETS) {
-        Ok(t) => Some(t),
+    let bytes = match tx.open_table(ROWS) {
+        Ok(t) => Some(Rows::Bytes(t)),
+        Err(TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(err("open rows")(e)),
+    };
+    // A writer's open converts the old layout; a reader's cannot, and reads it as it is.
+    let tuples = match tx.open_table(TUPLE_ROWS) {
+        Ok(t) => Some(Rows::Tuples(t)),
         Err(TableError::TableDoesNotExist(_)) => None,
         Err(e) => return Err(err("open buckets")(e)),
     };
@@ -479,19 +642,23 @@ fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
         Err(TableError::TableDoesNotExist(_)) => None,
         Err(e) => return Err(err("open metadata")(e)),
     };
+    let rows = match (bytes, tuples) {
+        (Some(_), Some(_)) => {
+            return Err(StoreError::damaged(
+                "it holds rows keyed both the old way and the new",
+            ))
+        }
+        (bytes, tuples) => bytes.or(tuples),
+    };
     // Both tables are created by the first commit: one without the other is a damaged
     // table directory, never an empty store.
-    if buckets.is_some() != meta.is_some() {
+    if rows.is_some() != meta.is_some() {
         return Err(StoreError::damaged(format!(
             "the {} table is missing",
-            if buckets.is_none() {
-                "buckets"
-            } else {
-                "metadata"
-            }
+            if rows.is_none() { "rows" } else { "metadata" }
         )));
     }
-    Ok(RedbRead { buckets, meta })
+    Ok(RedbRead { rows, meta })
 }
 
 impl Store for RedbStore {
@@ -532,12 +699,105 @@ impl Store for RedbStore {
             let tx = db.begin_write().map_err(err("begin a write"))?;
             {
                 let mut w = RedbWrite {
-                    buckets: tx.open_table(BUCKETS).map_err(err("open buckets"))?,
+                    rows: tx.open_table(ROWS).map_err(err("open rows"))?,
                     meta: tx.open_table(META).map_err(err("open metadata"))?,
                 };
                 f(&mut w)?;
             }
             tx.commit().map_err(err("commit"))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    type Model = BTreeMap<(String, u64, Vec<u8>), Vec<u8>>;
+
+    /// Every read a reader makes, against the model: whole scans, pages after each row,
+    /// first starts in ranges.
+    fn reads_match(s: &RedbStore, model: &Model) {
+        s.read(&mut |r| {
+            for table in ["a", "~open/a", "b"] {
+                let want: Vec<(u64, Vec<u8>, Vec<u8>)> = model
+                    .iter()
+                    .filter(|((t, _, _), _)| t == table)
+                    .map(|((_, s, k), v)| (*s, k.clone(), v.clone()))
+                    .collect();
+                let mut got = Vec::new();
+                r.scan(table, 0, u64::MAX, &mut |k, s, v| {
+                    got.push((s, k.to_vec(), v.to_vec()))
+                })?;
+                assert_eq!(got, want, "{table}");
+                for (s, k, v) in &want {
+                    assert_eq!(r.get(table, *s, k)?.as_ref(), Some(v));
+                    let mut next = Vec::new();
+                    let n = r.page(table, *s, Some(k), 1, &mut |k, s, _| {
+                        next.push((s, k.to_vec()))
+                    })?;
+                    let after: Vec<(u64, Vec<u8>)> = want
+                        .iter()
+                        .filter(|(t, j, _)| t == s && j > k)
+                        .take(1)
+                        .map(|(t, j, _)| (*t, j.clone()))
+                        .collect();
+                    assert_eq!((n, next), (after.len(), after), "{table} after {s} {k:?}");
+                    let first = want.iter().map(|w| w.0).find(|&t| t > *s);
+                    assert_eq!(r.next_start(table, *s + 1, u64::MAX)?, first);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_store_of_tuple_rows_is_read_as_it_is_and_converted_by_a_writer() {
+        let dir = std::env::temp_dir().join(format!("tidemark-tuples-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        let _ = std::fs::remove_file(&path);
+        let mut model = Model::new();
+        {
+            let db = Database::create(&path).unwrap();
+            let tx = db.begin_write().unwrap();
+            {
+                let mut t = tx.open_table(TUPLE_ROWS).unwrap();
+                // Neighbouring names ("a" and "~open/a"), keys that are prefixes of
+                // others, the empty key, starts far apart.
+                for (i, table) in ["a", "~open/a", "b"].into_iter().enumerate() {
+                    for start in [0u64, 60_000, 1 << 40, u64::MAX - 1] {
+                        for key in [&b""[..], b"k", b"k\0", b"ka", b"\xff"] {
+                            let v = format!("{table}{start}{key:?}{i}").into_bytes();
+                            t.insert((table, start, key), v.as_slice()).unwrap();
+                            model.insert((table.to_string(), start, key.to_vec()), v);
+                        }
+                    }
+                }
+                let mut m = tx.open_table(META).unwrap();
+                m.insert("x", b"y".as_slice()).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        // A reader reads the old layout as it is, and leaves it so.
+        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
+        let tables = |p: &Path| -> Vec<String> {
+            let db = Database::open(p).unwrap();
+            let tx = db.begin_read().unwrap();
+            let names = tx
+                .list_tables()
+                .unwrap()
+                .map(|t| t.name().to_string())
+                .collect();
+            names
+        };
+        assert_eq!(tables(&path), ["buckets", "meta"]);
+        // A writer's open converts it; both opens then read the same rows.
+        reads_match(&RedbStore::open_existing_writable(&path).unwrap(), &model);
+        assert_eq!(tables(&path), ["meta", "rows"]);
+        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
