@@ -173,8 +173,8 @@ impl RedbStore {
             let opened = contained("opening it", || {
                 let mut b = builder();
                 b.set_check_integrity_on_open(true);
-                let db = b.create(path).map_err(|e| open_error(path, e))?;
-                convert_tuple_rows(&db)?;
+                let mut db = b.create(path).map_err(|e| open_error(path, e))?;
+                convert_tuple_rows(&mut db)?;
                 Ok(db)
             });
             match opened {
@@ -241,8 +241,8 @@ impl RedbStore {
         let db = contained("opening it", || {
             let mut b = builder();
             b.set_check_integrity_on_open(true);
-            let db = b.open(path).map_err(|e| open_error(path, e))?;
-            convert_tuple_rows(&db)?;
+            let mut db = b.open(path).map_err(|e| open_error(path, e))?;
+            convert_tuple_rows(&mut db)?;
             Ok(db)
         })?;
         Ok(RedbStore {
@@ -593,8 +593,11 @@ impl Txn for RedbWrite<'_> {
 
 /// Converts a store written before byte keys ([`TUPLE_ROWS`]) into [`ROWS`], in one
 /// transaction: a crash leaves the old store or the new, never a mixture. Each row keeps its
-/// value; only its key is written anew. A store holding both tables is damaged.
-fn convert_tuple_rows(db: &Database) -> Result<(), StoreError> {
+/// value; only its key is written anew. A store holding both tables is damaged. Then the file
+/// is compacted: the old table's pages, freed, would otherwise stay in it (the fan-out demo's
+/// 80 MB store was 321 MB converted, 97 MB compacted: rows inserted in key order leave
+/// half-full leaves, until retention replaces them; a fresh store of the same rows is 74 MB).
+fn convert_tuple_rows(db: &mut Database) -> Result<(), StoreError> {
     let tx = db.begin_write().map_err(err("begin a write"))?;
     let names: Vec<String> = tx
         .list_tables()
@@ -621,7 +624,11 @@ fn convert_tuple_rows(db: &Database) -> Result<(), StoreError> {
         }
     }
     tx.delete_table(TUPLE_ROWS).map_err(err("convert"))?;
-    tx.commit().map_err(err("commit"))
+    tx.commit().map_err(err("commit"))?;
+    // Only space is at stake: a compaction refused (a reader in another process holds an
+    // old page) leaves a valid, larger file, and the run goes on.
+    let _reclaimed = db.compact().is_ok();
+    Ok(())
 }
 
 fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
