@@ -112,7 +112,8 @@ impl fmt::Display for StoreError {
             StoreError::Backend { op, source } => write!(f, "store: {op}: {source}"),
             StoreError::TableName { name, len } => write!(
                 f,
-                "store: a table name of {len} bytes ({name:?}…), longer than a row's key holds (255)"
+                "store: a table name of {len} bytes ({name:?}…), longer than a row's key \
+                 holds (255)"
             ),
             StoreError::Merge {
                 metric,

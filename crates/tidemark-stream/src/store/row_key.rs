@@ -47,16 +47,20 @@ pub(super) fn split_row_key<'k>(table: &str, k: &'k [u8]) -> Result<(u64, &'k [u
 mod tests {
     use super::*;
 
+    use proptest::collection::vec;
+    use proptest::prelude::any;
+
     proptest::proptest! {
         /// Byte order of keys is `(table, start, key)` order within a table, and a key
         /// splits back into its start and key.
         #[test]
         fn byte_order_is_start_then_key_order(
             table in "[a-z~#/@]{0,12}",
-            a in (proptest::prelude::any::<u64>(), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6)),
-            b in (proptest::prelude::any::<u64>(), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6)),
+            a in (any::<u64>(), vec(any::<u8>(), 0..6)),
+            b in (any::<u64>(), vec(any::<u8>(), 0..6)),
         ) {
-            let (ka, kb) = (row_key(&table, a.0, &a.1).unwrap(), row_key(&table, b.0, &b.1).unwrap());
+            let ka = row_key(&table, a.0, &a.1).unwrap();
+            let kb = row_key(&table, b.0, &b.1).unwrap();
             proptest::prop_assert_eq!(ka.cmp(&kb), (a.0, &a.1).cmp(&(b.0, &b.1)));
             let (start, key) = split_row_key(&table, &ka).unwrap();
             proptest::prop_assert_eq!((start, key), (a.0, &a.1[..]));
@@ -66,13 +70,17 @@ mod tests {
         /// the other, or after.
         #[test]
         fn tables_do_not_interleave(
-            t in "[a-z]{0,6}", u in "[a-z]{0,6}",
-            rows in proptest::collection::vec((proptest::prelude::any::<bool>(), proptest::prelude::any::<u64>(), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4)), 0..20),
+            t in "[a-z]{0,6}",
+            u in "[a-z]{0,6}",
+            rows in vec((any::<bool>(), any::<u64>(), vec(any::<u8>(), 0..4)), 0..20),
         ) {
             proptest::prop_assume!(t != u);
             let mut keys: Vec<(Vec<u8>, bool)> = rows
                 .iter()
-                .map(|(first, s, k)| (row_key(if *first { &t } else { &u }, *s, k).unwrap(), *first))
+                .map(|(first, s, k)| {
+                    let table = if *first { &t } else { &u };
+                    (row_key(table, *s, k).unwrap(), *first)
+                })
                 .collect();
             keys.sort();
             let changes = keys.windows(2).filter(|w| w[0].1 != w[1].1).count();
