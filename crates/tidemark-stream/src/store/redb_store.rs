@@ -362,8 +362,10 @@ where
     Ok(())
 }
 
-/// A source of rows, either layout: the reads every [`ReadTxn`] makes, written once over it.
+/// A source of rows and metadata, either layout: every [`ReadTxn`] read is written once
+/// over it, below.
 trait RowSource {
+    /// Visits `table`'s rows from `begin` to the start `end` (excluded), in order.
     fn walk(
         &self,
         table: &str,
@@ -374,20 +376,31 @@ trait RowSource {
 
     fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
-    fn scan_rows(
-        &self,
-        table: &str,
-        from: u64,
-        to: u64,
-        f: &mut Visit<'_>,
-    ) -> Result<(), StoreError> {
-        self.walk(table, Begin::At(from), to, &mut |s, k, v| {
-            f(k, s, v);
-            true
+    fn meta_row(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+}
+
+// Every call is contained: a view kept across calls (see [`Store::view`]) has no
+// surrounding `read` to catch a panic inside redb (inside a write, containing twice is
+// harmless).
+impl<S: RowSource> ReadTxn for S {
+    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        contained("reading it", || self.meta_row(name))
+    }
+
+    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        contained("reading it", || self.row(table, start, key))
+    }
+
+    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
+        contained("reading it", || {
+            self.walk(table, Begin::At(from), to, &mut |s, k, v| {
+                f(k, s, v);
+                true
+            })
         })
     }
 
-    fn page_rows(
+    fn page(
         &self,
         table: &str,
         start: u64,
@@ -403,25 +416,29 @@ trait RowSource {
             None => Begin::At(start),
         };
         let mut n = 0;
-        self.walk(table, begin, end, &mut |s, k, v| {
-            f(k, s, v);
-            n += 1;
-            n < limit
+        contained("reading it", || {
+            self.walk(table, begin, end, &mut |s, k, v| {
+                f(k, s, v);
+                n += 1;
+                n < limit
+            })
         })?;
         Ok(n)
     }
 
-    fn first_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
+    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
         let mut first = None;
-        self.walk(table, Begin::At(from), to, &mut |s, _, _| {
-            first = Some(s);
-            false
+        contained("reading it", || {
+            self.walk(table, Begin::At(from), to, &mut |s, _, _| {
+                first = Some(s);
+                false
+            })
         })?;
         Ok(first)
     }
 }
 
-impl RowSource for Rows {
+impl RowSource for RedbRead {
     fn walk(
         &self,
         table: &str,
@@ -429,66 +446,27 @@ impl RowSource for Rows {
         end: u64,
         f: &mut Walk<'_>,
     ) -> Result<(), StoreError> {
-        match self {
-            Rows::Bytes(t) => walk_bytes(t, table, begin, end, f),
-            Rows::Tuples(t) => walk_tuples(t, table, begin, end, f),
-        }
-    }
-
-    fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        let v = match self {
-            Rows::Bytes(t) => t.get(row_key(table, start, key)?.as_slice()),
-            Rows::Tuples(t) => t.get((table, start, key)),
-        };
-        Ok(v.map_err(err("get"))?.map(|v| v.value().to_vec()))
-    }
-}
-
-// Every call is contained: a view kept across calls (see [`Store::view`]) has no
-// surrounding `read` to catch a panic inside redb.
-impl ReadTxn for RedbRead {
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(t) = &self.meta else { return Ok(None) };
-        contained("reading it", || {
-            Ok(t.get(name)
-                .map_err(err("read metadata"))?
-                .map(|v| v.value().to_vec()))
-        })
-    }
-
-    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         match &self.rows {
-            Some(r) => contained("reading it", || r.row(table, start, key)),
-            None => Ok(None),
-        }
-    }
-
-    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        match &self.rows {
-            Some(r) => contained("reading it", || r.scan_rows(table, from, to, f)),
+            Some(Rows::Bytes(t)) => walk_bytes(t, table, begin, end, f),
+            Some(Rows::Tuples(t)) => walk_tuples(t, table, begin, end, f),
             None => Ok(()),
         }
     }
 
-    fn page(
-        &self,
-        table: &str,
-        start: u64,
-        after: Option<&[u8]>,
-        limit: usize,
-        f: &mut Visit<'_>,
-    ) -> Result<usize, StoreError> {
-        match &self.rows {
-            Some(r) => contained("reading it", || r.page_rows(table, start, after, limit, f)),
-            None => Ok(0),
-        }
+    fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let v = match &self.rows {
+            Some(Rows::Bytes(t)) => t.get(row_key(table, start, key)?.as_slice()),
+            Some(Rows::Tuples(t)) => t.get((table, start, key)),
+            None => return Ok(None),
+        };
+        Ok(v.map_err(err("get"))?.map(|v| v.value().to_vec()))
     }
 
-    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        match &self.rows {
-            Some(r) => contained("reading it", || r.first_start(table, from, to)),
-            None => Ok(None),
-        }
+    fn meta_row(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(t) = &self.meta else { return Ok(None) };
+        Ok(t.get(name)
+            .map_err(err("read metadata"))?
+            .map(|v| v.value().to_vec()))
     }
 }
 
@@ -515,38 +493,13 @@ impl RowSource for RedbWrite<'_> {
             .map_err(err("get"))?
             .map(|v| v.value().to_vec()))
     }
-}
 
-impl ReadTxn for RedbWrite<'_> {
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    fn meta_row(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
             .meta
             .get(name)
             .map_err(err("read metadata"))?
             .map(|v| v.value().to_vec()))
-    }
-
-    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.row(table, start, key)
-    }
-
-    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        self.scan_rows(table, from, to, f)
-    }
-
-    fn page(
-        &self,
-        table: &str,
-        start: u64,
-        after: Option<&[u8]>,
-        limit: usize,
-        f: &mut Visit<'_>,
-    ) -> Result<usize, StoreError> {
-        self.page_rows(table, start, after, limit, f)
-    }
-
-    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        self.first_start(table, from, to)
     }
 }
 
