@@ -10,7 +10,8 @@
 //!
 //! Every row — buckets, digests, the keys' state rows — lives in one table, `rows`, keyed by
 //! the bytes of [`super::row_key`]. Stores written before kept them in `buckets`, keyed by a
-//! tuple: such a file is read as it is ([`Rows`]), and converted by its first write.
+//! tuple: such a file is read as it is ([`Rows`]), and converted by a run's open (or, opened
+//! otherwise, by its first write).
 
 use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -27,7 +28,7 @@ use super::{ReadTxn, Store, StoreError, Txn, Visit};
 /// Every row — buckets, digests, state rows — keyed by [`row_key`].
 const ROWS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows");
 /// The rows as stores written before 2026-12-02's byte keys keep them, keyed by the tuple
-/// `(table, start, key)`: a store's first write converts them into [`ROWS`] (see
+/// `(table, start, key)`: a run's open (or a first write) converts them into [`ROWS`] (see
 /// [`convert_tuple_rows`]).
 const TUPLE_ROWS: TableDefinition<(&str, u64, &[u8]), &[u8]> = TableDefinition::new("buckets");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -42,7 +43,8 @@ pub struct RedbStore {
     db: Db,
     path: PathBuf,
     /// Whether the file's rows are known to be in [`ROWS`]: a store of the old layout is
-    /// converted by its first write, never by an open (`check` and `query` only read).
+    /// converted by a run's open ([`RedbStore::open`]), or else by its first write; never by
+    /// the opens of `check` and `query`, which only read.
     converted: bool,
 }
 
@@ -177,7 +179,10 @@ impl RedbStore {
             let opened = contained("opening it", || {
                 let mut b = builder();
                 b.set_check_integrity_on_open(true);
-                b.create(path).map_err(|e| open_error(path, e))
+                let mut db = b.create(path).map_err(|e| open_error(path, e))?;
+                // Before any read is open, so that the compaction can run.
+                convert_tuple_rows(&mut db)?;
+                Ok(db)
             });
             match opened {
                 Err(StoreError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
@@ -187,7 +192,7 @@ impl RedbStore {
                     return Ok(RedbStore {
                         db: Db::Writer(opened?),
                         path: path.to_path_buf(),
-                        converted: false,
+                        converted: true,
                     })
                 }
             }
@@ -736,58 +741,69 @@ mod tests {
         .unwrap();
     }
 
+    /// A store file of the old layout at `path`, and the model of its rows.
+    fn old_store(path: &Path) -> Model {
+        let _ = std::fs::remove_file(path);
+        let mut model = Model::new();
+        let db = Database::create(path).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let mut t = tx.open_table(TUPLE_ROWS).unwrap();
+            // Neighbouring names ("a" and "~open/a"), keys that are prefixes of others, the
+            // empty key, starts far apart.
+            for (i, table) in ["a", "~open/a", "b"].into_iter().enumerate() {
+                for start in [0u64, 60_000, 1 << 40, u64::MAX - 1] {
+                    for key in [&b""[..], b"k", b"k\0", b"ka", b"\xff"] {
+                        let v = format!("{table}{start}{key:?}{i}").into_bytes();
+                        t.insert((table, start, key), v.as_slice()).unwrap();
+                        model.insert((table.to_string(), start, key.to_vec()), v);
+                    }
+                }
+            }
+            let mut m = tx.open_table(META).unwrap();
+            m.insert("x", b"y".as_slice()).unwrap();
+        }
+        tx.commit().unwrap();
+        model
+    }
+
+    /// The file's tables, read beside any writer (as `query` reads).
+    fn tables(p: &Path) -> Vec<String> {
+        let db = builder().open_read_only(p).unwrap();
+        let tx = db.begin_read().unwrap();
+        let names = tx
+            .list_tables()
+            .unwrap()
+            .map(|t| t.name().to_string())
+            .collect();
+        names
+    }
+
     #[test]
-    fn a_store_of_tuple_rows_is_read_as_it_is_and_converted_by_a_writer() {
+    fn a_store_of_tuple_rows_is_read_as_it_is_and_converted_by_a_run_or_a_write() {
         let dir = std::env::temp_dir().join(format!("tidemark-tuples-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("old.db");
-        let _ = std::fs::remove_file(&path);
-        let mut model = Model::new();
-        {
-            let db = Database::create(&path).unwrap();
-            let tx = db.begin_write().unwrap();
-            {
-                let mut t = tx.open_table(TUPLE_ROWS).unwrap();
-                // Neighbouring names ("a" and "~open/a"), keys that are prefixes of
-                // others, the empty key, starts far apart.
-                for (i, table) in ["a", "~open/a", "b"].into_iter().enumerate() {
-                    for start in [0u64, 60_000, 1 << 40, u64::MAX - 1] {
-                        for key in [&b""[..], b"k", b"k\0", b"ka", b"\xff"] {
-                            let v = format!("{table}{start}{key:?}{i}").into_bytes();
-                            t.insert((table, start, key), v.as_slice()).unwrap();
-                            model.insert((table.to_string(), start, key.to_vec()), v);
-                        }
-                    }
-                }
-                let mut m = tx.open_table(META).unwrap();
-                m.insert("x", b"y".as_slice()).unwrap();
-            }
-            tx.commit().unwrap();
-        }
-        // A reader reads the old layout as it is, and leaves it so.
+        let mut model = old_store(&path);
+        // A reader reads the old layout as it is, and leaves it so; so does a writable open
+        // (`check` opens so, and never writes).
         reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
-        let tables = |p: &Path| -> Vec<String> {
-            let db = Database::open(p).unwrap();
-            let tx = db.begin_read().unwrap();
-            let names = tx
-                .list_tables()
-                .unwrap()
-                .map(|t| t.name().to_string())
-                .collect();
-            names
-        };
+        let mut s = RedbStore::open_existing_writable(&path).unwrap();
+        reads_match(&s, &model);
         assert_eq!(tables(&path), ["buckets", "meta"]);
-        // A writer's open reads it as it is too (`check` opens so, and never writes).
-        reads_match(&RedbStore::open_existing_writable(&path).unwrap(), &model);
-        assert_eq!(tables(&path), ["buckets", "meta"]);
-        // The first write converts it, and then writes: here, deletes a table's first starts.
-        let mut s = RedbStore::open(&path).unwrap();
+        // Its first write converts it, then writes: here, deletes a table's first starts.
         s.write(&mut |t| t.remove_before("a", 1 << 40)).unwrap();
         model.retain(|(t, start, _), _| !(t == "a" && *start < 1 << 40));
         drop(s);
         assert_eq!(tables(&path), ["meta", "rows"]);
         reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
-        reads_match(&RedbStore::open(&path).unwrap(), &model);
+        // A run's open converts it at once, before anything is read or written.
+        let model = old_store(&path);
+        let s = RedbStore::open(&path).unwrap();
+        assert_eq!(tables(&path), ["meta", "rows"]);
+        reads_match(&s, &model);
+        drop(s);
+        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
