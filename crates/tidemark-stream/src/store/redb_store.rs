@@ -34,7 +34,13 @@ const TUPLE_ROWS: TableDefinition<(&str, u64, &[u8]), &[u8]> = TableDefinition::
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 enum Db {
-    Writer(Database),
+    Writer {
+        db: Database,
+        /// Whether the file's rows are known to be in [`ROWS`]: a store of the old layout is
+        /// converted by a run's open ([`RedbStore::open`]), or else by its first write;
+        /// never by the opens of `check` and `query`, which only read.
+        converted: bool,
+    },
     Reader(ReadOnlyDatabase),
 }
 
@@ -42,10 +48,6 @@ enum Db {
 pub struct RedbStore {
     db: Db,
     path: PathBuf,
-    /// Whether the file's rows are known to be in [`ROWS`]: a store of the old layout is
-    /// converted by a run's open ([`RedbStore::open`]), or else by its first write; never by
-    /// the opens of `check` and `query`, which only read.
-    converted: bool,
 }
 
 fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
@@ -190,9 +192,11 @@ impl RedbStore {
                 }
                 opened => {
                     return Ok(RedbStore {
-                        db: Db::Writer(opened?),
+                        db: Db::Writer {
+                            db: opened?,
+                            converted: true,
+                        },
                         path: path.to_path_buf(),
-                        converted: true,
                     })
                 }
             }
@@ -211,7 +215,6 @@ impl RedbStore {
             Some(db) => Ok(RedbStore {
                 db: Db::Reader(db),
                 path: path.to_path_buf(),
-                converted: false,
             }),
             // A run was interrupted and no writer holds the file: a reader cannot repair
             // it, a writer's open does (verifying every page as it goes).
@@ -253,9 +256,11 @@ impl RedbStore {
             b.open(path).map_err(|e| open_error(path, e))
         })?;
         Ok(RedbStore {
-            db: Db::Writer(db),
+            db: Db::Writer {
+                db,
+                converted: false,
+            },
             path: path.to_path_buf(),
-            converted: false,
         })
     }
 
@@ -571,9 +576,7 @@ fn convert_tuple_rows(db: &mut Database) -> Result<(), StoreError> {
         return Ok(()); // dropping `tx` aborts it: nothing written
     }
     if has(ROWS.name()) {
-        return Err(StoreError::damaged(
-            "it holds rows keyed both the old way and the new",
-        ));
+        return Err(both_layouts());
     }
     {
         let old = tx.open_table(TUPLE_ROWS).map_err(err("open buckets"))?;
@@ -591,6 +594,12 @@ fn convert_tuple_rows(db: &mut Database) -> Result<(), StoreError> {
     // old page) leaves a valid, larger file, and the run goes on.
     let _reclaimed = db.compact().is_ok();
     Ok(())
+}
+
+/// A file holding both [`ROWS`] and [`TUPLE_ROWS`]: no conversion leaves one (it is one
+/// transaction), so only damage does.
+fn both_layouts() -> StoreError {
+    StoreError::damaged("it holds rows keyed both the old way and the new")
 }
 
 fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
@@ -612,11 +621,7 @@ fn open_read<T: ReadableDatabase>(db: &T) -> Result<RedbRead, StoreError> {
         Err(e) => return Err(err("open metadata")(e)),
     };
     let rows = match (bytes, tuples) {
-        (Some(_), Some(_)) => {
-            return Err(StoreError::damaged(
-                "it holds rows keyed both the old way and the new",
-            ))
-        }
+        (Some(_), Some(_)) => return Err(both_layouts()),
         (bytes, tuples) => bytes.or(tuples),
     };
     // Both tables are created by the first commit: one without the other is a damaged
@@ -637,7 +642,7 @@ impl Store for RedbStore {
     ) -> Result<(), StoreError> {
         contained("reading it", || {
             let r = match &self.db {
-                Db::Writer(db) => open_read(db)?,
+                Db::Writer { db, .. } => open_read(db)?,
                 Db::Reader(db) => open_read(db)?,
             };
             f(&r)
@@ -647,7 +652,7 @@ impl Store for RedbStore {
     fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
         contained("reading it", || {
             let r = match &self.db {
-                Db::Writer(db) => open_read(db)?,
+                Db::Writer { db, .. } => open_read(db)?,
                 Db::Reader(db) => open_read(db)?,
             };
             Ok(Box::new(r) as Box<dyn ReadTxn>)
@@ -658,15 +663,15 @@ impl Store for RedbStore {
         &mut self,
         f: &mut dyn FnMut(&mut dyn Txn) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let Db::Writer(db) = &mut self.db else {
+        let Db::Writer { db, converted } = &mut self.db else {
             return Err(StoreError::Open {
                 path: self.path.clone(),
                 source: "opened for reading only".into(),
             });
         };
-        if !self.converted {
+        if !*converted {
             contained("converting it", || convert_tuple_rows(db))?;
-            self.converted = true;
+            *converted = true;
         }
         contained("writing it", || {
             let tx = db.begin_write().map_err(err("begin a write"))?;
@@ -691,7 +696,7 @@ mod tests {
 
     /// Every read a reader makes, against the model: whole scans, pages after each row,
     /// first starts in ranges.
-    fn reads_match(s: &RedbStore, model: &Model) {
+    fn reads_match(s: &RedbStore, model: &Model) -> Result<(), StoreError> {
         s.read(&mut |r| {
             for table in ["a", "~open/a", "b"] {
                 let want: Vec<(u64, Vec<u8>, Vec<u8>)> = model
@@ -738,72 +743,71 @@ mod tests {
             }
             Ok(())
         })
-        .unwrap();
     }
 
+    type TestResult<T> = Result<T, Box<dyn std::error::Error>>;
+
     /// A store file of the old layout at `path`, and the model of its rows.
-    fn old_store(path: &Path) -> Model {
+    fn old_store(path: &Path) -> TestResult<Model> {
         let _ = std::fs::remove_file(path);
         let mut model = Model::new();
-        let db = Database::create(path).unwrap();
-        let tx = db.begin_write().unwrap();
+        let db = Database::create(path)?;
+        let tx = db.begin_write()?;
         {
-            let mut t = tx.open_table(TUPLE_ROWS).unwrap();
+            let mut t = tx.open_table(TUPLE_ROWS)?;
             // Neighbouring names ("a" and "~open/a"), keys that are prefixes of others, the
             // empty key, starts far apart.
             for (i, table) in ["a", "~open/a", "b"].into_iter().enumerate() {
                 for start in [0u64, 60_000, 1 << 40, u64::MAX - 1] {
                     for key in [&b""[..], b"k", b"k\0", b"ka", b"\xff"] {
                         let v = format!("{table}{start}{key:?}{i}").into_bytes();
-                        t.insert((table, start, key), v.as_slice()).unwrap();
+                        t.insert((table, start, key), v.as_slice())?;
                         model.insert((table.to_string(), start, key.to_vec()), v);
                     }
                 }
             }
-            let mut m = tx.open_table(META).unwrap();
-            m.insert("x", b"y".as_slice()).unwrap();
+            let mut m = tx.open_table(META)?;
+            m.insert("x", b"y".as_slice())?;
         }
-        tx.commit().unwrap();
-        model
+        tx.commit()?;
+        Ok(model)
     }
 
     /// The file's tables, read beside any writer (as `query` reads).
-    fn tables(p: &Path) -> Vec<String> {
-        let db = builder().open_read_only(p).unwrap();
-        let tx = db.begin_read().unwrap();
-        let names = tx
-            .list_tables()
-            .unwrap()
-            .map(|t| t.name().to_string())
-            .collect();
-        names
+    fn tables(p: &Path) -> TestResult<Vec<String>> {
+        let db = builder().open_read_only(p)?;
+        let tx = db.begin_read()?;
+        let names = tx.list_tables()?.map(|t| t.name().to_string()).collect();
+        Ok(names)
     }
 
     #[test]
-    fn a_store_of_tuple_rows_is_read_as_it_is_and_converted_by_a_run_or_a_write() {
+    fn a_store_of_tuple_rows_is_read_as_it_is_and_converted_by_a_run_or_a_write() -> TestResult<()>
+    {
         let dir = std::env::temp_dir().join(format!("tidemark-tuples-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir)?;
         let path = dir.join("old.db");
-        let mut model = old_store(&path);
+        let mut model = old_store(&path)?;
         // A reader reads the old layout as it is, and leaves it so; so does a writable open
         // (`check` opens so, and never writes).
-        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
-        let mut s = RedbStore::open_existing_writable(&path).unwrap();
-        reads_match(&s, &model);
-        assert_eq!(tables(&path), ["buckets", "meta"]);
+        reads_match(&RedbStore::open_existing(&path)?, &model)?;
+        let mut s = RedbStore::open_existing_writable(&path)?;
+        reads_match(&s, &model)?;
+        assert_eq!(tables(&path)?, ["buckets", "meta"]);
         // Its first write converts it, then writes: here, deletes a table's first starts.
-        s.write(&mut |t| t.remove_before("a", 1 << 40)).unwrap();
+        s.write(&mut |t| t.remove_before("a", 1 << 40))?;
         model.retain(|(t, start, _), _| !(t == "a" && *start < 1 << 40));
         drop(s);
-        assert_eq!(tables(&path), ["meta", "rows"]);
-        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
+        assert_eq!(tables(&path)?, ["meta", "rows"]);
+        reads_match(&RedbStore::open_existing(&path)?, &model)?;
         // A run's open converts it at once, before anything is read or written.
-        let model = old_store(&path);
-        let s = RedbStore::open(&path).unwrap();
-        assert_eq!(tables(&path), ["meta", "rows"]);
-        reads_match(&s, &model);
+        let model = old_store(&path)?;
+        let s = RedbStore::open(&path)?;
+        assert_eq!(tables(&path)?, ["meta", "rows"]);
+        reads_match(&s, &model)?;
         drop(s);
-        reads_match(&RedbStore::open_existing(&path).unwrap(), &model);
-        std::fs::remove_dir_all(&dir).unwrap();
+        reads_match(&RedbStore::open_existing(&path)?, &model)?;
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
     }
 }
