@@ -247,13 +247,19 @@ impl Extractor {
         let bytes = line.as_bytes();
         let mut start = 0;
         let mut base = 0;
-        let mut words = bytes.chunks_exact(8);
-        let mut tail = [0u8; 8];
-        tail[..words.remainder().len()].copy_from_slice(words.remainder());
         // Eight bytes a step: the bits of commas and quotes, then each in turn (a line
-        // of a few short fields has a handful). The zero padding matches neither.
-        for word in words.by_ref().chain(std::iter::once(&tail[..])) {
-            let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // of a few short fields has a handful). The last word is padded with zeros, which
+        // match neither.
+        while base < bytes.len() {
+            let w = match bytes.get(base..base + 8) {
+                Some(word) => u64::from_le_bytes(word.try_into().unwrap_or_default()),
+                None => {
+                    let mut tail = [0u8; 8];
+                    let rest = &bytes[base..];
+                    tail[..rest.len()].copy_from_slice(rest);
+                    u64::from_le_bytes(tail)
+                }
+            };
             let mut hits = bytes_equal(w, b',') | bytes_equal(w, b'"');
             while hits != 0 {
                 let i = base + (hits.trailing_zeros() / 8) as usize;
