@@ -409,6 +409,9 @@ fn flat_fields<'a>(
             if let Some(i) = wanted.iter().position(|w| w == name) {
                 out[i] = Some(match value {
                     FlatValue::Text(t) => Field::Text(Cow::Borrowed(t)),
+                    // Past 20 digits serde_json reads a float, and past f64's range refuses
+                    // the line: its pass decides.
+                    FlatValue::Integer(t) if t.len() > 20 => return None,
                     FlatValue::Integer(t) => Field::Text(number(t).ok()?),
                     // Its text as a float would print: the slow pass's.
                     FlatValue::Float => return None,
@@ -520,6 +523,7 @@ mod tests {
             "{\"user\":\"a\\\"b\"}",
             "{\"user\":\"a\tb\"}",
             "{\"n\":1.5}",
+            "{\"n\":123456789012345678901}",
             "{\"n\":01}",
             "{\"n\":1.}",
             "{\"n\":-}",
@@ -539,8 +543,45 @@ mod tests {
         }
     }
 
+    /// An integer past `f64`'s range: `serde_json` refuses it where a key or item wants it.
+    const NINES: &str = "9999999999999999999999999999999999999999999999999999999999999999999999\
+        9999999999999999999999999999999999999999999999999999999999999999999999999999999999999999\
+        9999999999999999999999999999999999999999999999999999999999999999999999999999999999999999\
+        9999999999999999999999999999999999999999999999999999999999999999999999999999999999999999";
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Flat objects of valid members only (names repeat, values of every kind), so that
+        /// the fast pass reads most of them: it reads them as `serde_json` does.
+        #[test]
+        fn flat_objects_read_as_serde_json_reads_them(
+            members in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["a", "b", "x", "é", "a"]),
+                    proptest::sample::select(vec!["", " ", "\t", "\r\n"]),
+                    proptest::sample::select(vec![
+                        "\"s\"", "\"\"", "\"é∑\"", "\"10.0.0.2\"", "0", "-0", "7", "-12",
+                        "18446744073709551616", "-9223372036854775809", "12345678901234567890",
+                        NINES, "true", "false", "null", "1.5", "\"q\\\"t\"",
+                    ]),
+                ),
+                0..6,
+            ),
+        ) {
+            let body: Vec<String> = members
+                .iter()
+                .map(|(name, space, value)| format!("{space}\"{name}\"{space}:{space}{value}{space}"))
+                .collect();
+            let line = format!("{{{}}}", body.join(","));
+            let wanted: Vec<String> = ["a", "b", "é"].map(String::from).to_vec();
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            let slow_result = serde_fields(&line, &wanted, &mut slow);
+            if flat_fields(&line, &wanted, &mut fast).is_some() {
+                proptest::prop_assert!(slow_result.is_ok(), "{line:?}: {slow_result:?}");
+                proptest::prop_assert_eq!(&fast, &slow, "{:?}", line);
+            }
+        }
 
         /// Lines built from valid and broken pieces: whatever the fast pass reads,
         /// `serde_json` reads the same, and `fields` agrees with `serde_json` on every line.
@@ -557,7 +598,7 @@ mod tests {
                     proptest::sample::select(vec![
                         "\"s\"", "\"\"", "\"é∑\"", "\"q\\\"t\"", "\"tab\there\"", "\"\\u00e9\"",
                         "0", "-0", "7", "-12", "01", "1.5", "1.50", "1e3", "-2E-2", "1.", "-",
-                        "1e", "18446744073709551616", "-9223372036854775809", "1e999", "true",
+                        "1e", "18446744073709551616", "-9223372036854775809", "1e999", NINES, "true",
                         "false", "null", "tru", "nul", "[1, 2]", "{\"a\": 1}", "\"open",
                     ]),
                     proptest::sample::select(vec![",", ",", " , ", "", ",,"]),
