@@ -49,6 +49,12 @@ mod tests {
 
     use proptest::collection::vec;
     use proptest::prelude::any;
+    use proptest::test_runner::TestCaseError;
+
+    /// A store error as a proptest failure, so that tests use `?`.
+    fn failed(e: StoreError) -> TestCaseError {
+        TestCaseError::fail(e.to_string())
+    }
 
     proptest::proptest! {
         /// Byte order of keys is `(table, start, key)` order within a table, and a key
@@ -59,10 +65,10 @@ mod tests {
             a in (any::<u64>(), vec(any::<u8>(), 0..6)),
             b in (any::<u64>(), vec(any::<u8>(), 0..6)),
         ) {
-            let ka = row_key(&table, a.0, &a.1).unwrap();
-            let kb = row_key(&table, b.0, &b.1).unwrap();
+            let ka = row_key(&table, a.0, &a.1).map_err(failed)?;
+            let kb = row_key(&table, b.0, &b.1).map_err(failed)?;
             proptest::prop_assert_eq!(ka.cmp(&kb), (a.0, &a.1).cmp(&(b.0, &b.1)));
-            let (start, key) = split_row_key(&table, &ka).unwrap();
+            let (start, key) = split_row_key(&table, &ka).map_err(failed)?;
             proptest::prop_assert_eq!((start, key), (a.0, &a.1[..]));
         }
 
@@ -79,9 +85,10 @@ mod tests {
                 .iter()
                 .map(|(first, s, k)| {
                     let table = if *first { &t } else { &u };
-                    (row_key(table, *s, k).unwrap(), *first)
+                    Ok((row_key(table, *s, k)?, *first))
                 })
-                .collect();
+                .collect::<Result<_, StoreError>>()
+                .map_err(failed)?;
             keys.sort();
             let changes = keys.windows(2).filter(|w| w[0].1 != w[1].1).count();
             proptest::prop_assert!(changes <= 1);
@@ -89,12 +96,13 @@ mod tests {
     }
 
     #[test]
-    fn a_key_of_another_table_or_cut_short_is_damage() {
-        let k = row_key("hits", 7, b"u1").unwrap();
+    fn a_key_of_another_table_or_cut_short_is_damage() -> Result<(), StoreError> {
+        let k = row_key("hits", 7, b"u1")?;
         assert!(split_row_key("hitz", &k).is_err());
         assert!(split_row_key("hit", &k).is_err());
         assert!(split_row_key("hits", &k[..9]).is_err());
-        assert_eq!(split_row_key("hits", &k[..13]).unwrap(), (7, &b""[..]));
+        assert_eq!(split_row_key("hits", &k[..13])?, (7, &b""[..]));
         assert!(row_key(&"x".repeat(256), 0, b"").is_err());
+        Ok(())
     }
 }
