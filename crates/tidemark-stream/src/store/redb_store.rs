@@ -464,20 +464,42 @@ impl RowSource for RedbRead {
     }
 
     fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        let v = match &self.rows {
-            Some(Rows::Bytes(t)) => t.get(row_key(table, start, key)?.as_slice()),
-            Some(Rows::Tuples(t)) => t.get((table, start, key)),
-            None => return Ok(None),
-        };
-        Ok(v.map_err(err("get"))?.map(|v| v.value().to_vec()))
+        match &self.rows {
+            Some(Rows::Bytes(t)) => byte_row(t, table, start, key),
+            Some(Rows::Tuples(t)) => Ok(t
+                .get((table, start, key))
+                .map_err(err("get"))?
+                .map(|v| v.value().to_vec())),
+            None => Ok(None),
+        }
     }
 
     fn meta_row(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(t) = &self.meta else { return Ok(None) };
-        Ok(t.get(name)
-            .map_err(err("read metadata"))?
-            .map(|v| v.value().to_vec()))
+        match &self.meta {
+            Some(t) => meta_value(t, name),
+            None => Ok(None),
+        }
     }
+}
+
+/// A row of a byte-keyed table, for the reader and the writer alike.
+fn byte_row<T>(t: &T, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>
+where
+    T: ReadableTable<&'static [u8], &'static [u8]>,
+{
+    Ok(t.get(row_key(table, start, key)?.as_slice())
+        .map_err(err("get"))?
+        .map(|v| v.value().to_vec()))
+}
+
+/// A metadata value, for the reader and the writer alike.
+fn meta_value<T>(t: &T, name: &str) -> Result<Option<Vec<u8>>, StoreError>
+where
+    T: ReadableTable<&'static str, &'static [u8]>,
+{
+    Ok(t.get(name)
+        .map_err(err("read metadata"))?
+        .map(|v| v.value().to_vec()))
 }
 
 struct RedbWrite<'a> {
@@ -497,19 +519,11 @@ impl RowSource for RedbWrite<'_> {
     }
 
     fn row(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .rows
-            .get(row_key(table, start, key)?.as_slice())
-            .map_err(err("get"))?
-            .map(|v| v.value().to_vec()))
+        byte_row(&self.rows, table, start, key)
     }
 
     fn meta_row(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .meta
-            .get(name)
-            .map_err(err("read metadata"))?
-            .map(|v| v.value().to_vec()))
+        meta_value(&self.meta, name)
     }
 }
 
