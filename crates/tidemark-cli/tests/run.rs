@@ -88,8 +88,8 @@ fn run_killed_until_done(args: &[&str], file: &Path) -> usize {
 
 #[test]
 fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
-    // A 4 MiB state budget (the keys of `ports`, whose limit is 2 events, cannot spill and
-    // hold up to about 1 MiB): checkpoints spill fan-out keys, later events read them back;
+    // A 6 MiB state budget (the keys of `ports`, whose limit is 2 events, cannot spill and
+    // hold up to about 2 MiB, their tables' slots counted): checkpoints spill fan-out keys, later events read them back;
     // kills land between checkpoints, during checkpoints and during spills.
     let d = dir("run-spill-kill");
     let config = kill_config(&d);
@@ -119,7 +119,7 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
         s(&spilled),
         "--quiet",
         "--max-memory",
-        "4MiB",
+        "6MiB",
     ];
     // Too small for the keys that cannot spill: a clear refusal, exit 2, not "damaged".
     let tiny = d.join("tiny.db");
@@ -153,7 +153,7 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
             "--db",
             s(&once),
             "--max-memory",
-            "4MiB",
+            "6MiB",
             s(&file),
         ],
         "",
