@@ -4,7 +4,7 @@
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [ -z "${SO:-}" ]; then
-  # FEATURES=bench-floor adds TM.BENCH.FLOOR (server-cpu.sh with FLOOR=1).
+  # FEATURES=bench-floor adds TM.BENCHFLOOR (server-cpu.sh with FLOOR=1).
   cargo build --release -q -p tidemark-redis ${FEATURES:+--features "$FEATURES"}
   SO=$(realpath "$CARGO_TARGET_DIR/release/libtidemark_redis.so")
 fi

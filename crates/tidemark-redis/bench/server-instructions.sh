@@ -4,7 +4,7 @@
 # creation, then redis-benchmark sends the command. Instruction counts do not move with the
 # machine's speed, so a before/after pair of builds compares at the 1% level.
 #
-#   crates/tidemark-redis/bench/server-instructions.sh TM.DISTINCT.ADD d '*' ele:__rand_int__
+#   crates/tidemark-redis/bench/server-instructions.sh TMDISTINCT.ADD d '*' ele:__rand_int__
 #   SO=/path/to/other/libtidemark_redis.so N=50000 crates/tidemark-redis/bench/server-instructions.sh PFADD hll ele:__rand_int__
 #
 # Needs valgrind (callgrind_control). Prints instructions a request. Redis seeds its command
@@ -19,8 +19,8 @@ VG=$!
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; wait $VG 2>/dev/null || true; rm -rf "$DIR"' EXIT
 C="redis-cli -p $PORT"
 for _ in $(seq 300); do $C ping >/dev/null 2>&1 && break; sleep 0.2; done
-$C TM.COUNT.CREATE rl WINDOW 60000 >/dev/null
-$C TM.DISTINCT.CREATE d WINDOW 3600000 BUCKET 60000 >/dev/null
+$C TMCOUNT.CREATE rl WINDOW 60000 >/dev/null
+$C TMDISTINCT.CREATE d WINDOW 3600000 BUCKET 60000 >/dev/null
 callgrind_control -z "$VG" >/dev/null 2>&1
 redis-benchmark -p "$PORT" -n "$N" -P 16 -c 10 -r 1000000 -q "$@" >/dev/null
 callgrind_control -d "$VG" >/dev/null 2>&1

@@ -1,21 +1,24 @@
-//! tidemark as a Redis module: `TM.*` commands over native types that Redis persists,
-//! replicates and shards.
+//! tidemark as a Redis module: windowed counters, distinct counts, frequencies and filters as
+//! native types that Redis persists, replicates and shards, under one-dot command names every
+//! client routes (`TMCOUNT.ADD`, `TMDISTINCT.COUNT`, …).
 //!
-//! Two layers:
+//! Three layers:
 //!
-//! - [`command`]: pure. An argument vector is parsed into a typed command, executed on a
-//!   [`command::Keyspace`] and answered with a [`command::Reply`]. Everything a user can send
-//!   is validated here, and it is tested without Redis (unit tests against exact models, a
-//!   property test of random argument vectors that must never panic).
-//! - `module` (the cdylib): the shim over the `redis-module` crate. It turns Redis's arguments
-//!   into byte slices, runs the command layer on Redis's keyspace, renders the reply in RESP2
-//!   or RESP3, replicates writes (with `*` resolved to the server's clock), and registers the
-//!   type's callbacks: RDB save/load, AOF rewrite through `TM.LOAD`, memory usage, free, copy.
+//! - [`command`]: pure. An argument vector runs as the command its name picks from the one
+//!   command list ([`command::COMMANDS`]) on a [`command::Keyspace`] and is answered with a
+//!   [`command::Reply`]. Everything a user can send is validated here, and it is tested
+//!   without Redis (unit tests against exact models, a property test of random argument
+//!   vectors that must never panic).
+//! - [`types`]: the value types a key holds, a file each with its commands, limits and bytes.
+//! - `module` (the cdylib): the shim over the `redis-module` crate. It runs the command layer
+//!   on Redis's keyspace, renders replies in RESP2 or RESP3, replicates writes (with `*`
+//!   resolved to the server's clock), documents every command for `COMMAND DOCS`, reports
+//!   `INFO tidemark`, and registers the type's callbacks: RDB save/load, AOF rewrite through
+//!   `TM.LOAD`, digest, memory usage, free, copy.
 //!
-//! [`value`] holds the four types (count, distinct, freq, filter), their limits and their
-//! bytes. `docs/redis.md` at the repository root is the user's guide.
+//! `docs/redis.md` at the repository root is the user's guide.
 
 pub mod command;
-pub mod value;
+pub mod types;
 
 mod module;

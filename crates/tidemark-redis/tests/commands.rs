@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::cardinality::{parse_redis, Hll};
-use tidemark_redis::command::{run, CmdError, Env, MemKeyspace, Outcome, Replicate, Reply, Slot};
+use tidemark_redis::command::{
+    run, CmdError, Env, MemKeyspace, Outcome, Replicate, Reply, Slot, COMMANDS,
+};
 
 fn argv(s: &str) -> Vec<Vec<u8>> {
     s.split_whitespace()
@@ -15,7 +17,7 @@ fn argv(s: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-const ENV: Env = Env { now_ms: 1_000_000 };
+const ENV: Env = Env::at(1_000_000);
 
 fn ok(ks: &mut MemKeyspace, s: &str) -> Reply {
     match run(ks, ENV, &argv(s)).reply {
@@ -51,7 +53,7 @@ fn count_bracket_always_holds_the_true_window_count() {
         let eps = [0.5, 0.1, 0.01][seed as usize % 3];
         ok(
             &mut ks,
-            &format!("TM.COUNT.CREATE c WINDOW {window} EPSILON {eps}"),
+            &format!("TMCOUNT.CREATE c WINDOW {window} EPSILON {eps}"),
         );
         let mut model: VecDeque<(u64, u64)> = VecDeque::new();
         let mut t = rng.random_range(0..1_000_000u64);
@@ -62,7 +64,7 @@ fn count_bracket_always_holds_the_true_window_count() {
             } else {
                 rng.random_range(0..50u64)
             };
-            let r = ok(&mut ks, &format!("TM.COUNT.ADD c {t} {n}"));
+            let r = ok(&mut ks, &format!("TMCOUNT.ADD c {t} {n}"));
             model.push_back((t, n));
             while model.front().is_some_and(|&(s, _)| s + window <= t) {
                 model.pop_front();
@@ -85,7 +87,7 @@ fn count_bracket_always_holds_the_true_window_count() {
                     .filter(|&&(s, _)| s + window > at)
                     .map(|&(_, n)| n)
                     .sum();
-                let (_, lo, hi) = triple(&ok(&mut ks, &format!("TM.COUNT.GET c AT {at}")));
+                let (_, lo, hi) = triple(&ok(&mut ks, &format!("TMCOUNT.GET c AT {at}")));
                 assert!(lo <= truth_at as f64 && truth_at as f64 <= hi);
             }
         }
@@ -96,53 +98,49 @@ fn count_bracket_always_holds_the_true_window_count() {
 fn errors_are_redis_style_and_name_the_argument() {
     let mut ks = MemKeyspace::default();
     ks.keys.insert(b"s".to_vec(), Slot::Str(b"x".to_vec()));
-    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
-    ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000");
+    ok(&mut ks, "TMCOUNT.CREATE c WINDOW 1000");
+    ok(&mut ks, "TMDISTINCT.CREATE d WINDOW 60000");
     assert_eq!(
-        err(&mut ks, "TM.COUNT.ADD c abc"),
-        "ERR TM.COUNT.ADD: time must be a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock (*<ms>: that clock as stamped), got 'abc'"
-    );
-    assert_eq!(
-        err(&mut ks, "TM.COUNT.ADD nokey 1"),
-        "ERR TM.COUNT.ADD: no such key 'nokey'; create it with TM.COUNT.CREATE"
-    );
-    assert!(err(&mut ks, "TM.COUNT.ADD s 1").starts_with("WRONGTYPE TM.COUNT.ADD: key 's'"));
-    assert!(err(&mut ks, "TM.COUNT.ADD d 1")
-        .starts_with("WRONGTYPE TM.COUNT.ADD: key 'd' holds a TM distinct value"));
-    assert_eq!(
-        err(&mut ks, "TM.COUNT.ADD"),
-        "ERR wrong number of arguments for 'tm.count.add' command"
+        err(&mut ks, "TMCOUNT.ADD c abc"),
+        "ERR TMCOUNT.ADD: time must be a non-negative integer of milliseconds since the epoch (at most 2^52), or * for the server's clock (*<ms>: that clock as stamped), got 'abc'"
     );
     assert_eq!(
-        err(&mut ks, "TM.COUNT.CREATE c WINDOW 5"),
-        "ERR TM.COUNT.CREATE: key 'c' already exists"
+        err(&mut ks, "TMCOUNT.ADD nokey 1"),
+        "ERR TMCOUNT.ADD: no such key 'nokey'; create it with TMCOUNT.CREATE"
     );
-    assert!(
-        err(&mut ks, "TM.COUNT.CREATE x WINDOW 0").contains("WINDOW must be a positive integer")
+    assert!(err(&mut ks, "TMCOUNT.ADD s 1").starts_with("WRONGTYPE TMCOUNT.ADD: key 's'"));
+    assert!(err(&mut ks, "TMCOUNT.ADD d 1")
+        .starts_with("WRONGTYPE TMCOUNT.ADD: key 'd' holds a TM distinct value"));
+    assert_eq!(
+        err(&mut ks, "TMCOUNT.ADD"),
+        "ERR wrong number of arguments for 'TMCOUNT.ADD' command"
     );
-    assert!(err(&mut ks, "TM.COUNT.CREATE x WINDOW 10 FOO").contains("syntax error at 'FOO'"));
-    ok(&mut ks, "TM.COUNT.ADD c 500");
-    assert!(err(&mut ks, "TM.COUNT.ADD c 499").contains("before the key's latest time 500"));
-    assert!(err(&mut ks, "TM.COUNT.GET c AT 10").contains("AT 10 is before"));
-    assert!(
-        err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 100000000 SLIDING")
-            .contains("at most 67108863 ms")
+    assert_eq!(
+        err(&mut ks, "TMCOUNT.CREATE c WINDOW 5"),
+        "ERR TMCOUNT.CREATE: key 'c' already exists"
     );
-    assert!(err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 1000000 BUCKET 1")
+    assert!(err(&mut ks, "TMCOUNT.CREATE x WINDOW 0").contains("WINDOW must be a positive integer"));
+    assert!(err(&mut ks, "TMCOUNT.CREATE x WINDOW 10 FOO").contains("syntax error at 'FOO'"));
+    ok(&mut ks, "TMCOUNT.ADD c 500");
+    assert!(err(&mut ks, "TMCOUNT.ADD c 499").contains("before the key's latest time 500"));
+    assert!(err(&mut ks, "TMCOUNT.GET c AT 10").contains("AT 10 is before"));
+    assert!(err(&mut ks, "TMDISTINCT.CREATE x WINDOW 100000000 SLIDING")
+        .contains("at most 67108863 ms"));
+    assert!(err(&mut ks, "TMDISTINCT.CREATE x WINDOW 1000000 BUCKET 1")
         .contains("WINDOW/BUCKET must be at most 65536"));
-    assert!(err(&mut ks, "TM.DISTINCT.CREATE x WINDOW 61").contains("multiple of 60"));
+    assert!(err(&mut ks, "TMDISTINCT.CREATE x WINDOW 61").contains("multiple of 60"));
     assert!(err(
         &mut ks,
-        "TM.FILTER.CREATE x CAPACITY 274877906944 FPR 0.0000001"
+        "TMFILTER.CREATE x CAPACITY 274877906944 FPR 0.0000001"
     )
     .contains("would need"));
-    assert!(err(&mut ks, "TM.FREQ.CREATE x WINDOW 4097 BUCKET 1").contains("at most 4096"));
+    assert!(err(&mut ks, "TMFREQ.CREATE x WINDOW 4097 BUCKET 1").contains("at most 4096"));
     assert!(err(&mut ks, "TM.NOPE x").starts_with("ERR unknown command"));
     // Messages never carry line breaks or control bytes from the input.
     let e = run(
         &mut ks,
         ENV,
-        &[b"TM.COUNT.ADD".to_vec(), b"c".to_vec(), b"1\r\n2".to_vec()],
+        &[b"TMCOUNT.ADD".to_vec(), b"c".to_vec(), b"1\r\n2".to_vec()],
     )
     .reply
     .unwrap_err();
@@ -153,8 +151,8 @@ fn errors_are_redis_style_and_name_the_argument() {
 #[test]
 fn star_is_resolved_before_replication() {
     let mut ks = MemKeyspace::default();
-    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
-    let o: Outcome = run(&mut ks, ENV, &argv("TM.COUNT.ADD c * 3"));
+    ok(&mut ks, "TMCOUNT.CREATE c WINDOW 1000");
+    let o: Outcome = run(&mut ks, ENV, &argv("TMCOUNT.ADD c * 3"));
     assert_eq!(
         o.replicate,
         Replicate::WithTime {
@@ -162,10 +160,10 @@ fn star_is_resolved_before_replication() {
             time: 1_000_000
         }
     );
-    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c 1000001"));
+    let o = run(&mut ks, ENV, &argv("TMCOUNT.ADD c 1000001"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     // The clock behind the key's latest time: * is the latest time, not an error.
-    let o = run(&mut ks, Env { now_ms: 5 }, &argv("TM.COUNT.ADD c *"));
+    let o = run(&mut ks, Env::at(5), &argv("TMCOUNT.ADD c *"));
     assert_eq!(
         o.replicate,
         Replicate::WithTime {
@@ -174,18 +172,18 @@ fn star_is_resolved_before_replication() {
         }
     );
     assert_eq!(
-        run(&mut ks, ENV, &argv("TM.COUNT.GET c")).replicate,
+        run(&mut ks, ENV, &argv("TMCOUNT.GET c")).replicate,
         Replicate::Nothing
     );
     // An expiring filter's ADD replicates as ADDAT with the time.
     ok(
         &mut ks,
-        "TM.FILTER.CREATE f CAPACITY 100 FPR 0.01 EXPIRE 60000",
+        "TMFILTER.CREATE f CAPACITY 100 FPR 0.01 EXPIRE 60000",
     );
-    let o = run(&mut ks, ENV, &argv("TM.FILTER.ADD f a b"));
+    let o = run(&mut ks, ENV, &argv("TMFILTER.ADD f a b"));
     assert_eq!(
         o.replicate,
-        Replicate::Rewritten(argv("TM.FILTER.ADDAT f 1000000 a b"))
+        Replicate::Rewritten(argv("TMFILTER.ADDAT f 1000000 a b"))
     );
 }
 
@@ -194,46 +192,46 @@ fn a_stamped_clock_replicates_as_it_stands() {
     // `*<ms>` is what the module's filter makes of a write's `*`: the clock read at arrival.
     // It resolves like `*` (never before the key's latest time) but needs no rewriting.
     let mut ks = MemKeyspace::default();
-    ok(&mut ks, "TM.COUNT.CREATE c WINDOW 1000");
-    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c *5000 2"));
+    ok(&mut ks, "TMCOUNT.CREATE c WINDOW 1000");
+    let o = run(&mut ks, ENV, &argv("TMCOUNT.ADD c *5000 2"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     assert_eq!(triple(&o.reply.unwrap()), (2.0, 2.0, 2.0));
     // Behind the latest time: resolved to it, where an explicit 4000 is refused.
-    let o = run(&mut ks, ENV, &argv("TM.COUNT.ADD c *4000"));
+    let o = run(&mut ks, ENV, &argv("TMCOUNT.ADD c *4000"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     assert_eq!(triple(&o.reply.unwrap()), (3.0, 3.0, 3.0));
-    assert!(err(&mut ks, "TM.COUNT.ADD c 4000").contains("before the key's latest time 5000"));
+    assert!(err(&mut ks, "TMCOUNT.ADD c 4000").contains("before the key's latest time 5000"));
     // The window ends at the stamped time, not at the environment's clock (1,000,000).
-    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET c")), (3.0, 3.0, 3.0));
-    ok(&mut ks, "TM.COUNT.ADD c *6001");
-    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET c")), (1.0, 1.0, 1.0));
+    assert_eq!(triple(&ok(&mut ks, "TMCOUNT.GET c")), (3.0, 3.0, 3.0));
+    ok(&mut ks, "TMCOUNT.ADD c *6001");
+    assert_eq!(triple(&ok(&mut ks, "TMCOUNT.GET c")), (1.0, 1.0, 1.0));
     // Distinct and frequency writes take it too.
-    ok(&mut ks, "TM.DISTINCT.CREATE d WINDOW 60000 BUCKET 1000");
-    let o = run(&mut ks, ENV, &argv("TM.DISTINCT.ADD d *7000 a b"));
+    ok(&mut ks, "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000");
+    let o = run(&mut ks, ENV, &argv("TMDISTINCT.ADD d *7000 a b"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     // The ring's latest time is its newest bucket's start: the stamp's, not the environment's.
     let info = format!("{:?}", ok(&mut ks, "TM.INFO d"));
     assert!(info.contains("(\"latest_ms\", Integer(7000))"), "{info}");
-    ok(&mut ks, "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000");
-    let o = run(&mut ks, ENV, &argv("TM.FREQ.ADD f *7000 a 2"));
+    ok(&mut ks, "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000");
+    let o = run(&mut ks, ENV, &argv("TMFREQ.ADD f *7000 a 2"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     let info = format!("{:?}", ok(&mut ks, "TM.INFO f"));
     assert!(info.contains("(\"latest_ms\", Integer(7000))"), "{info}");
     ok(
         &mut ks,
-        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
+        "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
     );
-    let o = run(&mut ks, ENV, &argv("TM.FILTER.ADDAT e *7000 x"));
+    let o = run(&mut ks, ENV, &argv("TMFILTER.ADDAT e *7000 x"));
     assert_eq!(o.replicate, Replicate::Verbatim);
     // Added at the stamp (7000), so forgotten by the environment's clock (1,000,000): had the
     // environment's clock been used, x would still be there.
     assert_eq!(
-        ok(&mut ks, "TM.FILTER.EXISTS e x"),
+        ok(&mut ks, "TMFILTER.EXISTS e x"),
         Reply::Array(vec![Reply::Integer(0)])
     );
     // Malformed stamps are bad times, named as such.
     for bad in ["*x", "**", "*-1", "*4503599627370497", "*1.5"] {
-        let e = err(&mut ks, &format!("TM.COUNT.ADD c {bad}"));
+        let e = err(&mut ks, &format!("TMCOUNT.ADD c {bad}"));
         assert!(e.contains("time must be"), "{bad}: {e}");
     }
 }
@@ -247,7 +245,7 @@ fn distinct_coverage(shape: &str, p: u8) {
         let mut ks = MemKeyspace::default();
         ok(
             &mut ks,
-            &format!("TM.DISTINCT.CREATE d WINDOW 60000 {shape} PRECISION {p}"),
+            &format!("TMDISTINCT.CREATE d WINDOW 60000 {shape} PRECISION {p}"),
         );
         let mut events: Vec<(u64, u64)> = Vec::new();
         let mut t = 10_000_000u64;
@@ -255,10 +253,7 @@ fn distinct_coverage(shape: &str, p: u8) {
             t += 1_000;
             let items: Vec<u64> = (0..40).map(|_| rng.random_range(0..20_000u64)).collect();
             let list: Vec<String> = items.iter().map(|i| format!("u{i}")).collect();
-            ok(
-                &mut ks,
-                &format!("TM.DISTINCT.ADD d {t} {}", list.join(" ")),
-            );
+            ok(&mut ks, &format!("TMDISTINCT.ADD d {t} {}", list.join(" ")));
             events.extend(items.iter().map(|&i| (t, i)));
         }
         let w = 30_000u64;
@@ -267,7 +262,7 @@ fn distinct_coverage(shape: &str, p: u8) {
             .filter(|&&(s, _)| s + w > t)
             .map(|&(_, i)| i)
             .collect();
-        let (_, lo, hi) = triple(&ok(&mut ks, &format!("TM.DISTINCT.COUNT d WINDOW {w}")));
+        let (_, lo, hi) = triple(&ok(&mut ks, &format!("TMDISTINCT.COUNT d WINDOW {w}")));
         if lo <= truth.len() as f64 && truth.len() as f64 <= hi {
             held += 1;
         }
@@ -293,15 +288,15 @@ fn distinct_sliding_bracket_holds_at_its_confidence() {
 #[test]
 fn distinct_small_counts_are_exact_and_unions_and_topf_agree() {
     let mut ks = MemKeyspace::default();
-    ok(&mut ks, "TM.DISTINCT.CREATE {a}x WINDOW 60000 BUCKET 1000");
-    ok(&mut ks, "TM.DISTINCT.CREATE {a}y WINDOW 60000 SLIDING");
-    ok(&mut ks, "TM.DISTINCT.ADD {a}x 1000 a b c");
-    ok(&mut ks, "TM.DISTINCT.ADD {a}y 1500 c d");
+    ok(&mut ks, "TMDISTINCT.CREATE {a}x WINDOW 60000 BUCKET 1000");
+    ok(&mut ks, "TMDISTINCT.CREATE {a}y WINDOW 60000 SLIDING");
+    ok(&mut ks, "TMDISTINCT.ADD {a}x 1000 a b c");
+    ok(&mut ks, "TMDISTINCT.ADD {a}y 1500 c d");
     assert_eq!(
-        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x")),
+        triple(&ok(&mut ks, "TMDISTINCT.COUNT {a}x")),
         (3.0, 3.0, 3.0)
     );
-    let (v, lo, hi) = triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x {a}y"));
+    let (v, lo, hi) = triple(&ok(&mut ks, "TMDISTINCT.COUNT {a}x {a}y"));
     assert!(
         lo <= 4.0 && 4.0 <= hi && (v - 4.0).abs() < 0.5,
         "{v} [{lo}, {hi}]"
@@ -310,24 +305,24 @@ fn distinct_small_counts_are_exact_and_unions_and_topf_agree() {
     // union with repeats is the union without them.
     let many = vec!["{a}x"; 1_000].join(" ");
     assert_eq!(
-        triple(&ok(&mut ks, &format!("TM.DISTINCT.COUNT {many}"))),
+        triple(&ok(&mut ks, &format!("TMDISTINCT.COUNT {many}"))),
         (3.0, 3.0, 3.0)
     );
     assert_eq!(
-        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x {a}y {a}x {a}y")),
+        triple(&ok(&mut ks, "TMDISTINCT.COUNT {a}x {a}y {a}x {a}y")),
         (v, lo, hi)
     );
     // A window that starts after the first bucket.
-    ok(&mut ks, "TM.DISTINCT.ADD {a}x 70000 z");
+    ok(&mut ks, "TMDISTINCT.ADD {a}x 70000 z");
     assert_eq!(
-        triple(&ok(&mut ks, "TM.DISTINCT.COUNT {a}x WINDOW 1000")),
+        triple(&ok(&mut ks, "TMDISTINCT.COUNT {a}x WINDOW 1000")),
         (1.0, 1.0, 1.0)
     );
     // TOPF: a Redis HYLL whose registers are the window's.
     for i in 0..5_000 {
-        ok(&mut ks, &format!("TM.DISTINCT.ADD {{a}}x 70000 item{i}"));
+        ok(&mut ks, &format!("TMDISTINCT.ADD {{a}}x 70000 item{i}"));
     }
-    ok(&mut ks, "TM.DISTINCT.TOPF {a}x {a}h");
+    ok(&mut ks, "TMDISTINCT.TOPF {a}x {a}h");
     let Some(Slot::Str(bytes)) = ks.keys.get(b"{a}h".as_slice()) else {
         panic!("no string")
     };
@@ -342,10 +337,10 @@ fn distinct_small_counts_are_exact_and_unions_and_topf_agree() {
         direct.registers(),
         "TOPF registers equal a Redis-mode sketch of the window"
     );
-    ok(&mut ks, "TM.DISTINCT.CREATE p12 WINDOW 60000 PRECISION 12");
-    assert!(err(&mut ks, "TM.DISTINCT.TOPF p12 h2").contains("PRECISION 14"));
-    assert!(err(&mut ks, "TM.DISTINCT.COUNT {a}x p12").contains("cannot be united"));
-    assert!(err(&mut ks, "TM.DISTINCT.ADD {a}x 1 late").contains("refused"));
+    ok(&mut ks, "TMDISTINCT.CREATE p12 WINDOW 60000 PRECISION 12");
+    assert!(err(&mut ks, "TMDISTINCT.TOPF p12 h2").contains("PRECISION 14"));
+    assert!(err(&mut ks, "TMDISTINCT.COUNT {a}x p12").contains("cannot be united"));
+    assert!(err(&mut ks, "TMDISTINCT.ADD {a}x 1 late").contains("refused"));
 }
 
 #[test]
@@ -355,13 +350,13 @@ fn freq_never_underestimates_and_names_every_heavy_item() {
         let mut ks = MemKeyspace::default();
         ok(
             &mut ks,
-            "TM.FREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.05",
+            "TMFREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.05",
         );
         let mut events: Vec<(u64, String, u64)> = Vec::new();
         let mut t = 0u64;
         for _ in 0..300 {
             t += rng.random_range(0..200u64);
-            let mut cmd = format!("TM.FREQ.ADD f {t}");
+            let mut cmd = format!("TMFREQ.ADD f {t}");
             for _ in 0..10 {
                 // A heavy head and a long tail, so the sketch promotes.
                 let item = if rng.random_bool(0.3) {
@@ -388,7 +383,7 @@ fn freq_never_underestimates_and_names_every_heavy_item() {
             let probe: Vec<&str> = truth.keys().take(50).copied().chain(["absent"]).collect();
             let r = ok(
                 &mut ks,
-                &format!("TM.FREQ.QUERY f {} WINDOW {}", probe.join(" "), wb * 1_000),
+                &format!("TMFREQ.QUERY f {} WINDOW {}", probe.join(" "), wb * 1_000),
             );
             let Reply::Array(rows) = r else { panic!() };
             for (item, row) in probe.iter().zip(&rows) {
@@ -396,8 +391,7 @@ fn freq_never_underestimates_and_names_every_heavy_item() {
                 let tr = truth.get(item).copied().unwrap_or(0) as f64;
                 assert!(hi >= tr, "seed {seed}: {item} high {hi} below truth {tr}");
             }
-            let Reply::Array(top) =
-                ok(&mut ks, &format!("TM.FREQ.TOP f 100 WINDOW {}", wb * 1_000))
+            let Reply::Array(top) = ok(&mut ks, &format!("TMFREQ.TOP f 100 WINDOW {}", wb * 1_000))
             else {
                 panic!()
             };
@@ -429,14 +423,14 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
         let mut ks = MemKeyspace::default();
         ok(
             &mut ks,
-            &format!("TM.FILTER.CREATE f CAPACITY 1000 FPR 0.01 {kind}"),
+            &format!("TMFILTER.CREATE f CAPACITY 1000 FPR 0.01 {kind}"),
         );
         for chunk in (0..4_000).collect::<Vec<u32>>().chunks(100) {
             let items: Vec<String> = chunk.iter().map(|i| format!("k{i}")).collect();
-            ok(&mut ks, &format!("TM.FILTER.ADD f {}", items.join(" ")));
+            ok(&mut ks, &format!("TMFILTER.ADD f {}", items.join(" ")));
         }
         let probe: Vec<String> = (0..4_000).step_by(7).map(|i| format!("k{i}")).collect();
-        let Reply::Array(found) = ok(&mut ks, &format!("TM.FILTER.EXISTS f {}", probe.join(" ")))
+        let Reply::Array(found) = ok(&mut ks, &format!("TMFILTER.EXISTS f {}", probe.join(" ")))
         else {
             panic!()
         };
@@ -445,21 +439,21 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
             "{kind}: a false negative"
         );
         let absent: Vec<String> = (0..2_000).map(|i| format!("absent{i}")).collect();
-        let Reply::Array(fp) = ok(&mut ks, &format!("TM.FILTER.EXISTS f {}", absent.join(" ")))
+        let Reply::Array(fp) = ok(&mut ks, &format!("TMFILTER.EXISTS f {}", absent.join(" ")))
         else {
             panic!()
         };
         let rate = fp.iter().filter(|r| **r == Reply::Integer(1)).count() as f64 / 2_000.0;
         // 4x the forecast: an in-place filter's rate has grown to about 4%, a stack's ≤ 2%.
         assert!(rate < 0.1, "{kind}: false-positive rate {rate}");
-        assert_eq!(ok(&mut ks, "TM.FILTER.DEL f k7"), Reply::Integer(1));
+        assert_eq!(ok(&mut ks, "TMFILTER.DEL f k7"), Reply::Integer(1));
     }
     // In place without reserve: full at its last doubling, and says so.
     let mut ks = MemKeyspace::default();
-    ok(&mut ks, "TM.FILTER.CREATE f CAPACITY 10 FPR 0.1");
+    ok(&mut ks, "TMFILTER.CREATE f CAPACITY 10 FPR 0.1");
     let mut full = None;
     for i in 0..10_000 {
-        if let Err(e) = run(&mut ks, ENV, &argv(&format!("TM.FILTER.ADD f x{i}"))).reply {
+        if let Err(e) = run(&mut ks, ENV, &argv(&format!("TMFILTER.ADD f x{i}"))).reply {
             full = Some(e.to_string());
             break;
         }
@@ -469,22 +463,17 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
     let mut ks = MemKeyspace::default();
     ok(
         &mut ks,
-        "TM.FILTER.CREATE r CAPACITY 100 FPR 0.001 EXPIRE 4000",
+        "TMFILTER.CREATE r CAPACITY 100 FPR 0.001 EXPIRE 4000",
     );
     assert_eq!(
-        ok(&mut ks, "TM.FILTER.ADDAT r 0 x"),
+        ok(&mut ks, "TMFILTER.ADDAT r 0 x"),
         Reply::Array(vec![Reply::Integer(1)])
     );
     assert_eq!(
-        ok(&mut ks, "TM.FILTER.ADDAT r 3500 x"),
+        ok(&mut ks, "TMFILTER.ADDAT r 3500 x"),
         Reply::Array(vec![Reply::Integer(0)])
     );
-    let late = run(
-        &mut ks,
-        Env { now_ms: 7_400 },
-        &argv("TM.FILTER.EXISTS r x"),
-    )
-    .reply;
+    let late = run(&mut ks, Env::at(7_400), &argv("TMFILTER.EXISTS r x")).reply;
     assert_eq!(
         late,
         Ok(Reply::Array(vec![Reply::Integer(1)])),
@@ -494,16 +483,16 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
     let mut ks = MemKeyspace::default();
     ok(
         &mut ks,
-        "TM.FILTER.CREATE g CAPACITY 1000 FPR 0.001 EXPIRE 4000",
+        "TMFILTER.CREATE g CAPACITY 1000 FPR 0.001 EXPIRE 4000",
     );
     for t in (0..20_000u64).step_by(250) {
-        ok(&mut ks, &format!("TM.FILTER.ADDAT g {t} at{t}"));
-        let env = Env { now_ms: t };
+        ok(&mut ks, &format!("TMFILTER.ADDAT g {t} at{t}"));
+        let env = Env::at(t);
         for back in (0..=4_000u64).step_by(250).filter(|b| *b <= t) {
             let r = run(
                 &mut ks,
                 env,
-                &argv(&format!("TM.FILTER.EXISTS g at{}", t - back)),
+                &argv(&format!("TMFILTER.EXISTS g at{}", t - back)),
             )
             .reply
             .unwrap();
@@ -516,7 +505,7 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
         }
         if t >= 5_250 {
             let old = t - 5_250;
-            let r = run(&mut ks, env, &argv(&format!("TM.FILTER.EXISTS g at{old}")))
+            let r = run(&mut ks, env, &argv(&format!("TMFILTER.EXISTS g at{old}")))
                 .reply
                 .unwrap();
             // Forgotten: only a false positive (rate ~1e-3) could still say 1.
@@ -531,18 +520,18 @@ fn filters_have_no_false_negatives_and_forget_by_generation() {
 fn dump_and_load_round_trip_every_type() {
     let mut ks = MemKeyspace::default();
     for s in [
-        "TM.COUNT.CREATE c WINDOW 60000",
-        "TM.COUNT.ADD c 1000 5",
-        "TM.DISTINCT.CREATE r WINDOW 60000",
-        "TM.DISTINCT.ADD r 1000 a b c",
-        "TM.DISTINCT.CREATE s WINDOW 60000 SLIDING",
-        "TM.DISTINCT.ADD s 1000 a b c",
-        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
-        "TM.FREQ.ADD f 1000 a 3 b",
-        "TM.FILTER.CREATE q CAPACITY 100 FPR 0.01",
-        "TM.FILTER.ADD q a b",
-        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 STACKED EXPIRE 60000",
-        "TM.FILTER.ADDAT e 1000 a b",
+        "TMCOUNT.CREATE c WINDOW 60000",
+        "TMCOUNT.ADD c 1000 5",
+        "TMDISTINCT.CREATE r WINDOW 60000",
+        "TMDISTINCT.ADD r 1000 a b c",
+        "TMDISTINCT.CREATE s WINDOW 60000 SLIDING",
+        "TMDISTINCT.ADD s 1000 a b c",
+        "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMFREQ.ADD f 1000 a 3 b",
+        "TMFILTER.CREATE q CAPACITY 100 FPR 0.01",
+        "TMFILTER.ADD q a b",
+        "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 STACKED EXPIRE 60000",
+        "TMFILTER.ADDAT e 1000 a b",
     ] {
         ok(&mut ks, s);
     }
@@ -573,14 +562,14 @@ fn dump_and_load_round_trip_every_type() {
     h.record_value(10, 7).unwrap();
     let load = vec![b"TM.LOAD".to_vec(), b"cli".to_vec(), h.to_bytes()];
     assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
-    assert_eq!(triple(&ok(&mut ks, "TM.COUNT.GET cli")), (7.0, 7.0, 7.0));
+    assert_eq!(triple(&ok(&mut ks, "TMCOUNT.GET cli")), (7.0, 7.0, 7.0));
     // A filter as `tidemark filter build --save` writes it.
     let mut f = tidemark::membership::QuotientFilter::with_reserve(1_000, 0.01, 2).unwrap();
     f.insert(b"a").unwrap();
     let load = vec![b"TM.LOAD".to_vec(), b"qf".to_vec(), f.to_bytes()];
     assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
     assert_eq!(
-        ok(&mut ks, "TM.FILTER.EXISTS qf a"),
+        ok(&mut ks, "TMFILTER.EXISTS qf a"),
         Reply::Array(vec![Reply::Integer(1)])
     );
     // A plain HyperLogLog is no key type: refused, by name.
@@ -596,7 +585,7 @@ fn dump_and_load_round_trip_every_type() {
 #[test]
 fn info_names_type_parameters_and_bracket() {
     let mut ks = MemKeyspace::default();
-    ok(&mut ks, "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000");
+    ok(&mut ks, "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000");
     let Reply::Map(m) = ok(&mut ks, "TM.INFO f") else {
         panic!()
     };
@@ -610,7 +599,7 @@ fn info_names_type_parameters_and_bracket() {
         "phi",
         "hash",
         "bracket",
-        "bytes",
+        "serialized_bytes",
     ] {
         assert!(keys.contains(&k), "{k} missing from {keys:?}");
     }
@@ -634,13 +623,13 @@ fn filter_generations_are_bounded_together_and_small_replies_read_right() {
     let mut ks = MemKeyspace::default();
     let e = err(
         &mut ks,
-        "TM.FILTER.CREATE e CAPACITY 100000000 FPR 0.0000001 EXPIRE 4",
+        "TMFILTER.CREATE e CAPACITY 100000000 FPR 0.0000001 EXPIRE 4",
     );
     assert!(e.contains("5 generations") && e.contains("limit"), "{e}");
     assert!(!ks.keys.contains_key(b"e".as_slice()), "nothing created");
     ok(
         &mut ks,
-        "TM.FILTER.CREATE x CAPACITY 1000 FPR 0.01 EXPIRE 60000",
+        "TMFILTER.CREATE x CAPACITY 1000 FPR 0.01 EXPIRE 60000",
     );
     let Reply::Map(m) = ok(&mut ks, "TM.INFO x") else {
         panic!("a map")
@@ -650,11 +639,307 @@ fn filter_generations_are_bounded_together_and_small_replies_read_right() {
         matches!(fpr_now, Some(Reply::Double(v)) if *v == 0.0 && v.is_sign_positive()),
         "{fpr_now:?}"
     );
-    ok(&mut ks, "TM.DISTINCT.CREATE v WINDOW 60000");
-    ok(&mut ks, "TM.DISTINCT.ADD v 1000 a");
-    let e = err(&mut ks, "TM.DISTINCT.TOPF v v");
+    ok(&mut ks, "TMDISTINCT.CREATE v WINDOW 60000");
+    ok(&mut ks, "TMDISTINCT.ADD v 1000 a");
+    let e = err(&mut ks, "TMDISTINCT.TOPF v v");
     assert!(
         e.starts_with("WRONGTYPE") && e.contains("another type than a string"),
         "{e}"
     );
+}
+
+/// A frequency key tells items apart by name while it counts exactly: an item longer than it
+/// keeps is refused (naming the item and its length), never cut so that two long items merge.
+#[test]
+fn frequency_items_longer_than_a_key_keeps_are_refused_not_cut() {
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TMFREQ.CREATE f WINDOW 10000 BUCKET 1000");
+    let limit = tidemark_redis::types::Limits::MAX_FREQ_ITEM;
+    let long = |tail: u8, len: usize| {
+        let mut v = vec![b'x'; len - 1];
+        v.push(tail);
+        v
+    };
+    let add = |item: Vec<u8>| {
+        vec![
+            b"TMFREQ.ADD".to_vec(),
+            b"f".to_vec(),
+            b"0".to_vec(),
+            b"short".to_vec(),
+            item,
+            b"3".to_vec(),
+        ]
+    };
+    let e = run(&mut ks, ENV, &add(long(b'A', limit + 1)))
+        .reply
+        .unwrap_err();
+    assert!(matches!(e, CmdError::Limit { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("item 2 is {} bytes", limit + 1)),
+        "{e}"
+    );
+    // Nothing of a refused command is counted, not even its first item.
+    let q = |ks: &mut MemKeyspace, item: Vec<u8>| {
+        run(ks, ENV, &[b"TMFREQ.QUERY".to_vec(), b"f".to_vec(), item]).reply
+    };
+    assert_eq!(
+        q(&mut ks, b"short".to_vec()).unwrap(),
+        Reply::Array(vec![Reply::estimate(0.0, 0.0, 0.0)])
+    );
+    // At the limit it counts, and an item one byte different is another item.
+    run(&mut ks, ENV, &add(long(b'A', limit))).reply.unwrap();
+    assert_eq!(
+        q(&mut ks, long(b'A', limit)).unwrap(),
+        Reply::Array(vec![Reply::estimate(3.0, 3.0, 3.0)])
+    );
+    assert_eq!(
+        q(&mut ks, long(b'B', limit)).unwrap(),
+        Reply::Array(vec![Reply::estimate(0.0, 0.0, 0.0)])
+    );
+    assert!(matches!(
+        q(&mut ks, long(b'B', limit + 1)),
+        Err(CmdError::Limit { .. })
+    ));
+}
+
+/// `TMDISTINCT.TOPF` changes only its destination (its source's `WATCH`es stand), and only
+/// over a missing key or a string that is a Redis HyperLogLog, as `PFMERGE` writes.
+#[test]
+fn topf_writes_only_its_destination_and_only_over_a_hyperloglog() {
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TMDISTINCT.CREATE d WINDOW 60000");
+    ok(&mut ks, "TMDISTINCT.ADD d 1000 a b c");
+    ks.written.clear();
+    ok(&mut ks, "TMDISTINCT.TOPF d h");
+    assert_eq!(
+        ks.written,
+        vec![b"h".to_vec()],
+        "only the destination is written"
+    );
+    // Over its own HyperLogLog again: fine.
+    ok(&mut ks, "TMDISTINCT.TOPF d h");
+    // Over a plain string that is no HyperLogLog: refused, the string left as it was.
+    ks.keys
+        .insert(b"s".to_vec(), Slot::Str(b"not a HyperLogLog".to_vec()));
+    let e = err(&mut ks, "TMDISTINCT.TOPF d s");
+    assert!(
+        e.starts_with("WRONGTYPE") && e.contains("not a valid HyperLogLog"),
+        "{e}"
+    );
+    assert!(
+        matches!(ks.keys.get(b"s".as_slice()), Some(Slot::Str(v)) if v == b"not a HyperLogLog")
+    );
+    // A string that starts like one but has a dense header and the wrong length: refused.
+    let mut fake = b"HYLL".to_vec();
+    fake.resize(100, 0);
+    ks.keys.insert(b"s".to_vec(), Slot::Str(fake));
+    assert!(err(&mut ks, "TMDISTINCT.TOPF d s").starts_with("WRONGTYPE"));
+    // A sparse HyperLogLog (encoding 1) is one.
+    let mut sparse = b"HYLL".to_vec();
+    sparse.push(1);
+    sparse.resize(20, 0);
+    ks.keys.insert(b"s".to_vec(), Slot::Str(sparse));
+    ok(&mut ks, "TMDISTINCT.TOPF d s");
+}
+
+/// Each option once: a repeated one is refused, not silently the last. A value missing after
+/// an option is named. In `TMFREQ.ADD` an integer after an item is its count, signed or not.
+#[test]
+fn options_are_given_once_and_missing_values_are_named() {
+    let mut ks = MemKeyspace::default();
+    for (cmd, says) in [
+        (
+            "TMDISTINCT.CREATE d WINDOW 60000 PRECISION 4 PRECISION 5",
+            "PRECISION is given twice",
+        ),
+        (
+            "TMCOUNT.CREATE c WINDOW 1000 WINDOW 2000",
+            "WINDOW is given twice",
+        ),
+        (
+            "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 PHI 0.1 PHI 0.2",
+            "PHI is given twice",
+        ),
+        (
+            "TMFILTER.CREATE q CAPACITY 10 FPR 0.1 EXPIRE 10 EXPIRE 20",
+            "EXPIRE is given twice",
+        ),
+        (
+            "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000 BUCKET 2000",
+            "BUCKET is given twice",
+        ),
+    ] {
+        let e = err(&mut ks, cmd);
+        assert!(e.contains(says), "{cmd}: {e}");
+        assert!(ks.keys.is_empty(), "{cmd} created a key");
+    }
+    ok(&mut ks, "TMDISTINCT.CREATE d WINDOW 60000");
+    ok(&mut ks, "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000");
+    for (cmd, says) in [
+        ("TMDISTINCT.COUNT d WINDOW", "WINDOW needs a value"),
+        ("TMDISTINCT.COUNT d AT", "AT needs a value"),
+        (
+            "TMDISTINCT.COUNT d WINDOW 60000 WINDOW 1000",
+            "WINDOW is given twice",
+        ),
+        ("TMCOUNT.CREATE c WINDOW", "WINDOW needs a value"),
+        ("TMFREQ.QUERY f a WINDOW", "WINDOW needs a value"),
+        (
+            "TMFREQ.QUERY f WINDOW 10000",
+            "at least one item before WINDOW",
+        ),
+        ("TMFREQ.ADD f 1000 a -1", "count must be a positive integer"),
+        ("TMFREQ.ADD f 1000 a 0", "count must be a positive integer"),
+        ("TMFREQ.ADD f 1000 a +2", "count must be a positive integer"),
+    ] {
+        let e = err(&mut ks, cmd);
+        assert!(e.contains(says), "{cmd}: {e}");
+    }
+    // Nothing was counted by the refused adds.
+    assert_eq!(
+        ok(&mut ks, "TMFREQ.QUERY f a"),
+        Reply::Array(vec![Reply::estimate(0.0, 0.0, 0.0)])
+    );
+    // A word that is no integer is the next item.
+    assert_eq!(ok(&mut ks, "TMFREQ.ADD f 1000 a 2 b x1"), Reply::Integer(3));
+    assert_eq!(
+        ok(&mut ks, "TMFREQ.QUERY f a b x1 WINDOW 60000"),
+        Reply::Array(vec![
+            Reply::estimate(2.0, 2.0, 2.0),
+            Reply::estimate(1.0, 1.0, 1.0),
+            Reply::estimate(1.0, 1.0, 1.0),
+        ])
+    );
+}
+
+/// A `CREATE` takes the server's defaults for what it is not given, and replicates with
+/// every parameter written out: a replica loaded with other defaults builds the same value.
+#[test]
+fn create_takes_the_servers_defaults_and_replicates_them_written_out() {
+    let mut ks = MemKeyspace::default();
+    let mut env = ENV;
+    env.defaults.epsilon = 0.05;
+    env.defaults.precision = 10;
+    env.defaults.phi = 0.2;
+    let o = run(&mut ks, env, &argv("TMCOUNT.CREATE c WINDOW 1000"));
+    assert_eq!(o.reply, Ok(Reply::Ok));
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv("TMCOUNT.CREATE c WINDOW 1000 EPSILON 0.05"))
+    );
+    let o = run(&mut ks, env, &argv("TMDISTINCT.CREATE d WINDOW 60000"));
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv(
+            "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000 PRECISION 10"
+        ))
+    );
+    let o = run(
+        &mut ks,
+        env,
+        &argv("TMDISTINCT.CREATE s WINDOW 60000 SLIDING"),
+    );
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv(
+            "TMDISTINCT.CREATE s WINDOW 60000 SLIDING PRECISION 10"
+        ))
+    );
+    let o = run(
+        &mut ks,
+        env,
+        &argv("TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 DELTA 0.1"),
+    );
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv(
+            "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 EPSILON 0.05 DELTA 0.1 PHI 0.2"
+        ))
+    );
+    // What replicates builds, on a server with the built-in defaults, the same bytes.
+    let mut replica = MemKeyspace::default();
+    for key in ["c", "d", "s", "f"] {
+        let mut master_dump = ok(&mut ks, &format!("TM.DUMP {key}"));
+        let o = match key {
+            "c" => "TMCOUNT.CREATE c WINDOW 1000 EPSILON 0.05",
+            "d" => "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000 PRECISION 10",
+            "s" => "TMDISTINCT.CREATE s WINDOW 60000 SLIDING PRECISION 10",
+            _ => "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 EPSILON 0.05 DELTA 0.1 PHI 0.2",
+        };
+        ok(&mut replica, o);
+        let replica_dump = ok(&mut replica, &format!("TM.DUMP {key}"));
+        assert_eq!(
+            replica_dump,
+            std::mem::replace(&mut master_dump, Reply::Null),
+            "{key}"
+        );
+    }
+}
+
+/// `TM.INFO` reads what the value's bytes hold, so a replica, a reload, `RESTORE`, `COPY` and
+/// `TM.LOAD` answer as the value they copy does, however its buffers grew.
+#[test]
+fn info_is_the_same_for_a_value_and_its_bytes_loaded_back() {
+    let mut ks = MemKeyspace::default();
+    for s in [
+        "TMFILTER.CREATE q CAPACITY 20 FPR 0.01 RESERVE 4",
+        "TMCOUNT.CREATE c WINDOW 600000",
+        "TMDISTINCT.CREATE r WINDOW 60000 BUCKET 1000",
+        "TMDISTINCT.CREATE s WINDOW 60000 SLIDING",
+        "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMFILTER.CREATE e CAPACITY 20 FPR 0.01 EXPIRE 60000",
+    ] {
+        ok(&mut ks, s);
+    }
+    // The filter doubles in place several times; the others grow their buffers.
+    for i in 0..700u64 {
+        ok(&mut ks, &format!("TMFILTER.ADD q k{i}"));
+        ok(
+            &mut ks,
+            &format!("TMCOUNT.ADD c {} {}", 1000 + i * 3, i % 5),
+        );
+        ok(&mut ks, &format!("TMDISTINCT.ADD r {} u{i}", 1000 + i * 50));
+        ok(&mut ks, &format!("TMDISTINCT.ADD s {} u{i}", 1000 + i * 50));
+        ok(
+            &mut ks,
+            &format!("TMFREQ.ADD f {} i{}", 1000 + i * 50, i % 40),
+        );
+        ok(&mut ks, &format!("TMFILTER.ADDAT e {} k{i}", 1000 + i * 50));
+    }
+    for key in ["q", "c", "r", "s", "f", "e"] {
+        let info = ok(&mut ks, &format!("TM.INFO {key}"));
+        let Reply::Bulk(bytes) = ok(&mut ks, &format!("TM.DUMP {key}")) else {
+            panic!("a dump is bytes")
+        };
+        let load = vec![b"TM.LOAD".to_vec(), b"copy".to_vec(), bytes];
+        run(&mut ks, ENV, &load).reply.unwrap();
+        assert_eq!(ok(&mut ks, "TM.INFO copy"), info, "{key}");
+    }
+    // The grown filter says what it holds now: more than the 20 it was made for.
+    let Reply::Map(m) = ok(&mut ks, "TM.INFO q") else {
+        panic!("a map")
+    };
+    let capacity = m
+        .iter()
+        .find(|(k, _)| *k == "capacity")
+        .map(|(_, v)| v.clone());
+    assert!(
+        matches!(capacity, Some(Reply::Integer(n)) if n >= 700),
+        "{capacity:?}"
+    );
+}
+
+/// The user's guide quotes every command's usage line as the command list has it (the list
+/// is what `COMMAND DOCS` shows), so the two cannot drift apart.
+#[test]
+fn the_users_guide_quotes_every_commands_usage_line() {
+    let guide = include_str!("../../../docs/redis.md");
+    for c in COMMANDS {
+        let line = format!("{} {}", c.name, c.usage);
+        assert!(
+            guide.lines().any(|l| l.trim() == line),
+            "docs/redis.md lacks the line `{line}`"
+        );
+    }
 }

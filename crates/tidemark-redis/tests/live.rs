@@ -5,106 +5,58 @@
 
 mod common;
 
-use common::{crc64, loud, q, redis_available, wait_until, Server, TempDir};
+use common::{crc64, error_text, loud, q, redis_available, same, wait_until, Server, TempDir};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use redis::Value;
-use tidemark_redis::command::{run, Env, MemKeyspace, Reply};
-
-/// The same reply, allowing for RESP2 (doubles as bulk strings, maps as flat arrays) or
-/// RESP3.
-fn same(r: &Reply, v: &Value) -> bool {
-    match (r, v) {
-        (Reply::Ok, Value::Okay) => true,
-        (Reply::Integer(a), Value::Int(b)) => a == b,
-        (Reply::Double(a), Value::Double(b)) => a == b || (a.is_nan() && b.is_nan()),
-        (Reply::Double(a), Value::BulkString(b)) => {
-            std::str::from_utf8(b)
-                .ok()
-                .and_then(|s| s.parse::<f64>().ok())
-                == Some(*a)
-        }
-        (Reply::Bulk(a), Value::BulkString(b)) => a == b,
-        (Reply::Null, Value::Nil) => true,
-        (Reply::Estimate(e), Value::Array(b)) => {
-            same(
-                &Reply::Array(e.iter().map(|x| Reply::Double(*x)).collect()),
-                v,
-            ) && b.len() == 3
-        }
-        (Reply::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
-        }
-        (Reply::Map(m), Value::Array(flat)) => {
-            // In the command layer's order.
-            flat.len() == 2 * m.len()
-                && m.iter().zip(flat.chunks(2)).all(|((k, v), kv)| {
-                    same(&Reply::Bulk(k.as_bytes().to_vec()), &kv[0]) && same(v, &kv[1])
-                })
-        }
-        (Reply::Map(m), Value::Map(pairs)) => {
-            m.len() == pairs.len()
-                && m.iter().all(|(k, v)| {
-                    pairs.iter().any(|(pk, pv)| {
-                        matches!(pk, Value::SimpleString(s) if s == k)
-                            || matches!(pk, Value::BulkString(b) if b == k.as_bytes())
-                    } && same(v, pv))
-                })
-        }
-        _ => false,
-    }
-}
-
-fn error_text(e: &redis::RedisError) -> String {
-    format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
-}
+use tidemark_redis::command::{run, Env, MemKeyspace};
 
 /// Every command, with explicit times so the server and the model see the same input.
 const SCRIPT: &[&str] = &[
-    "TM.COUNT.CREATE c WINDOW 10000 EPSILON 0.1",
-    "TM.COUNT.ADD c 1000",
-    "TM.COUNT.ADD c 1500 40",
-    "TM.COUNT.ADD c 9000 7",
-    "TM.COUNT.ADD c 12000 3",
-    "TM.COUNT.GET c",
-    "TM.COUNT.GET c AT 30000",
-    "TM.COUNT.ADD c 11000",
-    "TM.COUNT.ADD c abc",
-    "TM.COUNT.ADD missing 1",
-    "TM.COUNT.CREATE c WINDOW 5",
-    "TM.DISTINCT.CREATE {v}r WINDOW 60000 BUCKET 1000",
-    "TM.DISTINCT.CREATE {v}s WINDOW 60000 SLIDING PRECISION 12",
-    "TM.DISTINCT.ADD {v}r 1000 a b c d",
-    "TM.DISTINCT.ADD {v}r 2000 d e f",
-    "TM.DISTINCT.ADD {v}s 1500 a z",
-    "TM.DISTINCT.COUNT {v}r",
-    "TM.DISTINCT.COUNT {v}r WINDOW 1000",
-    "TM.DISTINCT.COUNT {v}r AT 61500",
-    "TM.DISTINCT.COUNT {v}r {v}s",
-    "TM.DISTINCT.COUNT {v}s WINDOW 100 AT 2000",
-    "TM.DISTINCT.TOPF {v}r {v}hll",
-    "TM.DISTINCT.TOPF {v}s {v}hll2",
-    "TM.DISTINCT.COUNT c",
-    "TM.FREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.1",
-    "TM.FREQ.ADD f 1000 a 5 b c 2",
-    "TM.FREQ.ADD f 3000 a 1 d 9",
-    "TM.FREQ.QUERY f a b c d e",
-    "TM.FREQ.QUERY f a d WINDOW 1000",
-    "TM.FREQ.TOP f 2",
-    "TM.FREQ.TOP f 10 WINDOW 2000",
-    "TM.FREQ.ADD f 100000 x",
-    "TM.FREQ.ADD f 1 y",
-    "TM.FILTER.CREATE q CAPACITY 1000 FPR 0.01",
-    "TM.FILTER.ADD q a b c",
-    "TM.FILTER.ADD q a x",
-    "TM.FILTER.EXISTS q a b c x y",
-    "TM.FILTER.DEL q b",
-    "TM.FILTER.EXISTS q b",
-    "TM.FILTER.CREATE st CAPACITY 10 FPR 0.01 STACKED",
-    "TM.FILTER.CREATE ex CAPACITY 100 FPR 0.01 RESERVE 2 EXPIRE 60000",
-    "TM.FILTER.ADDAT ex 1000 a b",
-    "TM.FILTER.ADDAT st 1000 a b",
-    "TM.FILTER.CREATE bad CAPACITY 0 FPR 0.01",
+    "TMCOUNT.CREATE c WINDOW 10000 EPSILON 0.1",
+    "TMCOUNT.ADD c 1000",
+    "TMCOUNT.ADD c 1500 40",
+    "TMCOUNT.ADD c 9000 7",
+    "TMCOUNT.ADD c 12000 3",
+    "TMCOUNT.GET c",
+    "TMCOUNT.GET c AT 30000",
+    "TMCOUNT.ADD c 11000",
+    "TMCOUNT.ADD c abc",
+    "TMCOUNT.ADD missing 1",
+    "TMCOUNT.CREATE c WINDOW 5",
+    "TMDISTINCT.CREATE {v}r WINDOW 60000 BUCKET 1000",
+    "TMDISTINCT.CREATE {v}s WINDOW 60000 SLIDING PRECISION 12",
+    "TMDISTINCT.ADD {v}r 1000 a b c d",
+    "TMDISTINCT.ADD {v}r 2000 d e f",
+    "TMDISTINCT.ADD {v}s 1500 a z",
+    "TMDISTINCT.COUNT {v}r",
+    "TMDISTINCT.COUNT {v}r WINDOW 1000",
+    "TMDISTINCT.COUNT {v}r AT 61500",
+    "TMDISTINCT.COUNT {v}r {v}s",
+    "TMDISTINCT.COUNT {v}s WINDOW 100 AT 2000",
+    "TMDISTINCT.TOPF {v}r {v}hll",
+    "TMDISTINCT.TOPF {v}s {v}hll2",
+    "TMDISTINCT.COUNT c",
+    "TMFREQ.CREATE f WINDOW 10000 BUCKET 1000 EPSILON 0.01 DELTA 0.01 PHI 0.1",
+    "TMFREQ.ADD f 1000 a 5 b c 2",
+    "TMFREQ.ADD f 3000 a 1 d 9",
+    "TMFREQ.QUERY f a b c d e",
+    "TMFREQ.QUERY f a d WINDOW 1000",
+    "TMFREQ.TOP f 2",
+    "TMFREQ.TOP f 10 WINDOW 2000",
+    "TMFREQ.ADD f 100000 x",
+    "TMFREQ.ADD f 1 y",
+    "TMFILTER.CREATE q CAPACITY 1000 FPR 0.01",
+    "TMFILTER.ADD q a b c",
+    "TMFILTER.ADD q a x",
+    "TMFILTER.EXISTS q a b c x y",
+    "TMFILTER.DEL q b",
+    "TMFILTER.EXISTS q b",
+    "TMFILTER.CREATE st CAPACITY 10 FPR 0.01 STACKED",
+    "TMFILTER.CREATE ex CAPACITY 100 FPR 0.01 RESERVE 2 EXPIRE 60000",
+    "TMFILTER.ADDAT ex 1000 a b",
+    "TMFILTER.ADDAT st 1000 a b",
+    "TMFILTER.CREATE bad CAPACITY 0 FPR 0.01",
     "TM.INFO c",
     "TM.INFO {v}r",
     "TM.INFO {v}s",
@@ -114,8 +66,8 @@ const SCRIPT: &[&str] = &[
     "TM.DUMP c",
     "TM.DUMP f",
     "TM.DUMP ex",
-    "TM.COUNT.GET",
-    "TM.COUNT.GET c EXTRA",
+    "TMCOUNT.GET",
+    "TMCOUNT.GET c EXTRA",
 ];
 
 #[test]
@@ -138,7 +90,7 @@ fn live_every_command_answers_as_the_command_layer() {
                 .split_whitespace()
                 .map(|a| a.as_bytes().to_vec())
                 .collect();
-            let want = run(&mut model, Env { now_ms: 0 }, &argv).reply;
+            let want = run(&mut model, Env::at(0), &argv).reply;
             let got = q(&mut c, s);
             match (&want, &got) {
                 (Ok(w), Ok(g)) => {
@@ -169,8 +121,8 @@ fn live_every_command_answers_as_the_command_layer() {
     let mut w = server.conn();
     let mut other = server.conn();
     q(&mut w, "WATCH c").unwrap();
-    q(&mut w, "TM.COUNT.GET c").unwrap();
-    q(&mut other, "TM.COUNT.GET c AT 99999").unwrap();
+    q(&mut w, "TMCOUNT.GET c").unwrap();
+    q(&mut other, "TMCOUNT.GET c AT 99999").unwrap();
     q(&mut other, "TM.INFO c").unwrap();
     q(&mut w, "MULTI").unwrap();
     q(&mut w, "PING").unwrap();
@@ -180,7 +132,7 @@ fn live_every_command_answers_as_the_command_layer() {
         "a read aborted a WATCH"
     );
     q(&mut w, "WATCH c").unwrap();
-    q(&mut other, "TM.COUNT.ADD c 50000").unwrap();
+    q(&mut other, "TMCOUNT.ADD c 50000").unwrap();
     q(&mut w, "MULTI").unwrap();
     q(&mut w, "PING").unwrap();
     assert_eq!(
@@ -197,11 +149,11 @@ fn live_every_command_answers_as_the_command_layer() {
         .unwrap();
     let mut sub = server.conn();
     let mut pubsub = sub.as_pubsub();
-    pubsub.subscribe("__keyevent@0__:tm.count.add").unwrap();
+    pubsub.subscribe("__keyevent@0__:tmcount.add").unwrap();
     pubsub
         .set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
-    q(&mut other, "TM.COUNT.ADD c 60000").unwrap();
+    q(&mut other, "TMCOUNT.ADD c 60000").unwrap();
     let msg = pubsub.get_message().unwrap();
     assert_eq!(msg.get_payload::<String>().unwrap(), "c");
     drop(pubsub);
@@ -212,7 +164,7 @@ fn live_every_command_answers_as_the_command_layer() {
     // The keys are declared: COMMAND GETKEYS finds them, options excluded.
     let keys: Vec<String> = redis::cmd("COMMAND")
         .arg("GETKEYS")
-        .arg("TM.DISTINCT.COUNT")
+        .arg("TMDISTINCT.COUNT")
         .arg("a")
         .arg("b")
         .arg("WINDOW")
@@ -226,33 +178,33 @@ fn live_every_command_answers_as_the_command_layer() {
 /// Keys of every type with some history; `*` times included.
 fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
     for s in [
-        "TM.COUNT.CREATE c WINDOW 60000",
-        "TM.COUNT.ADD c * 5",
-        "TM.COUNT.ADD c *",
-        "TM.DISTINCT.CREATE r WINDOW 3600000",
-        "TM.DISTINCT.CREATE s WINDOW 3600000 SLIDING",
-        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
-        "TM.FILTER.CREATE q CAPACITY 1000 FPR 0.01",
-        "TM.FILTER.CREATE st CAPACITY 100 FPR 0.01 STACKED",
-        "TM.FILTER.CREATE e CAPACITY 1000 FPR 0.01 EXPIRE 60000",
+        "TMCOUNT.CREATE c WINDOW 60000",
+        "TMCOUNT.ADD c * 5",
+        "TMCOUNT.ADD c *",
+        "TMDISTINCT.CREATE r WINDOW 3600000",
+        "TMDISTINCT.CREATE s WINDOW 3600000 SLIDING",
+        "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMFILTER.CREATE q CAPACITY 1000 FPR 0.01",
+        "TMFILTER.CREATE st CAPACITY 100 FPR 0.01 STACKED",
+        "TMFILTER.CREATE e CAPACITY 1000 FPR 0.01 EXPIRE 60000",
         // Quiet longer than their windows: a slot still holds a bucket the ring no longer
         // reaches (such keys made an RDB file the module could not load).
-        "TM.DISTINCT.CREATE rq WINDOW 1200 BUCKET 20",
-        "TM.DISTINCT.ADD rq 1000000 a",
-        "TM.DISTINCT.ADD rq 1005000 b",
-        "TM.FREQ.CREATE fq WINDOW 1000 BUCKET 10",
-        "TM.FREQ.ADD fq 1000000 x 1",
-        "TM.FREQ.ADD fq 1005000 y 1",
+        "TMDISTINCT.CREATE rq WINDOW 1200 BUCKET 20",
+        "TMDISTINCT.ADD rq 1000000 a",
+        "TMDISTINCT.ADD rq 1005000 b",
+        "TMFREQ.CREATE fq WINDOW 1000 BUCKET 10",
+        "TMFREQ.ADD fq 1000000 x 1",
+        "TMFREQ.ADD fq 1005000 y 1",
     ] {
         q(c, s).unwrap();
     }
     for i in 0..300 {
-        q(c, &format!("TM.DISTINCT.ADD r * u{i} v{}", i % 17)).unwrap();
-        q(c, &format!("TM.DISTINCT.ADD s * u{i}")).unwrap();
-        q(c, &format!("TM.FREQ.ADD f * i{} {}", i % 13, i % 3 + 1)).unwrap();
-        q(c, &format!("TM.FILTER.ADD q k{i}")).unwrap();
-        q(c, &format!("TM.FILTER.ADD st k{i}")).unwrap();
-        q(c, &format!("TM.FILTER.ADD e k{i}")).unwrap();
+        q(c, &format!("TMDISTINCT.ADD r * u{i} v{}", i % 17)).unwrap();
+        q(c, &format!("TMDISTINCT.ADD s * u{i}")).unwrap();
+        q(c, &format!("TMFREQ.ADD f * i{} {}", i % 13, i % 3 + 1)).unwrap();
+        q(c, &format!("TMFILTER.ADD q k{i}")).unwrap();
+        q(c, &format!("TMFILTER.ADD st k{i}")).unwrap();
+        q(c, &format!("TMFILTER.ADD e k{i}")).unwrap();
     }
     vec!["c", "r", "s", "f", "q", "st", "e", "rq", "fq"]
 }
@@ -278,8 +230,8 @@ fn live_values_survive_reload_restarts_restore_and_copy() {
     assert_eq!(dumps(&mut c, &keys), before, "DEBUG RELOAD");
 
     // Keys named many times are opened once each: the same answer as each named once.
-    let once: Value = q(&mut c, "TM.DISTINCT.COUNT r rq").unwrap();
-    let mut many = redis::cmd("TM.DISTINCT.COUNT");
+    let once: Value = q(&mut c, "TMDISTINCT.COUNT r rq").unwrap();
+    let mut many = redis::cmd("TMDISTINCT.COUNT");
     for _ in 0..1_000 {
         many.arg("r").arg("rq");
     }
@@ -410,12 +362,12 @@ fn live_star_is_stamped_as_it_arrives() {
     let server = Server::start(&dir.0, &[]);
     let mut c = server.conn();
     for s in [
-        "TM.COUNT.CREATE c WINDOW 60000",
-        "TM.COUNT.CREATE * WINDOW 60000",
-        "TM.DISTINCT.CREATE d WINDOW 60000 BUCKET 1000",
-        "TM.FREQ.CREATE f WINDOW 60000 BUCKET 1000",
-        "TM.FILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
-        "TM.FILTER.CREATE g CAPACITY 100 FPR 0.01",
+        "TMCOUNT.CREATE c WINDOW 60000",
+        "TMCOUNT.CREATE * WINDOW 60000",
+        "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000",
+        "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
+        "TMFILTER.CREATE g CAPACITY 100 FPR 0.01",
         "CONFIG SET slowlog-log-slower-than 0",
         "SLOWLOG RESET",
     ] {
@@ -423,15 +375,15 @@ fn live_star_is_stamped_as_it_arrives() {
     }
     let before = now_ms();
     for s in [
-        "tm.count.add c * 2",
-        "TM.COUNT.ADD * *",
-        "TM.DISTINCT.ADD d * a b",
-        "Tm.Freq.Add f * a 3",
-        "TM.FILTER.ADDAT e * x",
-        "TM.FILTER.ADD g *",
-        "TM.COUNT.GET c AT *",
+        "tmcount.add c * 2",
+        "TMCOUNT.ADD * *",
+        "TMDISTINCT.ADD d * a b",
+        "TmFreq.Add f * a 3",
+        "TMFILTER.ADDAT e * x",
+        "TMFILTER.ADD g *",
+        "TMCOUNT.GET c AT *",
         "MULTI",
-        "TM.COUNT.ADD c *",
+        "TMCOUNT.ADD c *",
         "EXEC",
     ] {
         q(&mut c, s).unwrap();
@@ -450,20 +402,20 @@ fn live_star_is_stamped_as_it_arrives() {
     };
     // Every timed write's `*` is the clock at arrival, whatever the name's case; inside MULTI
     // too (the EXEC'd command is logged with its stamped arguments).
-    let adds = find("TM.COUNT.ADD");
+    let adds = find("TMCOUNT.ADD");
     assert_eq!(adds.len(), 3, "{log:?}");
     assert!(adds.iter().all(|w| stamped(&w[2])), "{adds:?}");
     // A key named `*` is a key: only the time is stamped.
     assert!(adds.iter().any(|w| w[1] == "*"), "{adds:?}");
-    for name in ["TM.DISTINCT.ADD", "TM.FREQ.ADD", "TM.FILTER.ADDAT"] {
+    for name in ["TMDISTINCT.ADD", "TMFREQ.ADD", "TMFILTER.ADDAT"] {
         let w = find(name);
         assert!(w.len() == 1 && stamped(&w[0][2]), "{name}: {w:?}");
     }
     // An item `*` and a read's `AT *` are left as sent.
-    assert_eq!(find("TM.FILTER.ADD")[0][2], "*");
-    assert_eq!(find("TM.COUNT.GET")[0][3], "*");
+    assert_eq!(find("TMFILTER.ADD")[0][2], "*");
+    assert_eq!(find("TMCOUNT.GET")[0][3], "*");
     // The stamped counts are in the window: 2 + 1 at c, 1 at `*`.
-    let Value::Array(e) = q(&mut c, "TM.COUNT.GET c").unwrap() else {
+    let Value::Array(e) = q(&mut c, "TMCOUNT.GET c").unwrap() else {
         panic!("an estimate is an array");
     };
     assert_eq!(e[0], Value::BulkString(b"3".to_vec()));
@@ -493,26 +445,26 @@ fn live_replica_answers_the_same() {
         info.contains("master_link_status:up")
     });
     for i in 0..200 {
-        q(&mut m, &format!("TM.COUNT.ADD c * {i}")).unwrap();
-        q(&mut m, &format!("TM.DISTINCT.ADD r * late{i}")).unwrap();
-        q(&mut m, &format!("TM.FREQ.ADD f * late{}", i % 5)).unwrap();
-        q(&mut m, &format!("TM.FILTER.ADD e late{i}")).unwrap();
+        q(&mut m, &format!("TMCOUNT.ADD c * {i}")).unwrap();
+        q(&mut m, &format!("TMDISTINCT.ADD r * late{i}")).unwrap();
+        q(&mut m, &format!("TMFREQ.ADD f * late{}", i % 5)).unwrap();
+        q(&mut m, &format!("TMFILTER.ADD e late{i}")).unwrap();
     }
-    q(&mut m, "TM.FILTER.DEL q k1").unwrap();
+    q(&mut m, "TMFILTER.DEL q k1").unwrap();
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     assert_eq!(dumps(&mut r, &keys), dumps(&mut m, &keys), "replica bytes");
     for s in [
-        "TM.COUNT.GET c",
-        "TM.DISTINCT.COUNT r",
-        "TM.DISTINCT.COUNT s WINDOW 60000",
-        "TM.FREQ.TOP f 3",
-        "TM.FILTER.EXISTS e late3 k1 nope",
+        "TMCOUNT.GET c",
+        "TMDISTINCT.COUNT r",
+        "TMDISTINCT.COUNT s WINDOW 60000",
+        "TMFREQ.TOP f 3",
+        "TMFILTER.EXISTS e late3 k1 nope",
     ] {
         assert_eq!(q(&mut r, s).unwrap(), q(&mut m, s).unwrap(), "{s}");
     }
     // A replica refuses writes, as for any Redis write command.
-    let e = q(&mut r, "TM.COUNT.ADD c *").unwrap_err();
+    let e = q(&mut r, "TMCOUNT.ADD c *").unwrap_err();
     assert_eq!(e.code(), Some("READONLY"));
 }
 
@@ -522,64 +474,18 @@ fn live_cluster_spreads_and_reads_back_10000_keys() {
         return;
     }
     let dir = TempDir::new("cluster");
-    // Each node on a free port pair; a port taken between the look and the start (another
-    // test's client) is given up for another.
-    let mut nodes: Vec<Server> = Vec::new();
-    for _ in 0..20 {
-        if nodes.len() == 3 {
-            break;
-        }
-        let p = common::free_cluster_port();
-        if nodes.iter().any(|n| n.port == p) {
-            continue;
-        }
-        let d = dir.0.join(p.to_string());
-        std::fs::create_dir_all(&d).unwrap();
-        let extra = [
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-            "--cluster-node-timeout",
-            "5000",
-        ];
-        if let Some(n) = Server::try_start_on(p, &d, &extra) {
-            nodes.push(n);
-        }
-    }
-    assert_eq!(nodes.len(), 3, "three cluster nodes started");
-    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let out = std::process::Command::new("redis-cli")
-        .arg("--cluster")
-        .arg("create")
-        .args(&addrs)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli --cluster create");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    for n in &nodes {
-        let mut c = n.conn();
-        wait_until(30, "cluster_state:ok", || {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
-            info.contains("cluster_state:ok")
-        });
-    }
+    let nodes = common::start_cluster(&dir);
     let urls: Vec<String> = nodes.iter().map(Server::url).collect();
     let client = redis::cluster::ClusterClient::new(urls).unwrap();
     let mut c = client.get_connection().unwrap();
     for i in 0..10_000u64 {
-        let _: Value = redis::cmd("TM.COUNT.CREATE")
+        let _: Value = redis::cmd("TMCOUNT.CREATE")
             .arg(format!("key:{i}"))
             .arg("WINDOW")
             .arg(60_000)
             .query(&mut c)
             .unwrap();
-        let _: Value = redis::cmd("TM.COUNT.ADD")
+        let _: Value = redis::cmd("TMCOUNT.ADD")
             .arg(format!("key:{i}"))
             .arg(1_000)
             .arg(i % 7 + 1)
@@ -587,7 +493,7 @@ fn live_cluster_spreads_and_reads_back_10000_keys() {
             .unwrap();
     }
     for i in 0..10_000u64 {
-        let v: Vec<f64> = redis::cmd("TM.COUNT.GET")
+        let v: Vec<f64> = redis::cmd("TMCOUNT.GET")
             .arg(format!("key:{i}"))
             .query(&mut c)
             .unwrap();
@@ -607,20 +513,20 @@ fn live_cluster_spreads_and_reads_back_10000_keys() {
     assert_eq!(total, 10_000);
     // Multi-key commands need one slot: hash tags make it so; otherwise Redis refuses.
     for k in ["{u}a", "{u}b", "x1", "x2"] {
-        let _: Value = redis::cmd("TM.DISTINCT.CREATE")
+        let _: Value = redis::cmd("TMDISTINCT.CREATE")
             .arg(k)
             .arg("WINDOW")
             .arg(60_000)
             .query(&mut c)
             .unwrap();
-        let _: Value = redis::cmd("TM.DISTINCT.ADD")
+        let _: Value = redis::cmd("TMDISTINCT.ADD")
             .arg(k)
             .arg(1_000)
             .arg(k)
             .query(&mut c)
             .unwrap();
     }
-    let v: Vec<f64> = redis::cmd("TM.DISTINCT.COUNT")
+    let v: Vec<f64> = redis::cmd("TMDISTINCT.COUNT")
         .arg("{u}a")
         .arg("{u}b")
         .query(&mut c)
@@ -628,7 +534,7 @@ fn live_cluster_spreads_and_reads_back_10000_keys() {
     assert!(v[1] <= 2.0 && 2.0 <= v[2], "union {v:?}");
     // x1 and x2 hash to different slots (checked by the server itself).
     let mut direct = nodes[0].conn();
-    let e = q(&mut direct, "TM.DISTINCT.COUNT x1 x2").unwrap_err();
+    let e = q(&mut direct, "TMDISTINCT.COUNT x1 x2").unwrap_err();
     assert!(matches!(e.code(), Some("CROSSSLOT") | Some("MOVED")), "{e}");
     drop(nodes);
 }
@@ -731,4 +637,120 @@ fn live_mutated_load_and_restore_payloads_leave_the_server_answering() {
         Value::SimpleString("PONG".into())
     );
     loud(&format!("live mutation test: {sent} mutated payloads, {accepted} accepted as valid values, server up"));
+}
+
+/// `TM.INFO` answers the same on a master, its replica, and after `DEBUG RELOAD`,
+/// `RESTORE`, `COPY` and `TM.LOAD`, for a filter that grew in place and values whose buffers
+/// grew; `DEBUG DIGEST-VALUE` tells different values apart; `TMDISTINCT.TOPF` leaves its
+/// source's `WATCH` standing and refuses a destination that is no HyperLogLog.
+#[test]
+fn live_info_digests_and_topf_answer_as_redis_users_expect() {
+    if !redis_available("live_info_digests_and_topf_answer_as_redis_users_expect") {
+        return;
+    }
+    let (dm, dr) = (TempDir::new("info-m"), TempDir::new("info-r"));
+    let master = Server::start(&dm.0, &[]);
+    let replica = Server::start(&dr.0, &[]);
+    let (mut m, mut r) = (master.conn(), replica.conn());
+    let _: Value = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut r)
+        .unwrap();
+    wait_until(30, "the replica link", || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    for s in [
+        "TMFILTER.CREATE q CAPACITY 20 FPR 0.01 RESERVE 4",
+        "TMCOUNT.CREATE c WINDOW 600000",
+        "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000",
+    ] {
+        q(&mut m, s).unwrap();
+    }
+    for i in 0..700 {
+        q(&mut m, &format!("TMFILTER.ADD q k{i}")).unwrap();
+        q(&mut m, &format!("TMCOUNT.ADD c {} {}", 1000 + i * 3, i % 5)).unwrap();
+        q(&mut m, &format!("TMDISTINCT.ADD d {} u{i}", 1000 + i * 50)).unwrap();
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let info = |c: &mut redis::Connection, k: &str| q(c, &format!("TM.INFO {k}")).unwrap();
+    let keys = ["q", "c", "d"];
+    let want: Vec<Value> = keys.iter().map(|k| info(&mut m, k)).collect();
+    let on_replica: Vec<Value> = keys.iter().map(|k| info(&mut r, k)).collect();
+    assert_eq!(on_replica, want, "replica");
+    for k in keys {
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut m).unwrap();
+        let _: Value = redis::cmd("RESTORE")
+            .arg(format!("{k}.r"))
+            .arg(0)
+            .arg(payload)
+            .query(&mut m)
+            .unwrap();
+        q(&mut m, &format!("COPY {k} {k}.c")).unwrap();
+        let bytes: Vec<u8> = redis::cmd("TM.DUMP").arg(k).query(&mut m).unwrap();
+        let _: Value = redis::cmd("TM.LOAD")
+            .arg(format!("{k}.l"))
+            .arg(bytes)
+            .query(&mut m)
+            .unwrap();
+    }
+    q(&mut m, "DEBUG RELOAD").unwrap();
+    for (k, w) in keys.iter().zip(&want) {
+        for copy in [
+            k.to_string(),
+            format!("{k}.r"),
+            format!("{k}.c"),
+            format!("{k}.l"),
+        ] {
+            assert_eq!(&info(&mut m, &copy), w, "{copy}");
+        }
+    }
+    // Digests: a copy digests as its value; another value (one more event) does not.
+    let digest = |c: &mut redis::Connection, k: &str| -> String {
+        redis::cmd("DEBUG")
+            .arg("DIGEST-VALUE")
+            .arg(k)
+            .query::<Vec<String>>(c)
+            .unwrap()
+            .remove(0)
+    };
+    for k in keys {
+        assert_eq!(digest(&mut m, k), digest(&mut m, &format!("{k}.c")), "{k}");
+        assert_eq!(digest(&mut m, k), digest(&mut r, k), "{k} on the replica");
+    }
+    let before = digest(&mut m, "c.c");
+    q(&mut m, "TMCOUNT.ADD c.c 999999").unwrap();
+    assert_ne!(digest(&mut m, "c.c"), before);
+    assert_ne!(digest(&mut m, "q"), digest(&mut m, "d"));
+
+    // TOPF: a WATCH on its source stands; one on its destination falls.
+    let mut w = master.conn();
+    q(&mut w, "WATCH d").unwrap();
+    q(&mut m, "TMDISTINCT.TOPF d h").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_ne!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "TOPF aborted its source's WATCH"
+    );
+    q(&mut w, "WATCH h").unwrap();
+    q(&mut m, "TMDISTINCT.TOPF d h").unwrap();
+    q(&mut w, "MULTI").unwrap();
+    q(&mut w, "PING").unwrap();
+    assert_eq!(
+        q(&mut w, "EXEC").unwrap(),
+        Value::Nil,
+        "TOPF left its destination's WATCH"
+    );
+    // Over a string that is no HyperLogLog: WRONGTYPE, as PFMERGE answers, and it stays.
+    q(&mut m, "SET s plain").unwrap();
+    let e = q(&mut m, "TMDISTINCT.TOPF d s").unwrap_err();
+    assert_eq!(e.code(), Some("WRONGTYPE"));
+    let e = q(&mut m, "PFMERGE s h").unwrap_err();
+    assert_eq!(e.code(), Some("WRONGTYPE"), "as PFMERGE");
+    let s: String = redis::cmd("GET").arg("s").query(&mut m).unwrap();
+    assert_eq!(s, "plain");
 }

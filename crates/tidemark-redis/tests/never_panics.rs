@@ -11,20 +11,20 @@ fn seeded() -> MemKeyspace {
     let mut ks = MemKeyspace::default();
     ks.keys.insert(b"str".to_vec(), Slot::Str(b"x".to_vec()));
     ks.keys.insert(b"other".to_vec(), Slot::Other);
-    let env = Env { now_ms: 50_000 };
+    let env = Env::at(50_000);
     for s in [
-        "TM.COUNT.CREATE c WINDOW 1000 EPSILON 0.5",
-        "TM.COUNT.ADD c 40000 3",
-        "TM.DISTINCT.CREATE r WINDOW 6000 BUCKET 1000 PRECISION 4",
-        "TM.DISTINCT.ADD r 40000 a b c",
-        "TM.DISTINCT.CREATE s WINDOW 6000 SLIDING PRECISION 4",
-        "TM.DISTINCT.ADD s 40000 a b c",
-        "TM.FREQ.CREATE f WINDOW 4000 BUCKET 1000 EPSILON 0.2 DELTA 0.2 PHI 0.3",
-        "TM.FREQ.ADD f 40000 a 3 b",
-        "TM.FILTER.CREATE q CAPACITY 4 FPR 0.2",
-        "TM.FILTER.ADD q a",
-        "TM.FILTER.CREATE e CAPACITY 4 FPR 0.2 STACKED EXPIRE 1000",
-        "TM.FILTER.ADD e a",
+        "TMCOUNT.CREATE c WINDOW 1000 EPSILON 0.5",
+        "TMCOUNT.ADD c 40000 3",
+        "TMDISTINCT.CREATE r WINDOW 6000 BUCKET 1000 PRECISION 4",
+        "TMDISTINCT.ADD r 40000 a b c",
+        "TMDISTINCT.CREATE s WINDOW 6000 SLIDING PRECISION 4",
+        "TMDISTINCT.ADD s 40000 a b c",
+        "TMFREQ.CREATE f WINDOW 4000 BUCKET 1000 EPSILON 0.2 DELTA 0.2 PHI 0.3",
+        "TMFREQ.ADD f 40000 a 3 b",
+        "TMFILTER.CREATE q CAPACITY 4 FPR 0.2",
+        "TMFILTER.ADD q a",
+        "TMFILTER.CREATE e CAPACITY 4 FPR 0.2 STACKED EXPIRE 1000",
+        "TMFILTER.ADD e a",
     ] {
         let argv: Vec<Vec<u8>> = s.split(' ').map(|a| a.as_bytes().to_vec()).collect();
         run(&mut ks, env, &argv).reply.expect(s);
@@ -51,7 +51,7 @@ fn arg() -> impl Strategy<Value = Vec<u8>> {
 
 fn name() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        8 => prop::sample::select(COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>())
+        8 => prop::sample::select(COMMANDS.iter().map(|c| c.name).collect::<Vec<_>>())
             .prop_map(|s| s.to_ascii_lowercase().into_bytes()),
         1 => prop::collection::vec(any::<u8>(), 0..10),
     ]
@@ -95,7 +95,7 @@ proptest! {
         for (name, args) in cmds {
             let mut argv = vec![name];
             argv.extend(args);
-            let out = run(&mut ks, Env { now_ms: now }, &argv);
+            let out = run(&mut ks, Env::at(now), &argv);
             match out.reply {
                 Ok(r) => check(&r),
                 Err(e) => {
@@ -117,7 +117,7 @@ proptest! {
     ) {
         let mut ks = seeded();
         let dump = vec![b"TM.DUMP".to_vec(), key.as_bytes().to_vec()];
-        let Ok(Reply::Bulk(mut bytes)) = run(&mut ks, Env { now_ms: 0 }, &dump).reply else {
+        let Ok(Reply::Bulk(mut bytes)) = run(&mut ks, Env::at(0), &dump).reply else {
             panic!("dump failed");
         };
         for (i, v) in flips {
@@ -134,14 +134,14 @@ proptest! {
             bytes[n..].copy_from_slice(&sum.to_le_bytes());
         }
         let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), bytes];
-        if run(&mut ks, Env { now_ms: 0 }, &load).reply.is_ok() {
+        if run(&mut ks, Env::at(0), &load).reply.is_ok() {
             // Whatever loaded must answer every query without panicking.
-            for q in ["TM.INFO k", "TM.DUMP k", "TM.COUNT.GET k", "TM.DISTINCT.COUNT k",
-                      "TM.FREQ.TOP k 5", "TM.FREQ.QUERY k a", "TM.FILTER.EXISTS k a",
-                      "TM.COUNT.ADD k 50000", "TM.DISTINCT.ADD k 50000 z", "TM.FREQ.ADD k 50000 z",
-                      "TM.FILTER.ADD k z", "TM.DISTINCT.TOPF k h"] {
+            for q in ["TM.INFO k", "TM.DUMP k", "TMCOUNT.GET k", "TMDISTINCT.COUNT k",
+                      "TMFREQ.TOP k 5", "TMFREQ.QUERY k a", "TMFILTER.EXISTS k a",
+                      "TMCOUNT.ADD k 50000", "TMDISTINCT.ADD k 50000 z", "TMFREQ.ADD k 50000 z",
+                      "TMFILTER.ADD k z", "TMDISTINCT.TOPF k h"] {
                 let argv: Vec<Vec<u8>> = q.split(' ').map(|a| a.as_bytes().to_vec()).collect();
-                if let Ok(r) = run(&mut ks, Env { now_ms: 50_000 }, &argv).reply {
+                if let Ok(r) = run(&mut ks, Env::at(50_000), &argv).reply {
                     check(&r);
                 }
             }

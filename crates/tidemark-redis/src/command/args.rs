@@ -1,7 +1,7 @@
 //! Reading an argument vector: numbers, times, options, each refused with the argument named.
 
 use super::CmdError;
-use crate::value::Limits;
+use crate::types::Limits;
 
 /// A time argument: `*` (the server's clock, resolved before replication) or milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,13 @@ pub struct Args<'a> {
     cmd: &'static str,
     argv: &'a [&'a [u8]],
     pos: usize,
+    /// Whether the last argument taken was a keyword: a value missing after it is named.
+    after_keyword: bool,
 }
+
+/// The options a command has seen, so that one given twice is refused.
+#[derive(Debug, Default)]
+pub struct Seen(Vec<&'static str>);
 
 /// How a user argument shows in an error: printable, at most 64 characters, no line breaks.
 pub fn show(arg: &[u8]) -> String {
@@ -40,7 +46,12 @@ pub fn show(arg: &[u8]) -> String {
 impl<'a> Args<'a> {
     /// A cursor after the command name.
     pub fn new(cmd: &'static str, argv: &'a [&'a [u8]]) -> Self {
-        Args { cmd, argv, pos: 1 }
+        Args {
+            cmd,
+            argv,
+            pos: 1,
+            after_keyword: false,
+        }
     }
 
     /// Every argument left (at least one, else the arity error), taken.
@@ -81,7 +92,21 @@ impl<'a> Args<'a> {
             .copied()
             .ok_or(CmdError::Arity { cmd: self.cmd })?;
         self.pos += 1;
+        self.after_keyword = false;
         Ok(a)
+    }
+
+    /// The next argument as the value `arg` (which must be `expected`): after a keyword, a
+    /// missing value is named; elsewhere it is the arity error.
+    fn value(&mut self, arg: &'static str, expected: &'static str) -> Result<&'a [u8], CmdError> {
+        if self.left() == 0 && self.after_keyword {
+            return Err(CmdError::MissingValue {
+                cmd: self.cmd,
+                arg,
+                expected,
+            });
+        }
+        self.take()
     }
 
     /// Whether the next argument is the keyword `word` (any case); takes it if so.
@@ -91,10 +116,31 @@ impl<'a> Args<'a> {
             .is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()))
         {
             self.pos += 1;
+            self.after_keyword = true;
             true
         } else {
             false
         }
+    }
+
+    /// A fresh record of the options seen.
+    pub fn options(&self) -> Seen {
+        Seen::default()
+    }
+
+    /// [`Args::keyword`] for an option that may be given once: the second time is an error.
+    pub fn option(&mut self, seen: &mut Seen, word: &'static str) -> Result<bool, CmdError> {
+        if !self.keyword(word) {
+            return Ok(false);
+        }
+        if seen.0.contains(&word) {
+            return Err(CmdError::Repeated {
+                cmd: self.cmd,
+                arg: word,
+            });
+        }
+        seen.0.push(word);
+        Ok(true)
     }
 
     /// Fails unless every argument was used.
@@ -124,7 +170,7 @@ impl<'a> Args<'a> {
         expected: &'static str,
         max: u64,
     ) -> Result<u64, CmdError> {
-        let a = self.take()?;
+        let a = self.value(arg, expected)?;
         parse_u64(a)
             .filter(|v| *v <= max)
             .ok_or_else(|| self.bad(arg, expected, a))
@@ -137,7 +183,7 @@ impl<'a> Args<'a> {
         expected: &'static str,
         max: u64,
     ) -> Result<u64, CmdError> {
-        let a = self.take()?;
+        let a = self.value(arg, expected)?;
         parse_u64(a)
             .filter(|v| (1..=max).contains(v))
             .ok_or_else(|| self.bad(arg, expected, a))
@@ -154,17 +200,40 @@ impl<'a> Args<'a> {
 
     /// A real number strictly between 0 and 1.
     pub fn fraction(&mut self, arg: &'static str) -> Result<f64, CmdError> {
-        let a = self.take()?;
+        const EXPECTED: &str = "a number strictly between 0 and 1";
+        let a = self.value(arg, EXPECTED)?;
         core::str::from_utf8(a)
             .ok()
             .and_then(|s| s.parse::<f64>().ok())
             .filter(|v| *v > 0.0 && *v < 1.0)
-            .ok_or_else(|| self.bad(arg, "a number strictly between 0 and 1", a))
+            .ok_or_else(|| self.bad(arg, EXPECTED, a))
+    }
+
+    /// A relative error ε in `[1e-6, 1)` (a counter keeps ⌈1/ε⌉ + 1 timestamps per size, so
+    /// at most about 10^6).
+    pub fn epsilon(&mut self, arg: &'static str) -> Result<f64, CmdError> {
+        const EXPECTED: &str = "a number in [1e-6, 1)";
+        let a = self.value(arg, EXPECTED)?;
+        core::str::from_utf8(a)
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|v| (1e-6..1.0).contains(v))
+            .ok_or_else(|| self.bad(arg, EXPECTED, a))
+    }
+
+    /// A HyperLogLog precision, `4..=18` (2^p registers).
+    pub fn precision(&mut self, arg: &'static str) -> Result<u8, CmdError> {
+        const EXPECTED: &str = "an integer in 4..=18";
+        let a = self.value(arg, EXPECTED)?;
+        parse_u64(a)
+            .filter(|p| (4..=18).contains(p))
+            .map(|p| p as u8)
+            .ok_or_else(|| self.bad(arg, EXPECTED, a))
     }
 
     /// A time: `*`, `*<ms>` or ms since the epoch.
     pub fn time(&mut self, arg: &'static str) -> Result<Time, CmdError> {
-        let a = self.take()?;
+        let a = self.value(arg, "a time in ms since the epoch, or *")?;
         let (clock, digits) = match a.split_first() {
             Some((b'*', [])) => return Ok(Time::Now),
             Some((b'*', ms)) => (true, ms),

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::value::Value;
+use crate::types::Value;
 
 /// What a key holds, as a command sees it.
 pub enum Lookup<'a> {
@@ -14,12 +14,26 @@ pub enum Lookup<'a> {
     Found(&'a mut Value),
 }
 
+/// What a key holds, as a command that writes a plain string there sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plain {
+    /// Nothing.
+    Missing,
+    /// A plain string, these bytes.
+    Str(Vec<u8>),
+    /// Another type (a TM value included).
+    Other,
+}
+
 /// A keyspace the commands run against.
 pub trait Keyspace {
-    /// The key's value.
-    fn lookup(&mut self, key: &[u8]) -> Lookup<'_>;
-    /// Sets the key to a TM value (the key is missing or holds a TM value).
+    /// The key's value; with `write`, a TM value found is reported written (the module
+    /// signals it modified once the command has replicated).
+    fn lookup(&mut self, key: &[u8], write: bool) -> Lookup<'_>;
+    /// Sets the key to a TM value (the key is missing or holds a TM value); the key is written.
     fn store(&mut self, key: &[u8], value: Value);
+    /// What the key holds, when it may be a plain string.
+    fn plain(&mut self, key: &[u8]) -> Plain;
     /// Sets the key to a plain string; `false` if it holds a value other than a string.
     fn store_string(&mut self, key: &[u8], bytes: Vec<u8>) -> bool;
 }
@@ -29,7 +43,7 @@ pub trait Keyspace {
 pub enum Slot {
     /// A TM value.
     Tm(Box<Value>),
-    /// A plain string (what `TM.DISTINCT.TOPF` writes).
+    /// A plain string (what `TMDISTINCT.TOPF` writes).
     Str(Vec<u8>),
     /// Some other Redis type.
     Other,
@@ -40,24 +54,41 @@ pub enum Slot {
 pub struct MemKeyspace {
     /// The keys.
     pub keys: HashMap<Vec<u8>, Slot>,
+    /// The keys commands reported written, in order (cleared by the caller).
+    pub written: Vec<Vec<u8>>,
 }
 
 impl Keyspace for MemKeyspace {
-    fn lookup(&mut self, key: &[u8]) -> Lookup<'_> {
+    fn lookup(&mut self, key: &[u8], write: bool) -> Lookup<'_> {
         match self.keys.get_mut(key) {
             None => Lookup::Missing,
-            Some(Slot::Tm(v)) => Lookup::Found(v.as_mut()),
+            Some(Slot::Tm(v)) => {
+                if write {
+                    self.written.push(key.to_vec());
+                }
+                Lookup::Found(v.as_mut())
+            }
             Some(_) => Lookup::Foreign,
         }
     }
 
     fn store(&mut self, key: &[u8], value: Value) {
+        self.written.push(key.to_vec());
         self.keys.insert(key.to_vec(), Slot::Tm(Box::new(value)));
+    }
+
+    fn plain(&mut self, key: &[u8]) -> Plain {
+        match self.keys.get(key) {
+            None => Plain::Missing,
+            Some(Slot::Str(s)) => Plain::Str(s.clone()),
+            Some(_) => Plain::Other,
+        }
     }
 
     fn store_string(&mut self, key: &[u8], bytes: Vec<u8>) -> bool {
         match self.keys.get(key) {
             None | Some(Slot::Str(_)) => {
+                self.written.push(key.to_vec());
                 self.keys.insert(key.to_vec(), Slot::Str(bytes));
                 true
             }

@@ -1,12 +1,17 @@
-//! The command layer: an argument vector is parsed into a typed [`Command`], executed on a
-//! [`Keyspace`] and answered with a [`Reply`] — pure, and tested without Redis.
+//! The command layer: an argument vector runs as the command its name picks from
+//! [`COMMANDS`] (which reads every argument, then acts on a [`Keyspace`]) and is answered with
+//! a [`Reply`] — pure, and tested without Redis. Any server can put it behind a protocol; the
+//! Redis module is one.
 //!
 //! # Decisions the commands share
 //!
 //! - **Missing keys.** Only `CREATE` and `TM.LOAD` make a key. Every other command on a
-//!   missing key is an error (`ERR TM.COUNT.ADD: no such key 'k'; create it with
-//!   TM.COUNT.CREATE`): a window, a precision or a capacity chosen silently by an `ADD` would
-//!   be a wrong answer nobody asked for. `CREATE` on an existing key is an error too.
+//!   missing key is an error (`ERR TMCOUNT.ADD: no such key 'k'; create it with
+//!   TMCOUNT.CREATE`): a window, a precision or a capacity chosen silently by an `ADD` would
+//!   be a wrong answer nobody asked for. `CREATE` on an existing key is an error too. A
+//!   parameter a `CREATE` is not given is the server's default ([`Defaults`], set when the
+//!   module loads), and the `CREATE` replicates with every parameter written out, so a replica
+//!   loaded with other defaults builds the same value.
 //! - **Times.** Milliseconds since the epoch; `*` is the server's clock, but never earlier
 //!   than the key's latest time, so a clock stepping back a little never makes an `ADD` fail.
 //!   In Redis a command filter stamps a write's `*` as `*<ms>` ([`Time::Clock`]: that clock,
@@ -25,36 +30,53 @@
 //! use tidemark_redis::command::{run, Env, MemKeyspace, Reply};
 //!
 //! let mut ks = MemKeyspace::default();
-//! let env = Env { now_ms: 1_000 };
+//! let env = Env::at(1_000);
 //! let argv = |s: &str| s.split(' ').map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
-//! run(&mut ks, env, &argv("TM.COUNT.CREATE limiter WINDOW 60000")).reply.unwrap();
+//! run(&mut ks, env, &argv("TMCOUNT.CREATE limiter WINDOW 60000")).reply.unwrap();
 //! for t in 0..5u64 {
-//!     run(&mut ks, env, &argv(&format!("TM.COUNT.ADD limiter {t}"))).reply.unwrap();
+//!     run(&mut ks, env, &argv(&format!("TMCOUNT.ADD limiter {t}"))).reply.unwrap();
 //! }
-//! let got = run(&mut ks, env, &argv("TM.COUNT.GET limiter")).reply.unwrap();
+//! let got = run(&mut ks, env, &argv("TMCOUNT.GET limiter")).reply.unwrap();
 //! assert_eq!(got, Reply::estimate(5.0, 5.0, 5.0));
 //! ```
 
 mod args;
-mod exec;
+mod call;
+mod defaults;
+mod error;
+mod generic;
 mod keyspace;
-mod parse;
+mod table;
+pub mod usage;
 
 pub use args::{parse_u64, show, Args, Time};
-pub use exec::execute;
-pub use keyspace::{Keyspace, Lookup, MemKeyspace, Slot};
-pub use parse::{
-    command_index, is_name, key_positions, key_positions_as, parse, Command, DistinctShape,
+pub use call::{Call, KeyAccess};
+pub use defaults::{Defaults, ModuleOptions};
+pub use error::{ascii, CmdError};
+pub use keyspace::{Keyspace, Lookup, MemKeyspace, Plain, Slot};
+pub use table::{
+    command_index, is_name, key_positions, key_positions_as, Access, Clock, Keys, Run, Spec,
     COMMANDS,
 };
 
-use core::fmt;
-
-/// What the server supplies that the arguments do not: its clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What the server supplies that the arguments do not: its clock, and the defaults it was
+/// loaded with.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Env {
     /// The server's clock, ms since the epoch (`*`).
     pub now_ms: u64,
+    /// What a `CREATE` takes for a parameter it is not given.
+    pub defaults: Defaults,
+}
+
+impl Env {
+    /// The clock at `now_ms`, with the built-in defaults.
+    pub const fn at(now_ms: u64) -> Env {
+        Env {
+            now_ms,
+            defaults: Defaults::BUILT_IN,
+        }
+    }
 }
 
 /// A reply, before it becomes RESP.
@@ -114,6 +136,31 @@ pub enum Replicate {
     Rewritten(Vec<Vec<u8>>),
 }
 
+impl Replicate {
+    /// A `CREATE` as replicas and the AOF must run it: with every parameter written out
+    /// (`words` after the key), so a server loaded with other defaults builds the same value.
+    pub fn create(cmd: &str, key: &[u8], words: &[String]) -> Replicate {
+        let mut v = vec![cmd.as_bytes().to_vec(), key.to_vec()];
+        v.extend(words.iter().map(|w| w.as_bytes().to_vec()));
+        Replicate::Rewritten(v)
+    }
+}
+
+/// What a bracket promises, as `TM.INFO` says it.
+pub fn bracket_text(b: tidemark::Bracket) -> String {
+    match b {
+        tidemark::Bracket::Guaranteed => {
+            "guaranteed: the true value is always within [low, high]".into()
+        }
+        tidemark::Bracket::Probabilistic { confidence } => {
+            format!(
+                "probabilistic: the true value is within [low, high] with probability {confidence}"
+            )
+        }
+        _ => "see the documentation".into(),
+    }
+}
+
 /// A reply (or error) and how the command replicates.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
@@ -123,7 +170,7 @@ pub struct Outcome {
     pub replicate: Replicate,
 }
 
-/// Parses and executes one argument vector (`argv[0]` the command's name).
+/// Runs one argument vector (`argv[0]` the command's name, any case).
 pub fn run(ks: &mut dyn Keyspace, env: Env, argv: &[Vec<u8>]) -> Outcome {
     let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
     run_refs(ks, env, &refs)
@@ -131,200 +178,38 @@ pub fn run(ks: &mut dyn Keyspace, env: Env, argv: &[Vec<u8>]) -> Outcome {
 
 /// [`run`] over borrowed arguments.
 pub fn run_refs(ks: &mut dyn Keyspace, env: Env, argv: &[&[u8]]) -> Outcome {
-    finish(ks, env, parse(argv))
-}
-
-/// [`run_refs`] for the command at `index` in [`COMMANDS`], whatever `argv[0]` says
-/// ([`parse::parse_as`]).
-pub fn run_as(ks: &mut dyn Keyspace, env: Env, index: usize, argv: &[&[u8]]) -> Outcome {
-    finish(ks, env, parse::parse_as(index, argv))
-}
-
-fn finish(ks: &mut dyn Keyspace, env: Env, parsed: Result<Command<'_>, CmdError>) -> Outcome {
-    match parsed {
-        Ok(cmd) => execute(ks, env, &cmd),
-        Err(e) => Outcome {
-            reply: Err(e),
+    let name = argv.first().copied().unwrap_or(b"");
+    match command_index(name) {
+        Some(index) => run_as(ks, env, index, argv),
+        None => Outcome {
+            reply: Err(CmdError::UnknownCommand { name: show(name) }),
             replicate: Replicate::Nothing,
         },
     }
 }
 
-/// A command refused, in Redis's error style: the first word is the error code.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum CmdError {
-    /// Not a TM command.
-    UnknownCommand {
-        /// The name given.
-        name: String,
-    },
-    /// Too few (or too many) arguments.
-    Arity {
-        /// The command.
-        cmd: &'static str,
-    },
-    /// An argument of the wrong form.
-    BadArg {
-        /// The command.
-        cmd: &'static str,
-        /// The argument's name.
-        arg: &'static str,
-        /// What it must be.
-        expected: &'static str,
-        /// What it was.
-        got: String,
-    },
-    /// An argument that is no option of the command.
-    Syntax {
-        /// The command.
-        cmd: &'static str,
-        /// The argument.
-        got: String,
-    },
-    /// A parameter refused with an explanation (a combination, a size).
-    Param {
-        /// The command.
-        cmd: &'static str,
-        /// Why.
-        msg: String,
-    },
-    /// The key does not exist.
-    NoSuchKey {
-        /// The command.
-        cmd: &'static str,
-        /// The key.
-        key: String,
-    },
-    /// `CREATE` on a key that exists.
-    KeyExists {
-        /// The command.
-        cmd: &'static str,
-        /// The key.
-        key: String,
-    },
-    /// The key holds another type.
-    WrongType {
-        /// The command.
-        cmd: &'static str,
-        /// The key.
-        key: String,
-        /// What it holds (`None`: not a TM type).
-        holds: Option<&'static str>,
-    },
-    /// A destination that holds another type than the string the command writes.
-    NotAString {
-        /// The command.
-        cmd: &'static str,
-        /// The key.
-        key: String,
-    },
-    /// A time the key cannot take.
-    Time {
-        /// The command.
-        cmd: &'static str,
-        /// Why.
-        msg: String,
-    },
-    /// An in-place filter that cannot grow any further.
-    Full {
-        /// The command.
-        cmd: &'static str,
-        /// The key.
-        key: String,
-        /// Items added before it filled.
-        added: usize,
-    },
-    /// `TM.LOAD` bytes refused.
-    Load {
-        /// The command.
-        cmd: &'static str,
-        /// Why.
-        msg: String,
-    },
-}
-
-/// An error line as Redis can carry it: ASCII only (Redis's module API sends error text
-/// byte by byte, and clients refuse invalid UTF-8), no line breaks. The core's messages use a
-/// few mathematical signs; they are spelled out.
-pub fn ascii(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\r' | '\n' => out.push(' '),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
-            'ε' => out.push_str("epsilon"),
-            'δ' => out.push_str("delta"),
-            'φ' => out.push_str("phi"),
-            'σ' => out.push_str("sigma"),
-            'λ' => out.push_str("lambda"),
-            '≤' => out.push_str("<="),
-            '≥' => out.push_str(">="),
-            '≠' => out.push_str("!="),
-            '−' => out.push('-'),
-            '×' | '·' => out.push('*'),
-            '…' => out.push_str("..."),
-            '⌈' => out.push_str("ceil("),
-            '⌉' => out.push(')'),
-            '√' => out.push_str("sqrt"),
-            '–' | '—' => out.push('-'),
-            _ => out.push('?'),
-        }
-    }
-    out
-}
-
-impl fmt::Display for CmdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::new();
-        self.write_raw(&mut s)?;
-        f.write_str(&ascii(&s))
+/// [`run_refs`] for the command at `index` in [`COMMANDS`], whatever `argv[0]` says: Redis
+/// calls each registered command's own function, which knows its command. The command reads
+/// every argument before it changes anything, so a refused command changes nothing (but a
+/// filter that fills midway through its items, which keeps what it added and replicates it).
+pub fn run_as(ks: &mut dyn Keyspace, env: Env, index: usize, argv: &[&[u8]]) -> Outcome {
+    let Some(spec) = COMMANDS.get(index) else {
+        return Outcome {
+            reply: Err(CmdError::UnknownCommand {
+                name: format!("#{index}"),
+            }),
+            replicate: Replicate::Nothing,
+        };
+    };
+    let mut call = Call {
+        args: Args::new(spec.name, argv),
+        keys: KeyAccess::new(ks, spec.name),
+        env,
+        rep: Replicate::Nothing,
+    };
+    let reply = (spec.run)(&mut call);
+    Outcome {
+        reply,
+        replicate: call.rep,
     }
 }
-
-impl CmdError {
-    fn write_raw(&self, f: &mut String) -> fmt::Result {
-        use fmt::Write;
-        match self {
-            CmdError::UnknownCommand { name } => write!(f, "ERR unknown command '{name}'"),
-            CmdError::Arity { cmd } => {
-                write!(f, "ERR wrong number of arguments for '{}' command", cmd.to_ascii_lowercase())
-            }
-            CmdError::BadArg { cmd, arg, expected, got } => {
-                write!(f, "ERR {cmd}: {arg} must be {expected}, got '{got}'")
-            }
-            CmdError::Syntax { cmd, got } => write!(f, "ERR {cmd}: syntax error at '{got}'"),
-            CmdError::Param { cmd, msg } => write!(f, "ERR {cmd}: {msg}"),
-            CmdError::NoSuchKey { cmd, key } => match cmd.rsplit_once('.') {
-                Some((ty, _)) if ty != "TM" => {
-                    write!(f, "ERR {cmd}: no such key '{key}'; create it with {ty}.CREATE")
-                }
-                _ => write!(f, "ERR {cmd}: no such key '{key}'"),
-            },
-            CmdError::KeyExists { cmd, key } => write!(f, "ERR {cmd}: key '{key}' already exists"),
-            CmdError::NotAString { cmd, key } => write!(
-                f,
-                "WRONGTYPE {cmd}: key '{key}' holds another type than a string, which this \
-                 command writes there"
-            ),
-            CmdError::WrongType { cmd, key, holds } => match holds {
-                Some(t) => write!(
-                    f,
-                    "WRONGTYPE {cmd}: key '{key}' holds a TM {t} value, which this command does not take"
-                ),
-                None => write!(
-                    f,
-                    "WRONGTYPE {cmd}: key '{key}' holds a value that is not a tidemark type"
-                ),
-            },
-            CmdError::Time { cmd, msg } => write!(f, "ERR {cmd}: {msg}"),
-            CmdError::Full { cmd, key, added } => write!(
-                f,
-                "ERR {cmd}: filter '{key}' is full after {added} new item(s) of this call and cannot double again; create it with RESERVE bits or STACKED"
-            ),
-            CmdError::Load { cmd, msg } => write!(f, "ERR {cmd}: bytes refused: {msg}"),
-        }
-    }
-}
-
-impl std::error::Error for CmdError {}

@@ -4,10 +4,13 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::io::Write;
+
+use redis::Value;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tidemark_redis::command::Reply;
 
 /// Writes to the real standard error, which cargo's output capture does not swallow.
 pub fn loud(msg: &str) {
@@ -132,11 +135,22 @@ impl Server {
     /// Starts a server on `port`, or `None` if it exits (the port was taken since it was
     /// found free: another test's client may hold it) or does not answer within 20 s.
     pub fn try_start_on(port: u16, dir: &Path, extra: &[&str]) -> Option<Server> {
+        Server::try_start_with(port, dir, &[], extra)
+    }
+
+    /// [`Server::try_start_on`] with the module loaded with `module_args`.
+    pub fn try_start_with(
+        port: u16,
+        dir: &Path,
+        module_args: &[&str],
+        extra: &[&str],
+    ) -> Option<Server> {
         let log = std::fs::File::create(dir.join(format!("redis-{port}.log"))).expect("log file");
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--loadmodule")
             .arg(module_path())
+            .args(module_args)
             .arg("--dir")
             .arg(dir)
             .args([
@@ -241,7 +255,7 @@ pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// Runs one command given as whitespace-separated words.
-pub fn q(c: &mut redis::Connection, s: &str) -> redis::RedisResult<redis::Value> {
+pub fn q(c: &mut impl redis::ConnectionLike, s: &str) -> redis::RedisResult<redis::Value> {
     let mut words = s.split_whitespace();
     let mut cmd = redis::cmd(words.next().unwrap_or(""));
     for w in words {
@@ -265,4 +279,105 @@ pub fn crc64(data: &[u8]) -> u64 {
         }
     }
     crc
+}
+
+/// Three cluster masters with the module, on free port pairs in `dir`, joined by
+/// `redis-cli --cluster create` and answering `cluster_state:ok`.
+pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
+    // Each node on a free port pair; a port taken between the look and the start (another
+    // test's client) is given up for another.
+    let mut nodes: Vec<Server> = Vec::new();
+    for _ in 0..20 {
+        if nodes.len() == 3 {
+            break;
+        }
+        let p = free_cluster_port();
+        if nodes.iter().any(|n| n.port == p) {
+            continue;
+        }
+        let d = dir.0.join(p.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        let extra = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "5000",
+        ];
+        if let Some(n) = Server::try_start_on(p, &d, &extra) {
+            nodes.push(n);
+        }
+    }
+    assert_eq!(nodes.len(), 3, "three cluster nodes started");
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let out = std::process::Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for n in &nodes {
+        let mut c = n.conn();
+        wait_until(30, "cluster_state:ok", || {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            info.contains("cluster_state:ok")
+        });
+    }
+    nodes
+}
+
+/// The same reply, allowing for RESP2 (doubles as bulk strings, maps as flat arrays) or
+/// RESP3.
+pub fn same(r: &Reply, v: &Value) -> bool {
+    match (r, v) {
+        (Reply::Ok, Value::Okay) => true,
+        (Reply::Integer(a), Value::Int(b)) => a == b,
+        (Reply::Double(a), Value::Double(b)) => a == b || (a.is_nan() && b.is_nan()),
+        (Reply::Double(a), Value::BulkString(b)) => {
+            std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                == Some(*a)
+        }
+        (Reply::Bulk(a), Value::BulkString(b)) => a == b,
+        (Reply::Null, Value::Nil) => true,
+        (Reply::Estimate(e), Value::Array(b)) => {
+            same(
+                &Reply::Array(e.iter().map(|x| Reply::Double(*x)).collect()),
+                v,
+            ) && b.len() == 3
+        }
+        (Reply::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Reply::Map(m), Value::Array(flat)) => {
+            // In the command layer's order.
+            flat.len() == 2 * m.len()
+                && m.iter().zip(flat.chunks(2)).all(|((k, v), kv)| {
+                    same(&Reply::Bulk(k.as_bytes().to_vec()), &kv[0]) && same(v, &kv[1])
+                })
+        }
+        (Reply::Map(m), Value::Map(pairs)) => {
+            m.len() == pairs.len()
+                && m.iter().all(|(k, v)| {
+                    pairs.iter().any(|(pk, pv)| {
+                        matches!(pk, Value::SimpleString(s) if s == k)
+                            || matches!(pk, Value::BulkString(b) if b == k.as_bytes())
+                    } && same(v, pv))
+                })
+        }
+        _ => false,
+    }
+}
+
+pub fn error_text(e: &redis::RedisError) -> String {
+    format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
 }
