@@ -408,3 +408,63 @@ fn a_ring_after_a_quiet_spell_reads_its_own_bytes_back() {
         }
     }
 }
+
+/// Buckets at rest (every one but the newest, put away as compact bytes) answer as the same
+/// buckets kept live: a model keeps one live sketch per bucket, fed the same events (late ones
+/// thaw their bucket), and every window of the ring equals the merge of the model's buckets,
+/// register for register. At rest the ring takes a fraction of the live sketches' bytes.
+#[test]
+fn buckets_at_rest_answer_as_live_ones() {
+    use std::collections::BTreeMap;
+    use tidemark::cardinality::Hll;
+    // Buckets of about 30 events (exact tables) and of about 600 (dense registers at p = 12).
+    for (seed, population, width) in [(1u64, 40u64, 10u64), (2, 3_000, 10), (3, 200_000, 200)] {
+        let mut ring = RingWindow::new(12, width, 30).unwrap();
+        let mut model: BTreeMap<u64, Hll> = BTreeMap::new();
+        let mut newest = 0;
+        for (k, (item, tick)) in stream(seed, 40_000, population, 25).into_iter().enumerate() {
+            let bucket = tick / width;
+            if ring.insert_u64(item, tick).is_err() {
+                continue; // older than the ring: the ring refuses it, the model never sees it
+            }
+            newest = newest.max(bucket);
+            model
+                .entry(bucket)
+                .or_insert_with(|| Hll::new(12).unwrap())
+                .insert_u64(item);
+            if k % 997 == 0 {
+                for window in [1u64, 7, 30] {
+                    let mut merged = Hll::new(12).unwrap();
+                    for (_, h) in model.range(newest.saturating_sub(window - 1)..=newest) {
+                        merged.merge(h).unwrap();
+                    }
+                    let got = ring.window_sketch(newest * width, window).unwrap();
+                    assert_eq!(got.registers(), merged.registers(), "seed {seed}, k {k}");
+                    assert_eq!(got.estimate(), merged.estimate(), "seed {seed}, k {k}");
+                }
+            }
+        }
+        let live: usize = model
+            .range(newest.saturating_sub(29)..=newest)
+            .map(|(_, h)| h.bytes())
+            .sum();
+        // Dense buckets rest in under half their live bytes; small exact tables (8 bytes a
+        // hash either way) in about theirs, with a few words a slot besides.
+        let bound = if width == 200 {
+            live / 2
+        } else {
+            live + 40 * 30
+        };
+        assert!(
+            ring.bytes() < bound,
+            "seed {seed}: ring {} bytes, live buckets {live}",
+            ring.bytes()
+        );
+        // And its bytes read back to a ring that answers the same.
+        let mut back = RingWindow::from_bytes(&ring.to_bytes()).unwrap();
+        assert_eq!(
+            back.count(newest * width, 30).unwrap(),
+            ring.count(newest * width, 30).unwrap()
+        );
+    }
+}

@@ -98,6 +98,7 @@
 mod distinct_sketch;
 mod encoding;
 mod exaloglog;
+mod frozen;
 mod hll;
 mod pfcount;
 mod redis;

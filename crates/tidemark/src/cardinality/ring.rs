@@ -75,6 +75,10 @@ pub trait BucketSketch: Clone + fmt::Debug + PartialEq + sealed::Sealed {
     fn write_shape(&self, w: &mut Writer);
     /// Reads the shape parameters and builds an empty sketch of them and `hasher`.
     fn read_shape(r: &mut Reader<'_>, hasher: ItemHasher) -> Result<Self, DecodeError>;
+    /// The sketch at rest: compact bytes a closed bucket is kept as.
+    fn freeze(&self) -> Box<[u8]>;
+    /// The sketch [`BucketSketch::freeze`] made `bytes` of, `empty` one of the same shape.
+    fn thaw(empty: &Self, bytes: &[u8]) -> Self;
 }
 
 impl BucketSketch for Hll {
@@ -119,6 +123,12 @@ impl BucketSketch for Hll {
         let p = r.u8("precision")?;
         Hll::with_hasher(p, hasher)
             .map_err(|e| Reader::invalid("precision", off, e.expected, p as u64))
+    }
+    fn freeze(&self) -> Box<[u8]> {
+        super::frozen::freeze(self)
+    }
+    fn thaw(empty: &Self, bytes: &[u8]) -> Self {
+        super::frozen::thaw(empty, bytes)
     }
 }
 
@@ -177,6 +187,13 @@ impl BucketSketch for ExaLogLog {
             Reader::invalid(field, at, e.expected, got as u64)
         })
     }
+    /// Its envelope: its registers are already packed (and range-coded at rest).
+    fn freeze(&self) -> Box<[u8]> {
+        ExaLogLog::to_bytes(self).into_boxed_slice()
+    }
+    fn thaw(_empty: &Self, bytes: &[u8]) -> Self {
+        ExaLogLog::from_bytes(bytes).expect("bytes this process froze decode")
+    }
 }
 
 /// Why a ring refused an event or a query.
@@ -216,12 +233,61 @@ impl fmt::Display for RingError {
 
 impl std::error::Error for RingError {}
 
-/// One slot: which bucket it holds, and its sketch.
+/// One slot: which bucket it holds, and its sketch, live (the newest bucket, and one a late
+/// event reached since the last bucket opened) or at rest.
 #[derive(Clone, Debug)]
 pub(crate) struct Slot<S> {
     pub(crate) bucket: u64,
-    pub(crate) sketch: S,
+    pub(crate) sketch: Held<S>,
 }
+
+/// A bucket's sketch, as inserts want it or as little as it needs. Both boxed, so that a
+/// slot is a few words whatever the sketch's size (most slots are at rest).
+#[derive(Clone, Debug)]
+pub(crate) enum Held<S> {
+    Live(Box<S>),
+    Frozen(Box<[u8]>),
+}
+
+impl<S: BucketSketch> Slot<S> {
+    /// The sketch, thawed if at rest.
+    pub(crate) fn sketch(&self, empty: &S) -> std::borrow::Cow<'_, S> {
+        match &self.sketch {
+            Held::Live(s) => std::borrow::Cow::Borrowed(s),
+            Held::Frozen(b) => std::borrow::Cow::Owned(S::thaw(empty, b)),
+        }
+    }
+
+    /// The sketch, live, to change.
+    fn live(&mut self, empty: &S) -> &mut S {
+        if let Held::Frozen(b) = &self.sketch {
+            self.sketch = Held::Live(Box::new(S::thaw(empty, b)));
+        }
+        match &mut self.sketch {
+            Held::Live(s) => s,
+            Held::Frozen(_) => unreachable!("thawed just above"),
+        }
+    }
+
+    /// Puts a live sketch at rest.
+    fn freeze(&mut self) {
+        if let Held::Live(s) = &self.sketch {
+            self.sketch = Held::Frozen(s.freeze());
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match &self.sketch {
+            Held::Live(s) => core::mem::size_of::<S>() + s.bytes(),
+            Held::Frozen(b) => b.len(),
+        }
+    }
+}
+
+/// Bytes of closed buckets at rest below which a window is merged afresh at each query
+/// rather than cached: thawing and merging that much costs microseconds, while a cache holds
+/// a whole sketch of the window (a dense one at large windows).
+const CACHE_FROM_BYTES: usize = 16 << 10;
 
 /// The merged closed buckets of one window, valid until a bucket closes or changes.
 #[derive(Clone, Debug)]
@@ -242,6 +308,9 @@ pub struct RingWindow<S: BucketSketch = Hll> {
     slots: Vec<Option<Slot<S>>>,
     newest: Option<u64>,
     cache: Option<Cache<S>>,
+    /// The slots holding a live sketch other than the newest bucket's: put at rest when the
+    /// next bucket opens.
+    live: Vec<usize>,
 }
 
 impl RingWindow<Hll> {
@@ -292,6 +361,7 @@ impl<S: BucketSketch> RingWindow<S> {
             slots: vec![None; buckets as usize],
             newest: None,
             cache: None,
+            live: Vec::new(),
         })
     }
 
@@ -347,7 +417,26 @@ impl<S: BucketSketch> RingWindow<S> {
                 });
             }
         }
-        let slot = &mut self.slots[(bucket % n) as usize];
+        let i = (bucket % n) as usize;
+        let opens = self.newest.is_none_or(|nb| bucket > nb);
+        if opens {
+            // A newer bucket opens: every other live sketch goes to rest (the one closing, and
+            // any a late event thawed).
+            if let Some(nb) = self.newest {
+                let prev = (nb % n) as usize;
+                if prev != i {
+                    self.live.push(prev);
+                }
+            }
+            for j in std::mem::take(&mut self.live) {
+                if j != i {
+                    if let Some(s) = &mut self.slots[j] {
+                        s.freeze();
+                    }
+                }
+            }
+        }
+        let slot = &mut self.slots[i];
         let fresh = match slot {
             Some(s) => s.bucket != bucket,
             None => true,
@@ -356,11 +445,16 @@ impl<S: BucketSketch> RingWindow<S> {
             // The slot holds an older bucket (or none): recycle it.
             *slot = Some(Slot {
                 bucket,
-                sketch: (*self.empty).clone(),
+                sketch: Held::Live(self.empty.clone()),
             });
         }
-        slot.as_mut().expect("just filled").sketch.insert_hash(hash);
-        if self.newest.is_none_or(|n| bucket > n) {
+        let slot = slot.as_mut().expect("just filled");
+        if !opens && matches!(slot.sketch, Held::Frozen(_)) {
+            // A late event for a bucket at rest: live until the next bucket opens.
+            self.live.push(i);
+        }
+        slot.live(&self.empty).insert_hash(hash);
+        if opens {
             self.newest = Some(bucket);
         }
         if self.cache.as_ref().is_some_and(|c| bucket < c.now_bucket) {
@@ -369,10 +463,15 @@ impl<S: BucketSketch> RingWindow<S> {
         Ok(())
     }
 
-    /// The sketch of bucket `bucket`, if the ring holds it.
-    pub fn bucket(&self, bucket: u64) -> Option<&S> {
+    /// The sketch of bucket `bucket`, if the ring holds it (thawed if at rest).
+    pub fn bucket(&self, bucket: u64) -> Option<S> {
+        self.slot(bucket)
+            .map(|s| s.sketch(&self.empty).into_owned())
+    }
+
+    fn slot(&self, bucket: u64) -> Option<&Slot<S>> {
         match &self.slots[(bucket % self.buckets()) as usize] {
-            Some(s) if s.bucket == bucket => Some(&s.sketch),
+            Some(s) if s.bucket == bucket => Some(s),
             _ => None,
         }
     }
@@ -388,22 +487,31 @@ impl<S: BucketSketch> RingWindow<S> {
             .cache
             .as_ref()
             .is_some_and(|c| c.now_bucket == now_bucket && c.window == window);
-        if !valid {
-            let mut merged = (*self.empty).clone();
-            for b in now_bucket.saturating_sub(window - 1)..now_bucket {
-                if let Some(s) = self.bucket(b) {
-                    merged.merge(s).expect("one ring, one hash and precision");
+        let mut out = match &self.cache {
+            Some(c) if valid => c.merged.clone(),
+            _ => {
+                let mut merged = (*self.empty).clone();
+                let mut at_rest = 0;
+                for b in now_bucket.saturating_sub(window - 1)..now_bucket {
+                    if let Some(s) = self.slot(b) {
+                        at_rest += s.bytes();
+                        merged
+                            .merge(&s.sketch(&self.empty))
+                            .expect("one ring, one hash and precision");
+                    }
                 }
+                // Small windows are merged afresh each time; large ones cached.
+                self.cache = (at_rest >= CACHE_FROM_BYTES).then(|| Cache {
+                    now_bucket,
+                    window,
+                    merged: merged.clone(),
+                });
+                merged
             }
-            self.cache = Some(Cache {
-                now_bucket,
-                window,
-                merged,
-            });
-        }
-        let mut out = self.cache.as_ref().expect("just filled").merged.clone();
-        if let Some(s) = self.bucket(now_bucket) {
-            out.merge(s).expect("one ring, one hash and precision");
+        };
+        if let Some(s) = self.slot(now_bucket) {
+            out.merge(&s.sketch(&self.empty))
+                .expect("one ring, one hash and precision");
         }
         Ok(out)
     }
@@ -413,9 +521,9 @@ impl<S: BucketSketch> RingWindow<S> {
         Ok(self.window_sketch(now, window)?.estimate())
     }
 
-    /// Bytes held by the bucket sketches and the cache.
+    /// Bytes held by the bucket sketches (live or at rest) and the cache.
     pub fn bytes(&self) -> usize {
-        let slots: usize = self.slots.iter().flatten().map(|s| s.sketch.bytes()).sum();
+        let slots: usize = self.slots.iter().flatten().map(Slot::bytes).sum();
         core::mem::size_of::<Self>()
             + self.slots.len() * core::mem::size_of::<Option<Slot<S>>>()
             + slots
@@ -444,14 +552,31 @@ impl<S: BucketSketch> RingWindow<S> {
             }
             let i = (slot.bucket % n) as usize;
             match &mut self.slots[i] {
-                Some(mine) if mine.bucket == slot.bucket => mine.sketch.merge(&slot.sketch)?,
+                Some(mine) if mine.bucket == slot.bucket => {
+                    mine.live(&self.empty).merge(&slot.sketch(&other.empty))?
+                }
                 Some(mine) if mine.bucket > slot.bucket => {}
                 place => *place = Some(slot.clone()),
             }
         }
         self.newest = newest;
         self.cache = None;
+        self.rest();
         Ok(())
+    }
+
+    /// Puts every bucket but the newest at rest.
+    fn rest(&mut self) {
+        let n = self.buckets();
+        let newest = self.newest.map(|b| (b % n) as usize);
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if Some(i) != newest {
+                if let Some(s) = slot {
+                    s.freeze();
+                }
+            }
+        }
+        self.live.clear();
     }
 
     // --- for the encoding ---
@@ -464,6 +589,7 @@ impl<S: BucketSketch> RingWindow<S> {
         self.newest = newest;
         self.slots = slots;
         self.cache = None;
+        self.rest();
     }
 }
 

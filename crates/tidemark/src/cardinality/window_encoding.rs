@@ -18,7 +18,7 @@
 //! ```
 
 use super::registers::max_rank;
-use super::ring::{BucketSketch, Slot};
+use super::ring::{BucketSketch, Held, Slot};
 use super::sliding::MAX_RETENTION;
 use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
@@ -192,7 +192,7 @@ impl<S: BucketSketch> RingWindow<S> {
                     w.u8(0);
                 }
                 Some(s) => {
-                    let inner = s.sketch.to_bytes();
+                    let inner = s.sketch(self.empty_sketch()).to_bytes();
                     w.u8(1).u64(s.bucket).u64(inner.len() as u64).raw(&inner);
                 }
             }
@@ -279,7 +279,10 @@ impl<S: BucketSketch> RingWindow<S> {
                     sketch.precision() as u64,
                 ));
             }
-            slots.push(Some(Slot { bucket, sketch }));
+            slots.push(Some(Slot {
+                bucket,
+                sketch: Held::Live(Box::new(sketch)),
+            }));
         }
         r.finish()?;
         ring.restore(newest, slots);
