@@ -127,8 +127,9 @@ impl PyHll {
         insert_many(py, items, integers, h.hasher(), &mut |x| h.insert_hash(x))
     }
 
-    /// The distinct count: Ertl's estimator (or the exact count while exact; PFCOUNT's in
-    /// Redis mode), with its bracket.
+    /// The distinct count with its bracket: the exact count while exact; PFCOUNT's in Redis
+    /// mode; else the HIP (martingale) estimate of a sketch fed by one stream (`hll-hip`),
+    /// Ertl's estimator once merged (`hll-ertl`).
     fn estimate(&self) -> PyEstimate {
         self.inner.estimate().into()
     }

@@ -470,7 +470,8 @@ impl PyDyadic {
 
 /// Heavy hitters: the items reaching phi·‖a‖₁ over a cash-register Count-Min, as
 /// `tidemark freq --heavy PHI`. Items come back as `str` (bytes that are not UTF-8 as
-/// `bytes`). Not serializable: save `.sketch` (a `CountMin`) instead.
+/// `bytes`). It pickles (its Count-Min's envelope and its candidates); it has no envelope of
+/// its own: `.sketch.to_bytes()` is what `tidemark freq --save` writes.
 ///
 /// >>> import tidemark
 /// >>> hh = tidemark.HeavyHitters(0.3, epsilon=0.01)
@@ -541,6 +542,28 @@ impl PyHeavy {
     #[getter]
     fn phi(&self) -> f64 {
         self.inner.phi()
+    }
+
+    /// Pickles as its parts: φ, the Count-Min's envelope, the candidates and when the next
+    /// sweep runs, so that the copy answers as this one now and after further updates.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let h = &self.inner;
+        let mut candidates: Vec<&[u8]> = h.candidate_items().collect();
+        // In a fixed order, so that equal heavy hitters pickle to equal bytes.
+        candidates.sort_unstable();
+        let candidates =
+            pyo3::types::PyList::new(py, candidates.into_iter().map(|c| PyBytes::new(py, c)))?;
+        let args = (
+            h.phi(),
+            PyBytes::new(py, &h.sketch().to_bytes()),
+            candidates,
+            h.next_sweep(),
+        );
+        restorer(
+            py,
+            "_restore_heavy_hitters",
+            args.into_pyobject(py)?.into_any(),
+        )
     }
 
     fn __repr__(&self) -> String {
@@ -617,9 +640,62 @@ impl PyTopK {
         }
     }
 
+    /// Pickles as its parts: k, the Count-Min's envelope, and the items held with the
+    /// estimates a newcomer must beat, so that the copy answers as this one.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let t = &self.inner;
+        let mut held: Vec<(&[u8], i64)> = t.held().collect();
+        held.sort_unstable();
+        let held = pyo3::types::PyList::new(
+            py,
+            held.into_iter()
+                .map(|(item, v)| (PyBytes::new(py, item), v).into_pyobject(py))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?;
+        let args = (t.k(), PyBytes::new(py, &t.sketch().to_bytes()), held);
+        restorer(py, "_restore_top_k", args.into_pyobject(py)?.into_any())
+    }
+
     fn __repr__(&self) -> String {
         format!("TopK(total={})", self.inner.sketch().total())
     }
+}
+
+/// `(tidemark._tidemark.<name>, args)`: how the summaries without an envelope of their own
+/// pickle.
+fn restorer<'py>(
+    py: Python<'py>,
+    name: &str,
+    args: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let f = py.import("tidemark._tidemark")?.getattr(name)?;
+    PyTuple::new(py, [f, args])
+}
+
+/// Unpickles `HeavyHitters` from the parts its `__reduce__` gives.
+#[pyfunction]
+fn _restore_heavy_hitters(
+    phi: f64,
+    sketch: &Bound<'_, PyAny>,
+    candidates: Vec<Vec<u8>>,
+    next_sweep: usize,
+) -> PyResult<PyHeavy> {
+    let cm = PyCountMin::decode(&bytes_arg(sketch)?)?.inner;
+    let inner = HeavyHitters::from_parts(phi, cm, candidates, next_sweep)
+        .map_err(|e| param_error(e, NAMES))?;
+    Ok(PyHeavy { inner })
+}
+
+/// Unpickles `TopK` from the parts its `__reduce__` gives.
+#[pyfunction]
+fn _restore_top_k(
+    k: usize,
+    sketch: &Bound<'_, PyAny>,
+    held: Vec<(Vec<u8>, i64)>,
+) -> PyResult<PyTopK> {
+    let cm = PyCountMin::decode(&bytes_arg(sketch)?)?.inner;
+    let inner = TopK::from_parts(k, cm, held).map_err(|e| param_error(e, NAMES))?;
+    Ok(PyTopK { inner })
 }
 
 /// The Count-Min sketch behind heavy hitters or top-k: a cash register, conservative if asked.
@@ -674,5 +750,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDyadic>()?;
     m.add_class::<PyHeavy>()?;
     m.add_class::<PyTopK>()?;
+    m.add_function(wrap_pyfunction!(_restore_heavy_hitters, m)?)?;
+    m.add_function(wrap_pyfunction!(_restore_top_k, m)?)?;
     Ok(())
 }

@@ -12,13 +12,23 @@
 //! loop runs with the GIL released. A NumPy array hashes exactly as its `tolist()`: integers
 //! as decimal text, floats (float32 widened to float64) as `repr`, fixed-width bytes (`S`)
 //! without their trailing NULs, fixed-width text (`U`) as UTF-8 without trailing NULs,
-//! booleans as `True`/`False`.
+//! booleans as `True`/`False`. An array that `tolist()` would give an item refused as text
+//! (a lone surrogate in a `U` array, which NumPy stores but UTF-8 cannot encode) is refused
+//! with that item's error, named by its index. A masked array is refused: its masked entries
+//! have no value (`tolist()` gives `None`) and its buffer holds whatever lies beneath them.
+//!
+//! A NumPy scalar hashes as the one-element array of it: it is read by the same decoding of
+//! its dtype and bytes, so `np.float32(0.1)` is `repr(float(np.float32(0.1)))` and `np.True_`
+//! is `True`, and a scalar of a dtype arrays refuse (`float16`, `complex64`, …) is refused.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use tidemark::ItemHasher;
 
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
 
 /// Batches of at least this many items are hashed on two threads.
 pub const PARALLEL_MIN: usize = 1 << 16;
@@ -52,8 +62,9 @@ pub enum Batch<'a> {
     Bool(Vec<bool>),
     /// Fixed-width byte strings, trailing NULs not part of the item.
     Fixed { data: Vec<u8>, width: usize },
-    /// Fixed-width UCS-4 text (NumPy `U`), trailing NULs not part of the item.
-    Ucs4 { data: Vec<u32>, width: usize },
+    /// Fixed-width text (NumPy `U`), trailing NULs not part of the item: checked to be
+    /// Unicode scalar values when copied out (see [`text`]).
+    Ucs4 { data: Vec<char>, width: usize },
 }
 
 /// Calls `sink` with the hashes of items `0..n`, in order, as `fill(lo, hi, out)` computes
@@ -196,11 +207,9 @@ impl Batch<'_> {
                 if *width > 0 {
                     let mut buf = Vec::with_capacity(*width * 4);
                     for chunk in data[lo * width..hi * width].chunks_exact(*width) {
-                        let n = chunk.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                        let n = chunk.iter().rposition(|&c| c != '\0').map_or(0, |i| i + 1);
                         buf.clear();
-                        for &c in &chunk[..n] {
-                            // NumPy holds only valid code points; a bad one becomes U+FFFD.
-                            let ch = char::from_u32(c).unwrap_or('\u{FFFD}');
+                        for &ch in &chunk[..n] {
                             let mut tmp = [0u8; 4];
                             buf.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
                         }
@@ -424,6 +433,8 @@ pub fn push_item(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         float_repr(f.value(), out);
     } else if let Ok(b) = obj.downcast::<PyByteArray>() {
         out.extend_from_slice(&b.to_vec());
+    } else if let Some(np) = numpy_types(obj.py()).filter(|np| np.is_scalar(obj)) {
+        push_numpy_scalar(obj, np, out)?;
     } else if obj.hasattr("__index__")? {
         let i = obj.call_method0("__index__")?;
         push_int(&i, out)?;
@@ -433,6 +444,76 @@ pub fn push_item(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
             obj.get_type().name()?
         )));
     }
+    Ok(())
+}
+
+/// NumPy's types, once NumPy is imported. They are looked up in `sys.modules`, never imported
+/// here: without NumPy, no object is one of its arrays or scalars.
+struct NumpyTypes {
+    generic: Py<PyType>,
+    integer: Py<PyType>,
+    masked: Py<PyType>,
+}
+
+impl NumpyTypes {
+    fn is_scalar(&self, obj: &Bound<'_, PyAny>) -> bool {
+        obj.is_instance(self.generic.bind(obj.py()))
+            .unwrap_or(false)
+    }
+
+    fn is_masked(&self, obj: &Bound<'_, PyAny>) -> bool {
+        obj.is_instance(self.masked.bind(obj.py())).unwrap_or(false)
+    }
+}
+
+fn numpy_types(py: Python<'_>) -> Option<&'static NumpyTypes> {
+    static TYPES: GILOnceCell<NumpyTypes> = GILOnceCell::new();
+    if let Some(t) = TYPES.get(py) {
+        return Some(t);
+    }
+    // Not cached while NumPy is absent: it may be imported later.
+    let np = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .and_then(|m| m.get_item("numpy"))
+        .ok()?;
+    let ty = |t: PyResult<Bound<'_, PyAny>>| -> Option<Py<PyType>> {
+        Some(t.ok()?.downcast_into::<PyType>().ok()?.unbind())
+    };
+    let types = NumpyTypes {
+        generic: ty(np.getattr("generic"))?,
+        integer: ty(np.getattr("integer"))?,
+        masked: ty(np.getattr("ma").and_then(|ma| ma.getattr("MaskedArray")))?,
+    };
+    let _ = TYPES.set(py, types);
+    TYPES.get(py)
+}
+
+/// A NumPy scalar that is not already a Python `str`, `bytes` or `float` (as `str_`,
+/// `bytes_` and `float64` are), read as the one-element array of it: its bytes decoded by its
+/// dtype, so that it hashes exactly as that array's item and is refused as that array is.
+fn push_numpy_scalar(obj: &Bound<'_, PyAny>, np: &NumpyTypes, out: &mut Vec<u8>) -> PyResult<()> {
+    let py = obj.py();
+    // The common scalar (from iterating an integer array) the short way: its decimal text,
+    // as the array's. `timedelta64` is an integer without `__index__`: it goes by its dtype
+    // and is refused, as its arrays are.
+    if obj.is_instance(np.integer.bind(py))? && obj.hasattr("__index__")? {
+        return push_int(&obj.call_method0("__index__")?, out);
+    }
+    let dtype = obj.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let size: usize = dtype.getattr("itemsize")?.extract()?;
+    // A scalar's bytes are in native order.
+    let raw = obj.call_method0("tobytes")?;
+    let batch = decode(
+        py,
+        &kind,
+        size,
+        false,
+        raw.downcast::<PyBytes>()?.as_bytes(),
+        "item",
+    )?;
+    batch.for_each(|b| out.extend_from_slice(b));
     Ok(())
 }
 
@@ -688,6 +769,15 @@ fn numpy_batch<'a>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Option<Bat
     if !(obj.hasattr("dtype")? && obj.hasattr("tobytes")? && obj.hasattr("ndim")?) {
         return Ok(None);
     }
+    if numpy_types(obj.py()).is_some_and(|np| np.is_masked(obj)) {
+        // Its buffer holds whatever lies under the masked entries, which tolist() gives as
+        // None: counting them would add phantom items.
+        return Err(PyTypeError::new_err(format!(
+            "{name}: a masked array is not read (its masked entries have no value to hash): \
+             pass .compressed() for the unmasked entries, or .filled(x) to count masked \
+             entries as x"
+        )));
+    }
     let ndim: usize = obj.getattr("ndim")?.extract()?;
     if ndim != 1 {
         return Err(PyValueError::new_err(format!(
@@ -710,7 +800,7 @@ fn numpy_batch<'a>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Option<Bat
         || byteorder == "<" && cfg!(target_endian = "big");
     let bytes = obj.call_method0("tobytes")?;
     let raw = bytes.downcast::<PyBytes>()?.as_bytes();
-    decode(&kind, itemsize, swap, raw, name).map(Some)
+    decode(obj.py(), &kind, itemsize, swap, raw, name).map(Some)
 }
 
 /// Any other buffer-protocol object, read through `memoryview`; `None` if it has no buffer.
@@ -750,24 +840,34 @@ fn buffer_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch<'st
     };
     let bytes = mv.call_method0("tobytes")?;
     let raw = bytes.downcast::<PyBytes>()?.as_bytes();
-    decode(kind, itemsize, swap, raw, name).map(Some)
+    decode(py, kind, itemsize, swap, raw, name).map(Some)
 }
 
-fn decode(kind: &str, size: usize, swap: bool, raw: &[u8], name: &str) -> PyResult<Batch<'static>> {
-    fn words<const N: usize>(raw: &[u8], swap: bool) -> impl Iterator<Item = [u8; N]> + '_ {
-        raw.chunks_exact(N).map(move |c| {
-            let mut a = [0u8; N];
-            a.copy_from_slice(c);
-            if swap {
-                a.reverse();
-            }
-            a
-        })
-    }
+/// `raw` as words of `N` bytes in native order.
+fn words<const N: usize>(raw: &[u8], swap: bool) -> impl Iterator<Item = [u8; N]> + '_ {
+    raw.chunks_exact(N).map(move |c| {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        if swap {
+            a.reverse();
+        }
+        a
+    })
+}
+
+/// Items of NumPy kind `kind` and `size` bytes each (an array's or a scalar's), as a batch.
+fn decode(
+    py: Python<'_>,
+    kind: &str,
+    size: usize,
+    swap: bool,
+    raw: &[u8],
+    name: &str,
+) -> PyResult<Batch<'static>> {
     let unsupported = || {
         PyTypeError::new_err(format!(
-            "{name}: arrays of kind {kind:?} and item size {size} are not supported (integers, \
-             float32/float64, bool, fixed-width bytes S and text U are)"
+            "{name}: NumPy items of kind {kind:?} and size {size} are not supported (arrays and \
+             scalars of integers, float32/float64, bool, fixed-width bytes S and text U are)"
         ))
     };
     Ok(match (kind, size) {
@@ -806,12 +906,51 @@ fn decode(kind: &str, size: usize, swap: bool, raw: &[u8], name: &str) -> PyResu
             data: raw.to_vec(),
             width: w,
         },
-        ("U", w) if w % 4 == 0 => Batch::Ucs4 {
-            data: words::<4>(raw, swap).map(u32::from_ne_bytes).collect(),
-            width: w / 4,
-        },
+        ("U", w) if w % 4 == 0 => text(py, raw, w / 4, swap, name)?,
         _ => return Err(unsupported()),
     })
+}
+
+/// Fixed-width UCS-4 text as a [`Batch::Ucs4`], every code point checked: NumPy stores any
+/// 32-bit value in a `U` array (a lone surrogate from a Python `str`, anything from a raw
+/// buffer), and such an element is no text that UTF-8 can hash.
+fn text(
+    py: Python<'_>,
+    raw: &[u8],
+    width: usize,
+    swap: bool,
+    name: &str,
+) -> PyResult<Batch<'static>> {
+    let mut data = Vec::with_capacity(raw.len() / 4);
+    for (pos, a) in words::<4>(raw, swap).enumerate() {
+        match char::from_u32(u32::from_ne_bytes(a)) {
+            Some(c) => data.push(c),
+            None => return Err(text_error(py, raw, width, swap, pos / width, name)),
+        }
+    }
+    Ok(Batch::Ucs4 { data, width })
+}
+
+/// The error for element `i` of a `U` array that is not text: the one its item in `tolist()`
+/// gets from [`push_item`] (a lone surrogate's `UnicodeEncodeError`, a `ValueError`), named
+/// by its index as a list's bad item is.
+fn text_error(py: Python<'_>, raw: &[u8], width: usize, swap: bool, i: usize, name: &str) -> PyErr {
+    let element = &raw[i * width * 4..(i + 1) * width * 4];
+    let codes: Vec<u32> = words::<4>(element, swap).map(u32::from_ne_bytes).collect();
+    let n = codes.iter().rposition(|&c| c != 0).map_or(0, |k| k + 1);
+    let le: Vec<u8> = codes[..n].iter().flat_map(|c| c.to_le_bytes()).collect();
+    // The str NumPy gives for the element (it keeps lone surrogates): UTF-32 decoded with
+    // "surrogatepass".
+    let e = match PyBytes::new(py, &le).call_method1("decode", ("utf-32-le", "surrogatepass")) {
+        Ok(s) => match push_item(&s, &mut Vec::new()) {
+            Err(e) => e,
+            Ok(()) => PyValueError::new_err("not Unicode text"),
+        },
+        // A value past U+10FFFF: no str holds it (NumPy's own tolist() fails on it), and the
+        // decoder's UnicodeDecodeError says so.
+        Err(e) => e,
+    };
+    at_index(e, name, i)
 }
 
 /// A column of integers beside a batch (counts, ticks): one int for every item, or a

@@ -4,7 +4,6 @@
 //! The Python package `tidemark` re-exports this module (`tidemark._tidemark`) and adds the
 //! store's result types and `to_pandas()` in Python.
 
-use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -19,24 +18,36 @@ mod membership;
 mod store;
 mod window;
 
-create_exception!(
-    tidemark,
-    TidemarkDecodeError,
-    PyValueError,
-    "Bytes that are not a valid tidemark summary (of the family asked for)."
-);
-create_exception!(
-    tidemark,
-    TidemarkMergeError,
-    PyValueError,
-    "Summaries that cannot be merged: different hashes, seeds or parameters."
-);
-create_exception!(
-    tidemark,
-    CapacityError,
-    PyValueError,
-    "A filter that is full and cannot grow (a quotient filter past its reserve)."
-);
+/// The package's exceptions, their classes named as the package exports them (so that a
+/// traceback says `tidemark.DecodeError`, and an exception pickles by that name); in Rust,
+/// beside the core's error types of the same names, they go by `Tidemark…`.
+mod exceptions {
+    use pyo3::create_exception;
+    use pyo3::exceptions::PyValueError;
+
+    create_exception!(
+        tidemark,
+        DecodeError,
+        PyValueError,
+        "Bytes that are not a valid tidemark summary (of the family asked for)."
+    );
+    create_exception!(
+        tidemark,
+        MergeError,
+        PyValueError,
+        "Summaries that cannot be merged: different hashes, seeds or parameters."
+    );
+    create_exception!(
+        tidemark,
+        CapacityError,
+        PyValueError,
+        "A filter that is full and cannot grow (a quotient filter past its reserve)."
+    );
+}
+
+pub(crate) use exceptions::{
+    CapacityError, DecodeError as TidemarkDecodeError, MergeError as TidemarkMergeError,
+};
 
 /// A `ValueError` naming the parameter, with `renames` mapping the core's names to Python's.
 pub(crate) fn param_error(e: ParamError, renames: &[(&str, &str)]) -> PyErr {
@@ -146,7 +157,8 @@ pub struct PyEstimate {
     /// The probability that `[low, high]` holds the truth (1.0 when guaranteed).
     #[pyo3(get)]
     confidence: f64,
-    /// How the value was computed (`hll-ertl`, `count-min`, `exp-histogram`, `exact`, …).
+    /// How the value was computed (`hll-hip`, `hll-ertl`, `count-min`, `exp-histogram`,
+    /// `exact`, …).
     #[pyo3(get)]
     method: String,
     /// Whether `[low, high]` always holds the truth.
@@ -172,14 +184,36 @@ impl PyEstimate {
         if self.guaranteed {
             "guaranteed".to_string()
         } else {
-            let pct = self.confidence * 100.0;
-            if (pct - pct.round()).abs() < 1e-9 {
-                format!("probabilistic ({pct:.0}%)")
-            } else {
-                format!("probabilistic ({pct}%)")
-            }
+            format!("probabilistic ({}%)", percent(self.confidence))
         }
     }
+}
+
+/// A probability as a readable percentage: a whole percentage as such (`95`), else two
+/// decimals without trailing zeros (`99.33` for Count-Min's 1 − e^−5, `99.5`), with more
+/// only where two would round a probability below 1 up to `100` or one above 0 down to `0`
+/// (a filter's `99.99996`).
+fn percent(p: f64) -> String {
+    let pct = p * 100.0;
+    if !pct.is_finite() {
+        return format!("{pct}");
+    }
+    let whole = pct.round();
+    // 0.95 · 100 is 95.00000000000001: within 1e-9 is whole, unless it would show a
+    // probability below 1 as 100 or one above 0 as 0.
+    if (pct - whole).abs() < 1e-9 && (whole < 100.0 || pct >= 100.0) && (whole > 0.0 || pct <= 0.0)
+    {
+        return format!("{whole:.0}");
+    }
+    for decimals in 2..=15 {
+        let text = format!("{pct:.decimals$}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        let shown: f64 = text.parse().unwrap_or(pct);
+        if (shown < 100.0 || pct >= 100.0) && (shown > 0.0 || pct <= 0.0) {
+            return text.to_string();
+        }
+    }
+    format!("{pct}")
 }
 
 #[pymethods]

@@ -56,7 +56,8 @@ impl PyExpHistogram {
     }
 
     /// One event: an arrival (`value` is a bit, truthy or not) for an arrivals window, or a
-    /// tick (`value` is the event's tick, never decreasing) for a ticks window.
+    /// tick (`value` is the event's tick, never decreasing) for a ticks window. An arrivals
+    /// window counts at most 2^62 arrivals: the next raises `ValueError`, changing nothing.
     fn update(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let r = if self.is_ticks() {
             let tick: u64 = value
@@ -90,8 +91,14 @@ impl PyExpHistogram {
                     format!("expected 0 or 1, got {x}"),
                 ));
             }
-            py.allow_threads(|| v.iter().try_for_each(|&x| h.push(x == 1)))
-                .map_err(|e| value_error("values", e))
+            // An arrival past the clock's bound is refused by its index; those before it
+            // stay added.
+            py.allow_threads(|| {
+                v.iter()
+                    .enumerate()
+                    .try_for_each(|(i, &x)| h.push(x == 1).map_err(|e| (i, e)))
+            })
+            .map_err(|(i, e)| value_error(&format!("values[{i}]"), e))
         }
     }
 

@@ -2,6 +2,7 @@
 tidemark.DecodeError; nothing crashes the interpreter."""
 
 import copy
+import pickle
 import random
 
 import numpy as np
@@ -297,3 +298,64 @@ def test_a_sketch_merges_with_itself_as_with_a_copy():
     assert cm.query(2).value >= 4
     cm.subtract(cm)
     assert cm.total == 0
+
+
+# Arrivals-window histograms (window 10, k = 2) holding three ones at their last arrivals, in
+# valid envelopes (checksums included), whose clocks read 2^64 − 1, 2^62 + 1 and 2^62 (the
+# arrivals clock's bound). Built by the core's codec::encode, as in its window_encoding tests.
+_CLOCK_AT_END = bytes.fromhex(
+    "54444d4b01010001746964656d61726b0d0000003e00000000000000"  # header
+    "000a0000000000000002000000"  # arrivals, window 10, k 2
+    "ffffffffffffffff" "01"  # now, started
+    "0000000000000000" "0000000000000000" "fdffffffffffffff"  # merges, worst, span start
+    "01" "03000000"  # one class (size 1) of three buckets
+    "fdffffffffffffff" "feffffffffffffff" "ffffffffffffffff"
+    "b36209fa35d27bab"  # checksum
+)
+_CLOCK_PAST_BOUND = bytes.fromhex(
+    "54444d4b01010001746964656d61726b0d0000003e00000000000000"  # header
+    "000a0000000000000002000000"  # arrivals, window 10, k 2
+    "0100000000000040" "01"  # now, started
+    "0000000000000000" "0000000000000000" "ffffffffffffff3f"  # merges, worst, span start
+    "01" "03000000"  # one class (size 1) of three buckets
+    "ffffffffffffff3f" "0000000000000040" "0100000000000040"
+    "2198142af624d9fc"  # checksum
+)
+_CLOCK_AT_BOUND = bytes.fromhex(
+    "54444d4b01010001746964656d61726b0d0000003e00000000000000"  # header
+    "000a0000000000000002000000"  # arrivals, window 10, k 2
+    "0000000000000040" "01"  # now, started
+    "0000000000000000" "0000000000000000" "feffffffffffff3f"  # merges, worst, span start
+    "01" "03000000"  # one class (size 1) of three buckets
+    "feffffffffffff3f" "ffffffffffffff3f" "0000000000000040"
+    "9a8447bc960f1599"  # checksum
+)
+
+
+@pytest.mark.parametrize("data", [_CLOCK_AT_END, _CLOCK_PAST_BOUND], ids=["2^64-1", "2^62+1"])
+def test_an_arrivals_clock_past_its_bound_is_refused_on_load(data):
+    """The next arrival of a histogram whose clock read 2^64 − 1 wrapped it to 0, and the
+    object could never be saved again: load refuses the clock, by field and offset."""
+    now = int.from_bytes(data[41:49], "little")
+    # What load, from_bytes and unpickling each read.
+    for read in (tidemark.load, tidemark.ExpHistogram.from_bytes, tidemark._restore):
+        with pytest.raises(tidemark.DecodeError) as info:
+            read(data)
+        assert str(info.value) == (
+            f"invalid now at byte 41: expected at most 2^62 (the arrivals clock's bound), got {now}"
+        )
+
+
+def test_an_arrivals_clock_at_its_bound_refuses_the_next_arrival():
+    """At the bound the histogram loads, answers, refuses every further arrival (a ValueError
+    naming the argument, never a wrap) and saves, pickles and loads as it was."""
+    h = tidemark.load(_CLOCK_AT_BOUND)
+    assert h.now == 2**62 and not h.time
+    assert (h.estimate().low, h.estimate().high) == (3.0, 3.0)
+    for value in (1, 0, True):
+        with pytest.raises(ValueError, match=r"^value: the arrivals clock has reached its bound"):
+            h.update(value)
+    with pytest.raises(ValueError, match=r"^values\[0\]: the arrivals clock has reached its bound"):
+        h.update_many([0, 1])
+    assert h.to_bytes() == _CLOCK_AT_BOUND
+    assert pickle.loads(pickle.dumps(h)).to_bytes() == _CLOCK_AT_BOUND

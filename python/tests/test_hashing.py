@@ -199,9 +199,159 @@ def test_random_bytes_never_crash_load():
                 pass
 
 
-def test_heavy_hitters_and_top_k_refuse_pickle():
-    import pickle
+# Every update_many that takes items (each names the batch `items` in its errors).
+_BATCH_TAKERS = {
+    "HyperLogLog": lambda items: tidemark.HyperLogLog(12).update_many(items),
+    "ExaLogLog": lambda items: tidemark.ExaLogLog(8).update_many(items),
+    "CountMin": lambda items: tidemark.CountMin(0.01, 0.01).update_many(items),
+    "HeavyHitters": lambda items: tidemark.HeavyHitters(0.1).update_many(items),
+    "TopK": lambda items: tidemark.TopK(3).update_many(items),
+    "QuotientFilter": lambda items: tidemark.QuotientFilter(1000, 0.01).update_many(items),
+    "StackedFilter": lambda items: tidemark.StackedFilter(1000, 0.01).update_many(items),
+    "RingWindow": lambda items: tidemark.RingWindow(100).update_many(items, ticks=1),
+    "SlidingHyperLogLog": lambda items: tidemark.SlidingHyperLogLog(100).update_many(items, ticks=1),
+}
 
-    for x in (tidemark.HeavyHitters(0.1), tidemark.TopK(3)):
-        with pytest.raises(TypeError):
-            pickle.dumps(x)
+
+def _error(f, arg):
+    with pytest.raises(Exception) as info:
+        f(arg)
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("take", list(_BATCH_TAKERS.values()), ids=list(_BATCH_TAKERS))
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["ok", "\ud800", "\udfff", "\udc00"],
+        ["ok", "fine", "a\udfffb"],
+        ["ok", "é", "\ud83e\udd80 two halves"],  # a surrogate pair as two code points
+    ],
+)
+def test_text_arrays_that_are_not_unicode_are_refused_as_their_tolist(take, texts):
+    """A `U` array holding a lone surrogate (NumPy stores it; UTF-8 cannot encode it) gets
+    the error its tolist() gets, naming the element, instead of hashing U+FFFD."""
+    arr = np.array(texts)
+    assert arr.dtype.kind == "U" and arr.tolist() == texts
+    want = _error(take, arr.tolist())
+    assert want[0] is ValueError and r"items[" in want[1]
+    assert _error(take, arr) == want
+    big_endian = arr.astype(arr.dtype.newbyteorder(">"))
+    assert _error(take, big_endian) == want
+
+
+def test_a_refused_text_array_adds_nothing():
+    h = tidemark.HyperLogLog(12)
+    with pytest.raises(ValueError, match=r"^items\[1\]: 'utf-8' codec can't encode"):
+        h.update_many(np.array(["ok", "\ud800", "\udfff", "\udc00"]))
+    assert h.estimate().value == 0
+    # The three lone surrogates used to hash alike, as U+FFFD: one item where there are three.
+    assert tidemark.item_bytes(np.array(["\ufffd"])[0]) == "\ufffd".encode()
+
+
+def test_text_arrays_past_unicode_are_refused_naming_the_element():
+    """Code points past U+10FFFF (only a raw buffer puts them there; NumPy's own tolist()
+    fails on them) are refused by the element's index, not hashed as U+FFFD."""
+    raw = np.array([0x61, 0, 0x62, 0x110000, 0xFFFFFFFF, 0x63], dtype="<u4").tobytes()
+    arr = np.frombuffer(raw, dtype="<U2")
+    with pytest.raises(ValueError, match=r"^items\[1\]: .*code point not in range\(0x110000\)"):
+        tidemark.HyperLogLog(12).update_many(arr)
+    with pytest.raises(ValueError, match=r"^items\[1\]"):
+        tidemark.CountMin(0.01, 0.01).update_many(memoryview(arr))
+
+
+@pytest.mark.parametrize("take", list(_BATCH_TAKERS.values()), ids=list(_BATCH_TAKERS))
+@pytest.mark.parametrize(
+    "masked",
+    [
+        np.ma.masked_array([1, 2, 3, 4], mask=[1, 0, 1, 0]),
+        np.ma.masked_array([1.5, 2.5], mask=[0, 1]),
+        np.ma.masked_array(["a", "b"], mask=[1, 0]),
+        np.ma.masked_array([1, 2, 3]),  # nothing masked: refused alike, whatever the mask
+    ],
+)
+def test_masked_arrays_are_refused(take, masked):
+    """A masked array's buffer holds whatever lies under its masked entries (their
+    tolist() items are None): it used to count them as a phantom item."""
+    with pytest.raises(TypeError, match=r"^items: a masked array .*\.compressed\(\).*\.filled\(x\)"):
+        take(masked)
+
+
+def test_masked_arrays_are_refused_as_columns_too():
+    m = np.ma.masked_array([1, 0, 1, 1], mask=[0, 1, 0, 0])
+    with pytest.raises(TypeError, match=r"^values: a masked array"):
+        tidemark.ExpHistogram(10).update_many(m)
+    with pytest.raises(TypeError, match=r"^counts: a masked array"):
+        tidemark.CountMin(0.01, 0.01).update_many(["a", "b", "c", "d"], counts=m)
+    with pytest.raises(TypeError, match=r"^ticks: a masked array"):
+        tidemark.RingWindow(100).update_many(["a", "b", "c", "d"], ticks=m)
+    with pytest.raises(TypeError, match=r"^items: a masked array"):
+        tidemark.HyperLogLog(12).update_many(m, integers="binary")
+    # What the error suggests works, and counts what it says.
+    h = tidemark.HyperLogLog(12)
+    h.update_many(np.ma.masked_array([1, 2, 3, 4], mask=[1, 0, 1, 0]).compressed())
+    assert h.to_bytes() == _sketch([2, 4])
+
+
+def _sketch(items):
+    h = tidemark.HyperLogLog(12)
+    for x in items:
+        h.update(x)
+    return h.to_bytes()
+
+
+# Every dtype arrays are read in: its scalars hash as the one-element array of them.
+_READ_DTYPES = [
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", ">i2", "<u8",
+    "float32", "float64", ">f4", ">f8", "bool", "S4", "U4",
+]
+
+
+def _samples(dtype):
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return np.array([info.min, info.max, 0, 7, info.max // 3], dtype=dt)
+    if dt.kind == "f":
+        info = np.finfo(dt)
+        values = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.1, 1e16, 1 / 3, float(info.max),
+                  float(info.tiny), float(info.smallest_subnormal), -2.5e-7]
+        return np.array(values, dtype=dt)
+    if dt.kind == "b":
+        return np.array([True, False], dtype=dt)
+    if dt.kind == "S":
+        return np.array([b"a", b"", b"c\x00d", b"\xff\xfe"], dtype=dt)
+    return np.array(["a", "", "é🦀", "日本"], dtype=dt)
+
+
+@pytest.mark.parametrize("dtype", _READ_DTYPES)
+def test_numpy_scalars_hash_as_their_one_element_array(dtype):
+    arr = _samples(dtype)
+    for i in range(len(arr)):
+        scalar = arr[i]
+        assert isinstance(scalar, np.generic), type(scalar)
+        one = arr[i : i + 1]
+        assert tidemark.item_bytes(scalar) == tidemark.item_bytes(one.tolist()[0]), (dtype, scalar)
+        assert tidemark.item_bytes(scalar) == tidemark.item_bytes(scalar.item())
+        a = tidemark.HyperLogLog(12)
+        a.update_many(one)
+        b = tidemark.HyperLogLog(12)
+        b.update(scalar)
+        assert a.to_bytes() == b.to_bytes(), (dtype, scalar)
+    # And a list of the scalars as the array.
+    _same(arr, list(arr))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "complex64", "complex128", "datetime64[s]", "timedelta64[s]", "V2", "longdouble"])
+def test_numpy_scalars_of_refused_dtypes_are_refused_as_their_arrays(dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and dt.itemsize == 8:
+        pytest.skip("longdouble is float64 here")
+    arr = np.zeros(2, dtype=dt)
+    with pytest.raises(TypeError, match="not supported") as from_array:
+        tidemark.HyperLogLog(12).update_many(arr)
+    with pytest.raises(TypeError, match="not supported") as from_scalar:
+        tidemark.item_bytes(arr[0])
+    assert str(from_scalar.value).removeprefix("item: ") == str(from_array.value).removeprefix("items: ")
+    with pytest.raises(TypeError, match=r"^items\[1\]: .*not supported"):
+        tidemark.HyperLogLog(12).update_many(["ok", arr[0]])

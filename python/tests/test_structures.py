@@ -2,6 +2,7 @@
 probabilities over seeded trials with tolerances from the trial count."""
 
 import collections
+import copy
 import math
 import pickle
 import random
@@ -204,6 +205,103 @@ def test_bytes_and_pickle_round_trip(make):
     y = pickle.loads(pickle.dumps(x))
     assert type(y) is type(x) and y.to_bytes() == b
     assert type(tidemark.load(b)) is type(x)
+
+
+def _heavy_stream(seed, n):
+    rng = random.Random(seed)
+    # Frequencies far apart at the top (no ties to break), a long tail below.
+    return [rng.choice("abcd" * 8 + "efgh" * 3) if rng.random() < 0.5 else f"x{rng.randrange(5000)}" for _ in range(n)]
+
+
+@pytest.mark.parametrize("conservative", [False, True])
+def test_heavy_hitters_and_top_k_pickle(conservative):
+    """The docs say every summary pickles: the copy answers as the original, now and after
+    the same further updates, with the same options."""
+    first, more = _heavy_stream(1, 30_000), _heavy_stream(2, 30_000)
+    hh = tidemark.HeavyHitters(0.02, epsilon=0.001, conservative=conservative)
+    top = tidemark.TopK(5, epsilon=0.001, conservative=conservative)
+    for x in (hh, top):
+        x.update_many(first)
+    hh2, top2 = pickle.loads(pickle.dumps(hh)), pickle.loads(pickle.dumps(top))
+    assert type(hh2) is tidemark.HeavyHitters and type(top2) is tidemark.TopK
+    for a, b in ((hh, hh2), (top, top2)):
+        assert b.sketch.to_bytes() == a.sketch.to_bytes()
+        assert repr(b) == repr(a)
+        assert b.query("a") == a.query("a") and b.query("x7").high == a.query("x7").high
+    assert hh2.phi == hh.phi
+    assert hh2.heavy_hitters() and _answers(hh2.heavy_hitters()) == _answers(hh.heavy_hitters())
+    assert len(top2.top()) == 5 and _answers(top2.top()) == _answers(top.top())
+    assert pickle.dumps(hh2) == pickle.dumps(hh) and pickle.dumps(top2) == pickle.dumps(top)
+    for x in (hh, hh2, top, top2):
+        x.update_many(more)
+    assert _answers(hh2.heavy_hitters()) == _answers(hh.heavy_hitters())
+    assert _answers(top2.top()) == _answers(top.top())
+    assert copy.deepcopy(top).top()[0][0] == top.top()[0][0]
+
+
+def _answers(items):
+    return [(i, e.value, e.low, e.high, e.bracket) for i, e in items]
+
+
+def test_heavy_hitters_and_top_k_refuse_impossible_pickled_parts():
+    hh = tidemark.HeavyHitters(0.25)
+    hh.update_many(["a"] * 10 + ["b"])
+    restore, (phi, sketch, candidates, sweep) = hh.__reduce__()
+    assert candidates == [b"a"]
+    with pytest.raises(ValueError, match="^phi"):
+        restore(0.0, sketch, candidates, sweep)
+    with pytest.raises(ValueError, match="^next sweep"):
+        restore(phi, sketch, [b"c%d" % i for i in range(sweep)], sweep)
+    with pytest.raises(tidemark.DecodeError):
+        restore(phi, sketch[:-1], candidates, sweep)
+    turnstile = tidemark.CountMin(0.001, 0.01, model="turnstile").to_bytes()
+    with pytest.raises(ValueError, match="^model"):
+        restore(phi, turnstile, candidates, sweep)
+    top = tidemark.TopK(2)
+    top.update_many(["a"] * 3 + ["b"])
+    restore, (k, sketch, held) = top.__reduce__()
+    assert held == [(b"a", 3), (b"b", 1)]
+    assert _answers(restore(k, sketch, held).top()) == _answers(top.top())
+    for bad in ([(b"a", 4)], [(b"a", -1)], [(b"a", 3), (b"a", 3)], [(b"a", 3), (b"b", 1), (b"c", 0)]):
+        with pytest.raises(ValueError, match="^held"):
+            restore(k, sketch, bad)
+    with pytest.raises(ValueError, match="^k"):
+        restore(0, sketch, held)
+
+
+@pytest.mark.parametrize(
+    "confidence, text",
+    [
+        (0.95, "95%"),
+        (0.5, "50%"),
+        (0.99, "99%"),
+        (1 - math.exp(-5), "99.33%"),  # Count-Min at delta = 0.01: d = 5 rows
+        (0.995, "99.5%"),
+        (0.999, "99.9%"),
+        (0.9999996274710392, "99.99996%"),  # a quotient filter's: never shown as 100%
+        (0.123456, "12.35%"),
+        (0.00001234, "0.001%"),  # never shown as 0%
+    ],
+)
+def test_a_probabilistic_bracket_shows_a_readable_confidence(confidence, text):
+    e = tidemark.Estimate(1.0, 0.0, 2.0, confidence=confidence)
+    assert e.bracket == f"probabilistic ({text})"
+    assert repr(e).endswith(f"bracket='probabilistic ({text})', method='exact')")
+    assert str(e) == f"1.0 [0.0, 2.0] probabilistic ({text})"
+    assert e.confidence == confidence
+
+
+def test_sketch_answers_show_readable_confidences():
+    cm = tidemark.CountMin(epsilon=0.001, delta=0.01)
+    cm.update_many(["a", "a"])
+    assert cm.query("a").bracket == "probabilistic (99.33%)"
+    f = tidemark.QuotientFilter(1000, 0.01)
+    f.update("k")
+    assert f.query("k").bracket.startswith("probabilistic (99.") and "%)" in f.query("k").bracket
+    assert not f.query("k").bracket.startswith("probabilistic (100")
+    h = tidemark.HyperLogLog(12)
+    h.update_many(range(100_000))
+    assert h.estimate().bracket == "probabilistic (95%)"
 
 
 def test_estimate_is_a_float_with_a_readable_repr():

@@ -30,8 +30,11 @@ __all__ = [
 
 __version__: str
 
+#: An item. NumPy scalars of the dtypes arrays are read in (integers, float32/float64, bool,
+#: S, U) are items too, hashed as those arrays' items; NumPy is optional, so not named here.
 _Item = Union[str, bytes, bytearray, int, float]
-#: A list, tuple, NumPy array (ints, floats, bool, S, U, object), buffer or iterable of items.
+#: A list, tuple, NumPy array (ints, float32/float64, bool, S, U, object; not a masked array),
+#: buffer or iterable of items.
 _Items = Any
 #: One int for every item, or one int per item (list, NumPy integer array, iterable).
 _Ints = Any

@@ -252,3 +252,151 @@ fn committed_vector_decodes() {
         "format v1 changed: bump the version"
     );
 }
+
+/// An arrivals histogram (window 10, k = 2) whose clock reads `now`, holding one bucket of
+/// size 1 for each of `stamps`, in a valid envelope.
+fn arrivals_at(now: u64, stamps: &[u64]) -> Vec<u8> {
+    let params = codec::decode(&ExpHistogram::arrivals_with_k(10, 2).unwrap().to_bytes())
+        .unwrap()
+        .params
+        .to_vec();
+    let mut p = Vec::new();
+    p.extend_from_slice(&now.to_le_bytes());
+    p.push(1); // started
+    p.extend_from_slice(&0u64.to_le_bytes()); // merges
+    p.extend_from_slice(&0u64.to_le_bytes()); // worst merges
+    p.extend_from_slice(&stamps[0].to_le_bytes()); // span start
+    p.push(1); // one class: size 1
+    p.extend_from_slice(&(stamps.len() as u32).to_le_bytes());
+    for t in stamps {
+        p.extend_from_slice(&t.to_le_bytes());
+    }
+    codec::encode(Family::ExpHistogram, 0, ItemHasher::default(), &params, &p)
+}
+
+/// A clock past 2^62 in an arrivals window is refused by name and offset (the payload's first
+/// field: 28 header bytes and 13 of parameters), however valid the rest: at 2^64 − 1 the next
+/// arrival used to wrap the clock to 0 and leave bytes the decoder refused.
+#[test]
+fn an_arrivals_clock_past_its_bound_is_refused_with_its_offset() {
+    let bound = ExpHistogram::MAX_ARRIVALS;
+    assert_eq!(bound, 1 << 62);
+    for now in [bound + 1, u64::MAX - 1, u64::MAX] {
+        assert_eq!(
+            ExpHistogram::from_bytes(&arrivals_at(now, &[now - 2, now - 1, now])),
+            Err(DecodeError::Invalid {
+                field: "now",
+                offset: 41,
+                expected: "at most 2^62 (the arrivals clock's bound)",
+                got: now,
+            }),
+            "now = {now}"
+        );
+    }
+    let at_bound =
+        ExpHistogram::from_bytes(&arrivals_at(bound, &[bound - 2, bound - 1, bound])).unwrap();
+    assert_eq!(at_bound.now(), bound);
+    assert_eq!(at_bound.estimate().value, 3.0);
+    // A ticks window's clock is the caller's tick: any u64, the last one included.
+    let mut ticks = ExpHistogram::ticks(10, 0.5).unwrap();
+    ticks.record(u64::MAX).unwrap();
+    assert_eq!(
+        ExpHistogram::from_bytes(&ticks.to_bytes()).unwrap().now(),
+        u64::MAX
+    );
+}
+
+/// At its bound an arrivals histogram refuses the next arrival, a one or a zero, and stays
+/// as it was: its answers and its bytes, which still decode.
+#[test]
+fn an_arrivals_clock_at_its_bound_refuses_the_next_arrival_and_changes_nothing() {
+    let bound = ExpHistogram::MAX_ARRIVALS;
+    let bytes = arrivals_at(bound, &[bound - 2, bound - 1, bound]);
+    let mut h = ExpHistogram::from_bytes(&bytes).unwrap();
+    for one in [true, false] {
+        assert_eq!(
+            h.push(one),
+            Err(tidemark::window::ClockError::ArrivalsExhausted { limit: bound })
+        );
+    }
+    assert_eq!(
+        h.push_value(5),
+        Err(tidemark::window::ClockError::ArrivalsExhausted { limit: bound })
+    );
+    assert_eq!(h.to_bytes(), bytes);
+    assert_eq!(h.now(), bound);
+    // One arrival short of the bound, the next is counted and the one after refused.
+    let mut short = ExpHistogram::from_bytes(&arrivals_at(bound - 1, &[bound - 1])).unwrap();
+    short.push(true).unwrap();
+    assert_eq!(short.now(), bound);
+    assert_eq!(short.estimate().value, 2.0);
+    assert!(short.push(true).is_err());
+    assert_eq!(ExpHistogram::from_bytes(&short.to_bytes()).unwrap(), short);
+}
+
+/// A value that would carry the total past 2^64 − 1 is an error in both kinds of window, at
+/// any clock (the last tick of time included), and changes nothing; it used to panic.
+#[test]
+fn values_that_would_overflow_the_total_are_refused() {
+    let mut a = ExpHistogram::arrivals(1_000, 0.1).unwrap();
+    a.push_value(u64::MAX - 1).unwrap();
+    let before = a.to_bytes();
+    assert_eq!(
+        a.push_value(2),
+        Err(tidemark::window::ClockError::TotalOverflow {
+            total: u64::MAX - 1,
+            value: 2
+        })
+    );
+    assert_eq!(a.to_bytes(), before);
+    a.push_value(1).unwrap();
+    assert_eq!(a.upper_bound(), u64::MAX);
+    assert!(a.push(true).is_err());
+    // A zero still advances the clock (it adds nothing).
+    a.push(false).unwrap();
+    assert_eq!(a.now(), 3);
+
+    for start in [0, u64::MAX - 3] {
+        let mut t = ExpHistogram::ticks(100, 0.25).unwrap();
+        t.record_value(start, u64::MAX).unwrap();
+        let before = t.to_bytes();
+        assert_eq!(
+            t.record_value(start + 1, 1),
+            Err(tidemark::window::ClockError::TotalOverflow {
+                total: u64::MAX,
+                value: 1
+            })
+        );
+        // Refused whole: the clock did not move either.
+        assert_eq!(t.to_bytes(), before);
+        assert_eq!(t.now(), start);
+        t.record_value(start + 3, 0).unwrap();
+        assert_eq!(t.now(), start + 3);
+        let e = t.estimate();
+        assert!(e.low <= e.value && e.value <= e.high);
+    }
+}
+
+/// The merge count read from bytes is a statistic: at 2^64 − 1 it saturates on the next
+/// merge instead of overflowing.
+#[test]
+fn a_merge_count_read_from_bytes_saturates() {
+    let mut p = Vec::new();
+    let h = ExpHistogram::arrivals_with_k(10, 2).unwrap();
+    let params = codec::decode(&h.to_bytes()).unwrap().params.to_vec();
+    p.extend_from_slice(&3u64.to_le_bytes()); // now
+    p.push(1);
+    p.extend_from_slice(&u64::MAX.to_le_bytes()); // merges
+    p.extend_from_slice(&u64::MAX.to_le_bytes()); // worst merges
+    p.extend_from_slice(&1u64.to_le_bytes()); // span start
+    p.push(1);
+    p.extend_from_slice(&3u32.to_le_bytes());
+    for t in [1u64, 2, 3] {
+        p.extend_from_slice(&t.to_le_bytes());
+    }
+    let bytes = codec::encode(Family::ExpHistogram, 0, ItemHasher::default(), &params, &p);
+    let mut h = ExpHistogram::from_bytes(&bytes).unwrap();
+    h.push(true).unwrap(); // four of size 1: a merge
+    assert_eq!(h.stats().merges, u64::MAX);
+    assert_eq!(h.estimate().high, 4.0);
+}

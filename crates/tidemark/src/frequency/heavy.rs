@@ -85,6 +85,68 @@ impl HeavyHitters {
         self.candidates.len()
     }
 
+    /// The candidates held now, in no order: with [`Self::sketch`], [`Self::phi`] and
+    /// [`Self::next_sweep`], the whole state ([`Self::from_parts`] rebuilds it).
+    pub fn candidate_items(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.candidates.keys().map(Vec::as_slice)
+    }
+
+    /// How many candidates trigger the next sweep. A candidate a sweep drops can come back
+    /// only by its own update, so when sweeps run is part of the state.
+    pub fn next_sweep(&self) -> usize {
+        self.sweep_at
+    }
+
+    /// Heavy hitters rebuilt from their parts ([`Self::sketch`], [`Self::candidate_items`],
+    /// [`Self::next_sweep`]): the same answers, now and after any further inserts, as the
+    /// heavy hitters they were taken from.
+    ///
+    /// Refused (naming the part) when `phi` is outside (0, 1], the sketch is not a cash
+    /// register, or the sweep point is not past the candidates held and at least the
+    /// smallest one `phi` gives: parts no heavy hitters could have held.
+    ///
+    /// ```
+    /// use tidemark::frequency::HeavyHitters;
+    ///
+    /// let mut hh = HeavyHitters::new(0.2, 0.01, 0.01).unwrap();
+    /// for item in ["a", "a", "a", "b", "c"] {
+    ///     hh.insert(item.as_bytes(), 1).unwrap();
+    /// }
+    /// let items: Vec<Vec<u8>> = hh.candidate_items().map(<[u8]>::to_vec).collect();
+    /// let back =
+    ///     HeavyHitters::from_parts(hh.phi(), hh.sketch().clone(), items, hh.next_sweep()).unwrap();
+    /// assert_eq!(back.heavy_hitters(), hh.heavy_hitters());
+    /// ```
+    pub fn from_parts(
+        phi: f64,
+        sketch: CountMin,
+        candidates: impl IntoIterator<Item = Vec<u8>>,
+        next_sweep: usize,
+    ) -> Result<HeavyHitters, ParamError> {
+        if !(phi > 0.0 && phi <= 1.0) {
+            return Err(ParamError::new("phi", "in (0, 1]", phi));
+        }
+        if sketch.model() != Model::CashRegister {
+            return Err(ParamError::new("model", "cash register", sketch.model()));
+        }
+        let candidates: HashMap<Vec<u8>, ()> = candidates.into_iter().map(|c| (c, ())).collect();
+        // After every insert the candidates are fewer than the sweep point, which is never
+        // below the floor φ sets.
+        if next_sweep < sweep_floor(phi) || next_sweep <= candidates.len() {
+            return Err(ParamError::new(
+                "next sweep",
+                "more than the candidates held, and at least ⌈4/φ⌉ (at most 10^6)",
+                next_sweep,
+            ));
+        }
+        Ok(HeavyHitters {
+            sketch,
+            phi,
+            candidates,
+            sweep_at: next_sweep,
+        })
+    }
+
     /// Adds `count` (≥ 0) occurrences of `item`.
     pub fn insert(&mut self, item: &[u8], count: i64) -> Result<(), FrequencyError> {
         self.sketch.update(item, count)?;
@@ -179,6 +241,77 @@ impl TopK {
     /// The underlying sketch.
     pub fn sketch(&self) -> &CountMin {
         &self.sketch
+    }
+
+    /// How many items are kept.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The items held, each with the estimate it had at its last update (what a newcomer
+    /// must beat), in no order: with [`Self::sketch`] and [`Self::k`], the whole state
+    /// ([`Self::from_parts`] rebuilds it).
+    pub fn held(&self) -> impl Iterator<Item = (&[u8], i64)> + '_ {
+        self.best.iter().map(|(item, &v)| (item.as_slice(), v))
+    }
+
+    /// A top-k rebuilt from its parts ([`Self::k`], [`Self::sketch`], [`Self::held`]): the
+    /// same answers, now and after further inserts, as the top-k they were taken from.
+    ///
+    /// Refused (naming the part) when `k` is 0, the sketch is not a cash register, more than
+    /// `k` items are held or one twice, or a held estimate is negative or above the item's
+    /// estimate in the sketch (estimates only grow in a cash register): parts no top-k could
+    /// have held.
+    ///
+    /// ```
+    /// use tidemark::frequency::TopK;
+    ///
+    /// let mut top = TopK::new(2, 0.01, 0.01).unwrap();
+    /// for (item, n) in [("a", 5), ("b", 3), ("c", 1)] {
+    ///     top.insert(item.as_bytes(), n).unwrap();
+    /// }
+    /// let held: Vec<(Vec<u8>, i64)> = top.held().map(|(i, v)| (i.to_vec(), v)).collect();
+    /// let back = TopK::from_parts(top.k(), top.sketch().clone(), held).unwrap();
+    /// assert_eq!(back.top(), top.top());
+    /// ```
+    pub fn from_parts(
+        k: usize,
+        sketch: CountMin,
+        held: impl IntoIterator<Item = (Vec<u8>, i64)>,
+    ) -> Result<TopK, ParamError> {
+        if k == 0 {
+            return Err(ParamError::new("k", "at least 1", k));
+        }
+        if sketch.model() != Model::CashRegister {
+            return Err(ParamError::new(
+                "sketch",
+                "a cash-register sketch",
+                sketch.model(),
+            ));
+        }
+        let mut best = HashMap::new();
+        for (item, v) in held {
+            if !(0.0..=sketch.point(&item).value).contains(&(v as f64)) {
+                return Err(ParamError::new(
+                    "held",
+                    "estimates in [0, the item's estimate in the sketch]",
+                    v,
+                ));
+            }
+            if best.insert(item, v).is_some() || best.len() > k {
+                return Err(ParamError::new(
+                    "held",
+                    "at most k distinct items",
+                    best.len(),
+                ));
+            }
+        }
+        Ok(TopK {
+            sketch,
+            k,
+            best,
+            worst: None,
+        })
     }
 
     /// Adds `count` (≥ 0) occurrences of `item`.

@@ -14,7 +14,8 @@
 //!
 //! The decoder checks every field against the invariants the structure keeps (class sizes,
 //! timestamps inside the window and in order, block indices in the window and increasing,
-//! totals without overflow) before building anything.
+//! totals without overflow, an arrivals histogram's clock within
+//! [`ExpHistogram::MAX_ARRIVALS`]) before building anything.
 
 use super::block_counter::BlockCounter;
 use super::exp_histogram::{ExpHistogram, OwnedParts, MAX_CLASSES};
@@ -104,7 +105,18 @@ impl ExpHistogram {
         params.finish()?;
 
         let mut r = env.payload();
+        let noff = r.offset();
         let now = r.u64("now")?;
+        // A clock past the bound could not have been counted to, and would leave the next
+        // arrival no room.
+        if matches!(span, Span::Arrivals(_)) && now > ExpHistogram::MAX_ARRIVALS {
+            return Err(Reader::invalid(
+                "now",
+                noff,
+                "at most 2^62 (the arrivals clock's bound)",
+                now,
+            ));
+        }
         let started = r.bool("started")?;
         let merges = r.u64("merges")?;
         let worst_merges = r.u64("worst merges")?;
@@ -198,7 +210,7 @@ impl ExpHistogram {
         if matches!(span, Span::Arrivals(_)) && total > now {
             return Err(Reader::invalid(
                 "now",
-                env.params.len() + codec::HEADER_LEN,
+                noff,
                 "at least the ones held (arrivals window)",
                 now,
             ));

@@ -96,6 +96,12 @@ pub(crate) fn ceil_log2(x: u64) -> u32 {
 }
 
 impl ExpHistogram {
+    /// The most arrivals an arrivals window's clock counts, 2^62: the next arrival is refused
+    /// ([`ClockError::ArrivalsExhausted`]) instead of wrapping the clock, and the decoder
+    /// refuses a clock past it. A ticks window's clock is the caller's tick and takes any
+    /// `u64` (see the [module docs](super#clocks)).
+    pub const MAX_ARRIVALS: u64 = 1 << 62;
+
     /// A histogram over the last `window` arrivals, within relative error `epsilon / 2`
     /// (`k = ⌈1/ε⌉`).
     pub fn arrivals(window: u64, epsilon: f64) -> Result<Self, ParamError> {
@@ -173,11 +179,20 @@ impl ExpHistogram {
     }
 
     /// One arrival of an arrivals window carrying a non-negative value (DGIM's sums).
+    ///
+    /// Refused, leaving the histogram unchanged, once the clock has reached
+    /// [`Self::MAX_ARRIVALS`], or when `value` would carry the total past 2^64 − 1.
     #[inline]
     pub fn push_value(&mut self, value: u64) -> Result<(), ClockError> {
         if let Span::Ticks(_) = self.span {
             return Err(ClockError::NotAnArrivalWindow);
         }
+        if self.now >= Self::MAX_ARRIVALS {
+            return Err(ClockError::ArrivalsExhausted {
+                limit: Self::MAX_ARRIVALS,
+            });
+        }
+        self.check_total(value)?;
         self.now += 1;
         self.started = true;
         if self.now >= self.expires_at {
@@ -195,15 +210,28 @@ impl ExpHistogram {
     }
 
     /// An event at `tick` carrying a non-negative value.
+    ///
+    /// Refused, leaving the histogram unchanged, when `tick` is earlier than the latest one
+    /// seen or `value` would carry the total past 2^64 − 1.
     #[inline]
     pub fn record_value(&mut self, tick: u64, value: u64) -> Result<(), ClockError> {
-        self.advance_to(tick)?;
+        self.check_tick(tick)?;
+        self.check_total(value)?;
+        self.move_clock(tick);
         self.add(tick, value);
         Ok(())
     }
 
     /// Moves a ticks window's clock to `tick` with no event, expiring what left the window.
     pub fn advance_to(&mut self, tick: u64) -> Result<(), ClockError> {
+        self.check_tick(tick)?;
+        self.move_clock(tick);
+        Ok(())
+    }
+
+    /// Whether a ticks window's clock may move to `tick`.
+    #[inline]
+    fn check_tick(&self, tick: u64) -> Result<(), ClockError> {
         if let Span::Arrivals(_) = self.span {
             return Err(ClockError::NotATickWindow);
         }
@@ -213,12 +241,31 @@ impl ExpHistogram {
                 got: tick,
             });
         }
+        Ok(())
+    }
+
+    /// Whether `value` more fits the total. Checked against the total before the event's
+    /// expiry, so that a refused event changes nothing: it may refuse a value the expiry
+    /// would have made room for, but only when total and value together pass 2^64 − 1.
+    #[inline]
+    fn check_total(&self, value: u64) -> Result<(), ClockError> {
+        match self.total.checked_add(value) {
+            Some(_) => Ok(()),
+            None => Err(ClockError::TotalOverflow {
+                total: self.total,
+                value,
+            }),
+        }
+    }
+
+    /// Moves a ticks window's clock to `tick` (checked by [`Self::check_tick`]).
+    #[inline]
+    fn move_clock(&mut self, tick: u64) {
         self.now = tick;
         self.started = true;
         if self.now >= self.expires_at {
             self.expire();
         }
-        Ok(())
     }
 
     /// Drops buckets whose timestamp has left the window: only ever the oldest ones.
@@ -300,8 +347,9 @@ impl ExpHistogram {
         self.total = self
             .total
             .checked_add(value)
-            .expect("window total overflowed u64");
-        self.merges += merges;
+            .expect("the callers check the total first");
+        // A decoded histogram may carry any count of merges: a statistic, so it saturates.
+        self.merges = self.merges.saturating_add(merges);
         self.worst_merges = self.worst_merges.max(merges);
         // The oldest bucket changes when the first one arrives or a merge reaches the top.
         self.update_expiry();

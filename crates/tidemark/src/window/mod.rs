@@ -53,6 +53,18 @@
 //! `v` ones at the same timestamp. tidemark inserts the `v` ones in one pass per size, at
 //! `O(k·log v)` cost rather than `O(v)`, leaving exactly the state `v` single insertions would.
 //!
+//! # Clocks
+//!
+//! A ticks window's clock is the caller's tick: it is set, never incremented, so any `u64` is
+//! a clock (the arithmetic near 2^64 − 1 is written without overflow, and a histogram at the
+//! last tick of time keeps counting there). An arrivals window's clock counts arrivals, so
+//! it must have room for the next one: [`ExpHistogram::MAX_ARRIVALS`] = 2^62 bounds it
+//! (146 years at a billion arrivals a second), an arrival past it is refused
+//! ([`ClockError::ArrivalsExhausted`]) rather than wrapping the clock to zero, and the decoder
+//! refuses an arrivals histogram whose clock reads more. An event whose value would carry a
+//! window's total past 2^64 − 1 is refused too ([`ClockError::TotalOverflow`]). A refused
+//! event leaves the histogram as it was.
+//!
 //! # Worked example
 //!
 //! The first twenty arrivals at `k = 2` (at most three buckets of a size):
@@ -125,7 +137,8 @@ impl fmt::Display for Span {
     }
 }
 
-/// A window's clock was misused.
+/// A window refused an event: its clock was misused or has no room left, or the event's
+/// value would overflow the window's total.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClockError {
@@ -140,6 +153,19 @@ pub enum ClockError {
     NotATickWindow,
     /// A bare arrival given to a ticks window, whose events need their tick.
     NotAnArrivalWindow,
+    /// An arrival to an arrivals window whose clock has reached its bound: counting it would
+    /// take the clock past [`ExpHistogram::MAX_ARRIVALS`].
+    ArrivalsExhausted {
+        /// The bound, the clock's reading.
+        limit: u64,
+    },
+    /// An event whose value would carry the window's total past 2^64 − 1.
+    TotalOverflow {
+        /// The window's total before the event.
+        total: u64,
+        /// The event's value.
+        value: u64,
+    },
 }
 
 impl fmt::Display for ClockError {
@@ -154,6 +180,15 @@ impl fmt::Display for ClockError {
             ClockError::NotAnArrivalWindow => {
                 write!(f, "this window counts ticks; each event needs its tick")
             }
+            ClockError::ArrivalsExhausted { limit } => write!(
+                f,
+                "the arrivals clock has reached its bound of {limit} (2^62) arrivals; no \
+                 further arrival can be counted"
+            ),
+            ClockError::TotalOverflow { total, value } => write!(
+                f,
+                "a value of {value} would carry the window's total of {total} past 2^64 - 1"
+            ),
         }
     }
 }
