@@ -137,40 +137,162 @@ pub fn read_config(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Checks before any input is read that `--save` can write `path`, so an unwritable path is
-/// not found after minutes of input. A file that did not exist is not left behind.
-pub fn check_save(path: &std::path::Path) -> anyhow::Result<()> {
-    let target = save_target(path)?;
-    // The directory must take a new file: the temporary one the save will write.
-    let tmp = temp_beside(&target);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| UsageError::flag("--save", format!("cannot write {}: {e}", path.display())))?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
+/// A file a command writes where the user named it (`--save`, `demo --db`), under one rule:
+/// a file already at that path is never replaced unless the user said `--force`. A saved
+/// sketch, filter or store is often all that is left of its input, and a mistyped name must
+/// not cost it. The write itself is whole or nothing: a temporary file beside the target,
+/// synced, then moved into place.
+#[derive(Clone, Copy, Debug)]
+pub struct SaveTo<'a> {
+    /// The path as given.
+    pub path: &'a Path,
+    /// The flag that named it, for messages (`--save`).
+    pub flag: &'static str,
+    /// Whether a file already at `path` may be replaced.
+    pub force: bool,
+    /// Said after the refusal of an existing file (`""` for nothing): what else may help.
+    pub hint: &'static str,
 }
 
-/// The file a `--save` to `path` replaces: `path`, or the file it links to. A directory, FIFO
-/// or device is refused (writing one would fail, block, or never be a saved summary).
-fn save_target(path: &Path) -> anyhow::Result<PathBuf> {
-    let refuse = |what: &str| {
-        UsageError::flag(
-            "--save",
-            format!("{} is {what}, not a file", path.display()),
-        )
-    };
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(refuse("a directory")),
-        Ok(meta) => match not_regular(&meta.file_type()) {
-            Some(kind) => Err(refuse(kind)),
-            None => std::fs::canonicalize(path).map_err(|e| {
-                UsageError::flag("--save", format!("cannot write {}: {e}", path.display()))
-            }),
-        },
-        Err(_) => Ok(path.to_path_buf()),
+impl<'a> SaveTo<'a> {
+    /// A save to `path`, named by `flag`, replacing an existing file only with `force`.
+    pub fn new(path: &'a Path, flag: &'static str, force: bool) -> Self {
+        SaveTo {
+            path,
+            flag,
+            force,
+            hint: "",
+        }
     }
+
+    /// The same save, with a hint after the refusal of an existing file.
+    pub fn hint(self, hint: &'static str) -> Self {
+        SaveTo { hint, ..self }
+    }
+
+    /// Checks before any input is read that the save can happen, so a refusal or an
+    /// unwritable path is not found after minutes of input. A file that did not exist is
+    /// not left behind.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let target = self.target()?;
+        if !self.force && exists(&target) {
+            return Err(self.exists_error());
+        }
+        // The directory must take a new file: the temporary one the save will write.
+        let tmp = self.temp_path()?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| {
+                UsageError::flag(
+                    self.flag,
+                    format!("cannot write {}: {e}", self.path.display()),
+                )
+            })?;
+        let _ = std::fs::remove_file(&tmp);
+        Ok(())
+    }
+
+    /// Writes `bytes` to the file whole or not at all (see the type's rule).
+    pub fn write(&self, bytes: &[u8]) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let tmp = self.temp_path()?;
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(UsageError::file(self.path.display(), e));
+        }
+        self.place(&tmp)
+    }
+
+    /// A temporary name beside the file the save replaces, in the same directory (so that
+    /// moving it there replaces the file whole): for a command that writes the file itself
+    /// (a store) and then calls [`SaveTo::place`].
+    pub fn temp_path(&self) -> anyhow::Result<PathBuf> {
+        Ok(temp_beside(&self.target()?))
+    }
+
+    /// Moves the finished temporary file `tmp` (from [`SaveTo::temp_path`]) to the path, or
+    /// removes it and fails. Without `force` the move never replaces a file, even one that
+    /// appeared after [`SaveTo::check`]: it links the new name, which fails on an existing
+    /// one, where a rename would replace it.
+    pub fn place(&self, tmp: &Path) -> anyhow::Result<()> {
+        let target = match self.target() {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(tmp);
+                return Err(e);
+            }
+        };
+        let moved = if self.force {
+            std::fs::rename(tmp, &target)
+        } else {
+            match std::fs::hard_link(tmp, &target) {
+                Ok(()) => std::fs::remove_file(tmp),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let _ = std::fs::remove_file(tmp);
+                    return Err(self.exists_error());
+                }
+                // A file system without hard links: look, then rename.
+                Err(_) if exists(&target) => {
+                    let _ = std::fs::remove_file(tmp);
+                    return Err(self.exists_error());
+                }
+                Err(_) => std::fs::rename(tmp, &target),
+            }
+        };
+        if let Err(e) = moved {
+            let _ = std::fs::remove_file(tmp);
+            return Err(UsageError::file(self.path.display(), e));
+        }
+        Ok(())
+    }
+
+    fn exists_error(&self) -> anyhow::Error {
+        UsageError::flag(
+            self.flag,
+            format!(
+                "{} exists; --force replaces it{}",
+                self.path.display(),
+                self.hint
+            ),
+        )
+    }
+
+    /// The file the save replaces: the path, or the file it links to. A directory, FIFO or
+    /// device is refused (writing one would fail, block, or never be a saved file).
+    fn target(&self) -> anyhow::Result<PathBuf> {
+        let path = self.path;
+        let refuse = |what: &str| {
+            UsageError::flag(
+                self.flag,
+                format!("{} is {what}, not a file", path.display()),
+            )
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => Err(refuse("a directory")),
+            Ok(meta) => match not_regular(&meta.file_type()) {
+                Some(kind) => Err(refuse(kind)),
+                None => std::fs::canonicalize(path).map_err(|e| {
+                    UsageError::flag(self.flag, format!("cannot write {}: {e}", path.display()))
+                }),
+            },
+            Err(_) => Ok(path.to_path_buf()),
+        }
+    }
+}
+
+/// Whether anything is at `path`, a link to nothing included (replacing it loses the link).
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
 }
 
 /// A temporary name beside `path`, in the same directory (so a rename replaces `path` whole).
@@ -181,34 +303,14 @@ fn temp_beside(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tidemark-{}.tmp", std::process::id()))
 }
 
-/// Writes a `--save` file whole or not at all: the bytes go to a temporary file beside it,
-/// synced, then renamed over it — an interrupted or failed save leaves the previous file (or
-/// none), never a part of the new one.
-pub fn save_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let target = save_target(path)?;
-    let tmp = temp_beside(&target);
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &target)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(|e| UsageError::file(path.display(), e))
-}
-
 /// A saved summary read by [`read_saved`]: a tidemark envelope, or a Redis `HYLL` value.
 pub enum Saved {
     /// A tidemark envelope of the given family, header checked, whole.
     Envelope(Family, Vec<u8>),
-    /// A Redis `HYLL` value (only when the caller accepts them), at most [`REDIS_HYLL_MAX`]
-    /// bytes.
+    /// A file that starts like a Redis `HYLL` value (only when the caller accepts them), at
+    /// most [`REDIS_HYLL_MAX`] bytes and a newline (`redis-cli --raw GET` writes one after
+    /// the value; the decoder decides whether the file is a value, or a value and that
+    /// newline).
     RedisHyll(Vec<u8>),
 }
 
@@ -260,18 +362,27 @@ pub fn read_saved(
         .read_to_end(&mut head)
         .map_err(io)?;
     if redis && head.starts_with(b"HYLL") {
-        if size > REDIS_HYLL_MAX {
+        if size > REDIS_HYLL_MAX + 1 {
             return Err(bad(format!(
                 "starts like a Redis HYLL value but has {size} bytes; a HYLL value has at most \
-                 {REDIS_HYLL_MAX}"
+                 {REDIS_HYLL_MAX} (and one newline after them)"
             )));
         }
         let mut bytes = head;
         (&mut file)
-            .take(REDIS_HYLL_MAX)
+            .take(REDIS_HYLL_MAX + 1)
             .read_to_end(&mut bytes)
             .map_err(io)?;
         return Ok(Saved::RedisHyll(bytes));
+    }
+    if redis && head.starts_with(b"\"HYLL") {
+        // `redis-cli --no-raw`, or redis-cli writing to a terminal, quotes the value and
+        // escapes its bytes.
+        return Err(bad(
+            "holds a Redis value as redis-cli prints it for a person (in quotes, its bytes \
+             escaped), not the value itself: save it with `redis-cli --raw GET KEY > FILE`"
+                .to_string(),
+        ));
     }
     if head.is_empty() {
         return Err(bad(format!("is empty, not {what}")));

@@ -42,7 +42,7 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
     Freq(cmd::freq::Args),
-    /// Build, query and describe resizable quotient filters ("seen before?").
+    /// Build, add to, query and describe resizable quotient filters ("seen before?").
     Filter(cmd::filter::Args),
     /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
     Run(cmd::run::Args),

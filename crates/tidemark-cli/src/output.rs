@@ -303,13 +303,20 @@ impl Layout {
         cols.join("  ").trim_end().to_string()
     }
 
+    /// A cell padded with spaces to its column's width: numbers on the right, text on the
+    /// left. Padded by hand, not with `{:>w$}`: the formatter takes widths below 65,536
+    /// only, and a key or item may be longer (a 65,536-byte key is a valid one).
     fn pad(&self, i: usize, c: &str) -> String {
-        let w = self.widths[i];
+        let fill = self.widths[i].saturating_sub(c.chars().count());
+        let mut out = String::with_capacity(c.len() + fill);
         if self.numeric[i] {
-            format!("{c:>w$}")
+            out.extend(std::iter::repeat_n(' ', fill));
+            out.push_str(c);
         } else {
-            format!("{c:<w$}")
+            out.push_str(c);
+            out.extend(std::iter::repeat_n(' ', fill));
         }
+        out
     }
 }
 
@@ -383,6 +390,21 @@ mod tests {
         let layout = Layout::of(&[whole(1.0), whole(2.0)]);
         assert_eq!(layout.row(&whole(3.0)), "       3");
         assert_eq!(layout.row(&whole(2001.5)), " 2001.50");
+    }
+
+    #[test]
+    fn cells_wider_than_the_formatter_takes_are_padded_whole() {
+        // 65,536 characters is past the formatter's widest width: the cell prints whole and
+        // the columns after it start where its width says.
+        let long = "x".repeat(70_000);
+        let rows = [
+            Record::new().field("key", long.as_str()).field("n", 1u64),
+            Record::new().field("key", "a").field("n", 22u64),
+        ];
+        let t = table(&rows);
+        assert_eq!(t[0], format!("key{}   n", " ".repeat(70_000 - 3)));
+        assert_eq!(t[1], format!("{long}   1"));
+        assert_eq!(t[2], format!("a{}  22", " ".repeat(70_000 - 1)));
     }
 
     #[test]

@@ -121,10 +121,11 @@ fn saves_replace_their_file_whole() {
     let dir = common::dir("save-whole");
     let file = dir.join("s.tdmk");
     let s = file.to_str().unwrap();
-    // A first save, then a second over it: the file holds the second, nothing else is left.
+    // A first save, then a second over it (--force: a save never replaces a file without
+    // it): the file holds the second, nothing else is left.
     for range in [0..10u64, 0..500] {
         common::ok(&tidemark(
-            &["distinct", "--save", s],
+            &["distinct", "--save", s, "--force"],
             common::lines(range).as_bytes(),
         ));
     }
@@ -141,7 +142,7 @@ fn saves_replace_their_file_whole() {
     let link = dir.join("link.tdmk");
     std::os::unix::fs::symlink(&file, &link).unwrap();
     common::ok(&tidemark(
-        &["distinct", "--save", link.to_str().unwrap()],
+        &["distinct", "--save", link.to_str().unwrap(), "--force"],
         common::lines(0..7).as_bytes(),
     ));
     assert!(std::fs::symlink_metadata(&link)

@@ -2,7 +2,28 @@
 //! errors that name the file or flag.
 
 mod common;
-use common::{json_lines, lines, ok, temp, tidemark};
+use common::{dir, json_lines, lines, ok, s, temp, tidemark};
+
+/// `filter build --capacity 1000 --fpr 0.01 --reserve 2 EXTRA… --save FILE --json` over
+/// `input`: its row.
+fn build_into(file: &std::path::Path, extra: &[&str], input: &str) -> serde_json::Value {
+    let mut args = vec!["filter", "build", "--capacity", "1000", "--fpr", "0.01"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--save", s(file), "--json"]);
+    let out = tidemark(&args, input);
+    ok(&out);
+    json_lines(&out)[0].clone()
+}
+
+/// The names in a directory, sorted (a failed save must leave no temporary file).
+fn names_in(d: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
 
 #[test]
 fn build_query_and_info_round_trip_through_a_file() {
@@ -141,6 +162,7 @@ fn a_full_filter_refuses_with_the_keys_it_took_and_advice() {
             "1",
             "--save",
             fs,
+            "--force",
         ],
         &lines(0..10_000),
     );
@@ -347,7 +369,145 @@ fn build_inserts_each_distinct_key_once_unless_multiset() {
     let out = tidemark(&["filter", "query", fs, "--count", "--json"], &text);
     ok(&out);
     assert_eq!(json_lines(&out)[0]["missing"], 0);
-    let multi = build(&["--multiset"]);
+    // Over the set's file: replacing it takes --force.
+    let multi = build(&["--multiset", "--force"]);
     assert_eq!(multi["keys"], 20_000);
     assert_eq!(multi["repeats"], 0);
+}
+
+#[test]
+fn add_saves_the_filter_one_build_of_every_line_would_have_saved() {
+    let d = dir("filter-add");
+    let new_keys = d.join("new-keys.txt");
+    std::fs::write(&new_keys, lines(1_000..3_000)).unwrap();
+    for (design, extra) in [
+        ("quotient", &["--reserve", "2"][..]),
+        ("stacked", &["--stacked"]),
+    ] {
+        // The exact model: one build over every line.
+        let whole = d.join(format!("{design}-whole.qf"));
+        let all = build_into(&whole, extra, &lines(0..3_000));
+        // A build of the first lines, then an add of the rest from a file.
+        let part = d.join(format!("{design}-part.qf"));
+        build_into(&part, extra, &lines(0..1_000));
+        let out = tidemark(&["filter", "add", s(&part), s(&new_keys), "--json"], "");
+        ok(&out);
+        let added = &json_lines(&out)[0];
+        assert_eq!(added["filter"], design);
+        assert_eq!(added["lines"], 2_000);
+        assert_eq!(added["keys"], all["keys"], "{design}");
+        assert_eq!(
+            std::fs::read(&part).unwrap(),
+            std::fs::read(&whole).unwrap(),
+            "{design}: the same filter, byte for byte"
+        );
+        // Old keys and new are found; the add leaves nothing else behind.
+        let out = tidemark(
+            &["filter", "query", s(&part), "--count", "--json"],
+            &lines(0..3_000),
+        );
+        ok(&out);
+        assert_eq!(json_lines(&out)[0]["found"], 3_000, "{design}");
+        // A key already in is not inserted again; --multiset inserts it.
+        let out = tidemark(&["filter", "add", s(&part), "--json"], "user-5\n");
+        ok(&out);
+        let again = &json_lines(&out)[0];
+        assert_eq!(
+            (again["repeats"].clone(), again["keys"].clone()),
+            (1.into(), all["keys"].clone())
+        );
+        let out = tidemark(
+            &["filter", "add", s(&part), "--multiset", "--json"],
+            "user-5\n",
+        );
+        ok(&out);
+        let keys = all["keys"].as_u64().unwrap();
+        assert_eq!(json_lines(&out)[0]["keys"], keys + 1, "{design}");
+    }
+    let mut want: Vec<String> = ["new-keys.txt"].map(String::from).to_vec();
+    for design in ["quotient", "stacked"] {
+        want.push(format!("{design}-part.qf"));
+        want.push(format!("{design}-whole.qf"));
+    }
+    want.sort();
+    assert_eq!(names_in(&d), want, "no temporary file is left");
+}
+
+#[test]
+fn add_to_a_damaged_missing_or_foreign_file_is_a_clean_error_that_changes_nothing() {
+    let d = dir("filter-add-damaged");
+    let f = d.join("seen.qf");
+    build_into(&f, &[], &lines(0..100));
+    let good = std::fs::read(&f).unwrap();
+    let sketch = d.join("users.tdmk");
+    ok(&tidemark(
+        &["distinct", "--save", s(&sketch)],
+        &lines(0..10),
+    ));
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x10;
+    let cases: [(&str, Option<Vec<u8>>, &str); 4] = [
+        ("flipped.qf", Some(flipped), "checksum"),
+        ("cut.qf", Some(good[..good.len() - 3].to_vec()), "truncated"),
+        ("users.tdmk", None, "not a filter"),
+        ("missing.qf", None, "No such file"),
+    ];
+    for (name, bytes, words) in cases {
+        let path = d.join(name);
+        if let Some(b) = &bytes {
+            std::fs::write(&path, b).unwrap();
+        }
+        let before = std::fs::read(&path).ok();
+        let out = tidemark(&["filter", "add", s(&path)], &lines(100..200));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(s(&path)) && err.contains(words),
+            "{name}: {err}"
+        );
+        assert_eq!(std::fs::read(&path).ok(), before, "{name} is as it was");
+    }
+    let mut want = vec!["cut.qf", "flipped.qf", "seen.qf", "users.tdmk"];
+    want.sort();
+    assert_eq!(names_in(&d), want, "no temporary file, no file created");
+}
+
+#[test]
+fn add_to_a_full_filter_refuses_and_leaves_the_file_as_it_was() {
+    let d = dir("filter-add-full");
+    let f = d.join("full.qf");
+    // 100 at 1%: p = 14, q = 8; it takes 6,143 keys and refuses the next.
+    let out = tidemark(
+        &[
+            "filter",
+            "build",
+            "--multiset",
+            "--capacity",
+            "100",
+            "--fpr",
+            "0.01",
+            "--save",
+            s(&f),
+        ],
+        &lines(0..6_000),
+    );
+    ok(&out);
+    let before = std::fs::read(&f).unwrap();
+    let out = tidemark(
+        &["filter", "add", "--multiset", s(&f)],
+        &lines(6_000..7_000),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("<stdin>:144:"), "{err}");
+    assert!(
+        err.contains("the filter is full: it holds 6143 keys"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nothing was saved") && err.contains("--stacked"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+    assert_eq!(names_in(&d), ["full.qf"]);
 }

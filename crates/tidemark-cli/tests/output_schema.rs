@@ -214,6 +214,7 @@ fn every_json_line_of_every_command_fits_the_one_schema() {
         let f = p(&format!("f{}.qf", extra.len()));
         args.extend_from_slice(&["--save", &f]);
         run(&args, &words);
+        run(&["filter", "add", "--json", &f], "k1\nnew-key\n");
         run(&["filter", "info", "--json", &f], "");
         run(&["filter", "query", "--json", &f], "k1\nnot-there\n");
         run(&["filter", "query", "--count", "--json", &f], &words);

@@ -2,17 +2,20 @@
 //! or the union of saved sketches.
 //!
 //! Each input line (without its line ending) is one item. `--merge` instead reads saved
-//! sketches, tidemark's own files or Redis `HYLL` values (as `GET` returns them), merges them
-//! and reports the count of the union. `--save` writes the sketch: tidemark's format, or a
+//! sketches, tidemark's own files or Redis `HYLL` values (as `GET` returns them, alone or with
+//! the one newline `redis-cli --raw` writes after them), merges them and reports the count of
+//! the union. `--save` writes the sketch: tidemark's format, or a
 //! Redis value with `--redis`.
 
 use std::path::PathBuf;
 
-use tidemark::cardinality::{z_score, DistinctSketch as Sketch, ExaLogLog, Hll};
+use tidemark::cardinality::{
+    z_score, DistinctSketch as Sketch, ExaLogLog, Hll, RedisError, REDIS_REGISTERS,
+};
 use tidemark::codec::Family;
 use tidemark::Bracket;
 
-use crate::input::{for_each_line, read_saved, Saved};
+use crate::input::{for_each_line, read_saved, SaveTo, Saved};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -29,6 +32,15 @@ pub enum SketchArg {
 
 /// Arguments of `tidemark distinct`.
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = "\
+--merge reads tidemark's sketch files and Redis HYLL values, told apart by their first bytes. \
+Save a Redis value with `redis-cli --raw GET KEY > FILE`: it writes the value's bytes and one \
+newline after them, which is accepted (exactly one newline, after a valid value; nothing else \
+may follow it); `redis-cli --raw -D '' GET KEY > FILE` writes the bytes alone. Redis hashes \
+with MurmurHash64A at p = 14, so the sketches of a union with Redis values are saved with \
+--redis; sketches of different hashes are refused, never merged into a wrong number.
+
+--save never replaces an existing file unless --force is given (exit 2, naming the file).")]
 pub struct Args {
     /// Precision p (4..=18): 2^p registers (default 14, or 11 for ExaLogLog: the same error,
     /// about 0.8%).
@@ -44,10 +56,14 @@ pub struct Args {
     /// Confidence of the [low, high] bracket, in (0, 1).
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
-    /// Write the sketch to FILE.
+    /// Write the sketch to FILE (a file already there is refused unless --force).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
-    /// Merge saved sketches (the FILES) instead of reading lines.
+    /// With --save: replace a file already at FILE.
+    #[arg(long, requires = "save")]
+    pub force: bool,
+    /// Merge saved sketches (the FILES: tidemark's, or Redis HYLL values) instead of reading
+    /// lines.
     #[arg(long)]
     pub merge: bool,
     /// Distinct items over the last W ticks: lines are `TICK ITEM`.
@@ -143,8 +159,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ));
         }
     }
-    if let Some(path) = &args.save {
-        crate::input::check_save(path)?;
+    let save = args
+        .save
+        .as_deref()
+        .map(|path| SaveTo::new(path, "--save", args.force));
+    if let Some(save) = &save {
+        save.check()?;
     }
     let h = if args.merge {
         if args.precision.is_some() || args.sketch != SketchArg::Hyperloglog {
@@ -192,14 +212,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let h = h
         .with_confidence(args.confidence)
         .map_err(|e| UsageError::flag("--confidence", e))?;
-    if let Some(path) = &args.save {
+    if let Some(save) = &save {
         let bytes = match &h {
             Sketch::Hll(h) if args.redis => h
                 .to_redis()
                 .map_err(|e| UsageError::flag("--redis", format!("cannot save as Redis: {e}")))?,
             h => h.to_bytes(),
         };
-        crate::input::save_file(path, &bytes)?;
+        save.write(&bytes)?;
     }
     let mut out = Output::new(args.json);
     out.emit(&record(&h, args.confidence))?;
@@ -227,9 +247,7 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
         let name = path.display().to_string();
         let families = [Family::Hll, Family::ExaLogLog];
         let h = match read_saved(path, &families, "a HyperLogLog or ExaLogLog sketch", true)? {
-            Saved::RedisHyll(bytes) => {
-                Sketch::Hll(Hll::from_redis(&bytes).map_err(|e| UsageError::file(&name, e))?)
-            }
+            Saved::RedisHyll(bytes) => Sketch::Hll(redis_value(&name, &bytes)?),
             Saved::Envelope(Family::ExaLogLog, bytes) => Sketch::ExaLogLog(
                 ExaLogLog::from_bytes(&bytes).map_err(|e| UsageError::file(&name, e))?,
             ),
@@ -258,7 +276,22 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
                     ),
                 ))
             }
-            Some(a) => a.merge(&h).map_err(|e| UsageError::file(&name, e))?,
+            Some(a) => a.merge(&h).map_err(|e| {
+                // Redis hashes with its own function: the usual mix-up has a name.
+                let redis = tidemark::ItemHasher::redis();
+                if (a.hasher() == redis) != (h.hasher() == redis) {
+                    UsageError::file(
+                        &name,
+                        format!(
+                            "{e}; Redis values, and sketches saved with `tidemark distinct \
+                             --redis`, hash with MurmurHash64A at p = 14: build every sketch of \
+                             the union with --redis"
+                        ),
+                    )
+                } else {
+                    UsageError::file(&name, e)
+                }
+            })?,
         }
     }
     let acc =
@@ -282,6 +315,48 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
         );
     }
     Ok(acc)
+}
+
+/// A Redis `HYLL` value read from a file: the value's bytes, or the value and exactly one
+/// `\n` after it, as `redis-cli --raw GET KEY > FILE` writes it. Taking that newline off is
+/// never a guess: no valid value stays valid with a byte more or less at its end (a dense
+/// value has one length; a sparse value's opcodes cover exactly 16,384 registers, and a
+/// byte more, `\n` included, is an opcode covering more), so at most one reading is valid.
+fn redis_value(name: &str, bytes: &[u8]) -> anyhow::Result<Hll> {
+    let err = match Hll::from_redis(bytes) {
+        Ok(h) => return Ok(h),
+        Err(e) => e,
+    };
+    if let Some(Ok(h)) = bytes.strip_suffix(b"\n").map(Hll::from_redis) {
+        return Ok(h);
+    }
+    // A whole value followed by more bytes than that newline: where the decoder stopped
+    // past the last register, or at the end of a dense value's length, the value may end.
+    let end = match err {
+        RedisError::SparseOverrun {
+            offset, covered, ..
+        } if covered == REDIS_REGISTERS => Some(offset),
+        RedisError::SparseTruncated { offset } => Some(offset),
+        RedisError::DenseLength { expected, got } if got > expected => Some(expected),
+        _ => None,
+    };
+    let whole = |end: &usize| {
+        bytes
+            .get(..*end)
+            .is_some_and(|v| Hll::from_redis(v).is_ok())
+    };
+    if let Some(end) = end.filter(whole) {
+        return Err(UsageError::saved(
+            name,
+            format!(
+                "has {} bytes past the end of the Redis HYLL value it starts with: a saved \
+                 value is followed by at most one newline (`redis-cli --raw GET KEY > FILE` \
+                 writes one); `redis-cli --raw -D '' GET KEY > FILE` writes the value alone",
+                bytes.len() - end
+            ),
+        ));
+    }
+    Err(UsageError::file(name, err))
 }
 
 /// `"p = 10 (a.tdmk), p = 12 (b.tdmk)"` when the files had more than one value of a

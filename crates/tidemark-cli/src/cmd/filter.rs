@@ -2,15 +2,16 @@
 //! describe it.
 //!
 //! Each input line is one key (its bytes, without the line ending). `build` saves the
-//! filter's envelope to a file; `query` and `info` read it back.
+//! filter's envelope to a file (never over an existing one without `--force`); `add` inserts
+//! more keys into a saved filter and saves it back whole; `query` and `info` read it.
 
 use std::path::{Path, PathBuf};
 
 use tidemark::codec::Family;
-use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
+use tidemark::membership::{Exhausted, LengtheningFilter, QuotientFilter, StackedFilter};
 use tidemark::{Estimate, ParamError};
 
-use crate::input::{for_each_line, read_envelope};
+use crate::input::{for_each_line, read_envelope, Loc, SaveTo};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -25,6 +26,8 @@ pub struct Args {
 enum FilterCommand {
     /// Build a filter from lines (one key a line) and save it.
     Build(BuildArgs),
+    /// Add the keys of lines (one key a line) to a saved filter and save it back.
+    Add(AddArgs),
     /// Answer, for each line, whether the filter may hold it.
     Query(QueryArgs),
     /// Describe a saved filter: keys, load, life, doublings left, rate, bits.
@@ -52,13 +55,39 @@ pub struct BuildArgs {
     /// before?" is a set — and a key the filter already answers is not inserted again.
     #[arg(long)]
     pub multiset: bool,
-    /// Where to save the filter.
+    /// Where to save the filter (a file already there is refused unless --force; to add
+    /// keys to a saved filter, `tidemark filter add`).
     #[arg(long)]
     pub save: PathBuf,
+    /// Replace a file already at the --save path.
+    #[arg(long)]
+    pub force: bool,
     /// JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Input files (standard input if none).
+    pub files: Vec<PathBuf>,
+}
+
+/// Arguments of `tidemark filter add`.
+#[derive(clap::Args, Debug)]
+#[command(after_long_help = "\
+The filter keeps its design and parameters, and ends as one build over its first lines and \
+these would have ended, byte for byte. It is saved back whole or not at all (a temporary file \
+beside it, then renamed over it): an interrupted add, or one refused because the filter is \
+full, leaves the file as it was. Two adds to one file at the same time keep only the keys of \
+the one that finishes last.")]
+pub struct AddArgs {
+    /// The saved filter; it is replaced by the filter with the new keys.
+    pub filter: PathBuf,
+    /// Insert every line, repeats included (as `build --multiset`). By default a key the
+    /// filter already answers is not inserted again.
+    #[arg(long)]
+    pub multiset: bool,
+    /// JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Input files of keys (standard input if none).
     pub files: Vec<PathBuf>,
 }
 
@@ -112,6 +141,67 @@ impl AnyFilter {
                 AnyFilter::Stacked(StackedFilter::from_bytes(&bytes).map_err(bad)?)
             }
             _ => AnyFilter::Lengthening(LengtheningFilter::from_bytes(&bytes).map_err(bad)?),
+        })
+    }
+
+    fn contains(&self, key: &[u8]) -> bool {
+        match self {
+            AnyFilter::Quotient(f) => f.contains(key),
+            AnyFilter::Stacked(f) => f.contains(key),
+            AnyFilter::Lengthening(f) => f.contains(key),
+        }
+    }
+
+    fn insert(&mut self, key: &[u8]) -> Result<(), Exhausted> {
+        match self {
+            AnyFilter::Quotient(f) => f.insert(key),
+            AnyFilter::Stacked(f) => {
+                f.insert(key);
+                Ok(())
+            }
+            AnyFilter::Lengthening(f) => f.insert(key),
+        }
+    }
+
+    /// Inserts the key of every line of `files`, once per key unless `multiset` (a key the
+    /// filter already answers, inserted before or a false positive of one, adds nothing to
+    /// a set: inserting it again would only fill the table). Returns the lines read and the
+    /// lines not inserted; `full` words the error of a table that cannot take a key.
+    fn insert_lines(
+        &mut self,
+        files: &[PathBuf],
+        multiset: bool,
+        full: impl Fn(&Loc, &Exhausted, &AnyFilter) -> anyhow::Error,
+    ) -> anyhow::Result<(u64, u64)> {
+        let (mut lines, mut repeats) = (0u64, 0u64);
+        for_each_line(files, |loc, line| {
+            lines += 1;
+            if !multiset && self.contains(line.as_bytes()) {
+                repeats += 1;
+                return Ok(());
+            }
+            self.insert(line.as_bytes())
+                .map_err(|e| full(loc, &e, self))
+        })?;
+        Ok((lines, repeats))
+    }
+
+    /// The filter's envelope; `what` names the filter in the error of one too large to
+    /// encode.
+    fn to_bytes(&self, what: &str) -> anyhow::Result<Vec<u8>> {
+        Ok(match self {
+            AnyFilter::Quotient(f) => f.try_to_bytes().map_err(|e| {
+                UsageError::flag(
+                    "--capacity",
+                    format!(
+                        "cannot allocate memory to encode {what} (its table holds {} bits): \
+                         {e}; nothing was saved",
+                        f.bits()
+                    ),
+                )
+            })?,
+            AnyFilter::Stacked(s) => s.to_bytes(),
+            AnyFilter::Lengthening(t) => t.to_bytes(),
         })
     }
 
@@ -228,73 +318,74 @@ fn physical_memory() -> Option<u64> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         FilterCommand::Build(a) => build(a),
+        FilterCommand::Add(a) => add(a),
         FilterCommand::Query(a) => query(a),
         FilterCommand::Info(a) => info(a),
     }
 }
 
 fn build(args: BuildArgs) -> anyhow::Result<()> {
-    // Lines read, and lines not inserted because the filter already answered them (a repeat,
-    // or a key sharing a fingerprint with one inserted: a false positive already).
-    let (mut lines, mut repeats) = (0u64, 0u64);
-    crate::input::check_save(&args.save)?;
-    let filter = if args.stacked {
+    let save = SaveTo::new(&args.save, "--save", args.force)
+        .hint(" (`tidemark filter add` adds keys to a saved filter)");
+    save.check()?;
+    let mut filter = if args.stacked {
         check_fits(args.capacity, args.fpr, 0, true)?;
-        let mut s = StackedFilter::new(args.capacity, args.fpr)
-            .map_err(|e| param_to_flag(e, args.capacity, true))?;
-        for_each_line(&args.files, |_, line| {
-            lines += 1;
-            if args.multiset || !s.contains(line.as_bytes()) {
-                s.insert(line.as_bytes());
-            } else {
-                repeats += 1;
-            }
-            Ok(())
-        })?;
-        AnyFilter::Stacked(s)
+        AnyFilter::Stacked(
+            StackedFilter::new(args.capacity, args.fpr)
+                .map_err(|e| param_to_flag(e, args.capacity, true))?,
+        )
     } else {
         check_fits(args.capacity, args.fpr, args.reserve, false)?;
-        let mut f = QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
-            .map_err(|e| param_to_flag(e, args.capacity, false))?;
-        for_each_line(&args.files, |loc, line| {
-            // A key already answered (inserted before, or a false positive of one) adds
-            // nothing to a set: inserting it again would only fill the table.
-            lines += 1;
-            if !args.multiset && f.contains(line.as_bytes()) {
-                repeats += 1;
-                return Ok(());
-            }
-            f.insert(line.as_bytes()).map_err(|e| {
-                loc.error(format!(
-                    "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {} \
-                     times the forecast) and cannot double again. Build it with a larger --reserve \
-                     (each bit doubles the life), with --stacked (never fills), or rebuild it \
-                     with a --capacity near the keys you now have. Nothing was saved",
-                    e.keys,
-                    args.capacity,
-                    args.reserve,
-                    f.life()
-                ))
-            })
-        })?;
-        AnyFilter::Quotient(f)
+        AnyFilter::Quotient(
+            QuotientFilter::with_reserve(args.capacity, args.fpr, args.reserve)
+                .map_err(|e| param_to_flag(e, args.capacity, false))?,
+        )
     };
-    let bytes = match &filter {
-        AnyFilter::Quotient(f) => f.try_to_bytes().map_err(|e| {
-            UsageError::flag(
-                "--capacity",
-                format!(
-                    "cannot allocate memory to encode the filter of capacity {} (its table \
-                     holds {} bits): {e}; nothing was saved",
-                    args.capacity,
-                    f.bits()
-                ),
-            )
-        })?,
-        AnyFilter::Stacked(s) => s.to_bytes(),
-        AnyFilter::Lengthening(t) => t.to_bytes(),
-    };
-    crate::input::save_file(&args.save, &bytes)?;
+    // Lines read, and lines not inserted because the filter already answered them (a repeat,
+    // or a key sharing a fingerprint with one inserted: a false positive already).
+    let (lines, repeats) = filter.insert_lines(&args.files, args.multiset, |loc, e, f| {
+        let life = match f {
+            AnyFilter::Quotient(f) => f.life(),
+            _ => 0,
+        };
+        loc.error(format!(
+            "the filter is full: it took {} keys (forecast {}, reserve {}, life 2^(p−q) = {} \
+             times the forecast) and cannot double again. Build it with a larger --reserve \
+             (each bit doubles the life), with --stacked (never fills), or rebuild it \
+             with a --capacity near the keys you now have. Nothing was saved",
+            e.keys, args.capacity, args.reserve, life
+        ))
+    })?;
+    let what = format!("the filter of capacity {}", args.capacity);
+    save.write(&filter.to_bytes(&what)?)?;
+    Output::new(args.json).emit(
+        &filter
+            .record()
+            .field("lines", lines)
+            .field("repeats", repeats),
+    )
+}
+
+fn add(args: AddArgs) -> anyhow::Result<()> {
+    let mut filter = AnyFilter::load(&args.filter)?;
+    let name = args.filter.display().to_string();
+    // Replacing the file is the point: it is the filter just read, with more keys.
+    let save = SaveTo::new(&args.filter, "FILTER", true);
+    save.check()?;
+    let (lines, repeats) = filter.insert_lines(&args.files, args.multiset, |loc, e, f| {
+        let life = match f {
+            AnyFilter::Quotient(f) => format!(", life {} times its forecast", f.life()),
+            _ => String::new(),
+        };
+        loc.error(format!(
+            "the filter is full: it holds {} keys in {} slots{life} and cannot double again; \
+             nothing was saved, {name} is as it was. Rebuild it (`tidemark filter build`) \
+             with a larger --reserve, with --stacked (never fills), or with a --capacity near \
+             the keys you now have",
+            e.keys, e.slots
+        ))
+    })?;
+    save.write(&filter.to_bytes(&name)?)?;
     Output::new(args.json).emit(
         &filter
             .record()

@@ -18,7 +18,7 @@ use tidemark::codec::Family;
 use tidemark::frequency::{CountMin, DyadicCountMin, FrequencyError, HeavyHitters, Model, TopK};
 use tidemark::{Estimate, ParamError};
 
-use crate::input::{for_each_line, read_envelope};
+use crate::input::{for_each_line, read_envelope, SaveTo};
 use crate::output::{Output, Record};
 use crate::UsageError;
 
@@ -56,7 +56,9 @@ need every item to be an integer in [0, 2^BITS); a line whose item is not is an 
 --join takes a sketch saved by --save with the same --epsilon and --delta.
 
 Each answer is a row: kind (total, point, heavy, top, range, quantile, join), item, \
-estimate, low, high, confidence (the probability that [low, high] holds the truth).")]
+estimate, low, high, confidence (the probability that [low, high] holds the truth).
+
+--save never replaces an existing file unless --force is given (exit 2, naming the file).")]
 pub struct Args {
     /// Error bound ε: point queries within ε‖a‖₁ (w = ⌈e/ε⌉ columns).
     #[arg(long, default_value_t = 0.001)]
@@ -88,9 +90,13 @@ pub struct Args {
     /// Integer items are in [0, 2^BITS) (for --range, --quantile, turnstile heavy hitters).
     #[arg(long, default_value_t = 32)]
     pub bits: u32,
-    /// Save the sketch to FILE (a tidemark envelope).
+    /// Save the sketch to FILE (a tidemark envelope; a file already there is refused unless
+    /// --force).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// With --save: replace a file already at FILE.
+    #[arg(long, requires = "save")]
+    pub force: bool,
     /// Report the join size (inner product) with the sketch saved in FILE.
     #[arg(long, value_name = "FILE")]
     pub join: Option<PathBuf>,
@@ -162,8 +168,12 @@ fn quantile_record(q: f64, value: u64, rank: &Estimate) -> Record {
 
 /// Runs `tidemark freq`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(path) = &args.save {
-        crate::input::check_save(path)?;
+    let save = args
+        .save
+        .as_deref()
+        .map(|path| SaveTo::new(path, "--save", args.force));
+    if let Some(save) = &save {
+        save.check()?;
     }
     let model = Model::from(args.model);
     let ranges: Vec<(u64, u64)> = args.range.chunks(2).map(|c| (c[0], c[1])).collect();
@@ -337,8 +347,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .map_err(|e| UsageError::flag("--join", e))?;
                 out.emit(&record("join", None, &e).field("with", file.as_str()))?;
             }
-            if let Some(path) = &args.save {
-                crate::input::save_file(path, &cm.to_bytes())?;
+            if let Some(save) = &save {
+                save.write(&cm.to_bytes())?;
             }
         }
         Engine::Integers(s) => {
@@ -370,8 +380,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .map_err(|e| UsageError::flag("--quantile", e))?;
                 out.emit(&quantile_record(q, x, &e))?;
             }
-            if let Some(path) = &args.save {
-                crate::input::save_file(path, &s.to_bytes())?;
+            if let Some(save) = &save {
+                save.write(&s.to_bytes())?;
             }
         }
     }

@@ -36,7 +36,10 @@ pub struct Args {
     /// Window length (`5m`, `1h`), a multiple of the metric's bucket width.
     #[arg(long)]
     pub window: String,
-    /// Window end: RFC 3339 or epoch seconds (default: the metric's watermark).
+    /// Window end: RFC 3339 or epoch seconds, rounded down to a bucket boundary (default: the
+    /// end of the metric's newest open bucket, so the window holds the answer so far, marked
+    /// partial; when no bucket is open, where its closed buckets end; for a rollup, the end of
+    /// its last complete period).
     #[arg(long, value_name = "T")]
     pub at: Option<String>,
     /// JSON lines instead of a table.
