@@ -18,20 +18,23 @@
 #
 #   crates/tidemark-redis/bench/compare.sh              # N=200000 requests a run, ROUNDS=3
 #   N=50000 ROUNDS=1 crates/tidemark-redis/bench/compare.sh
+#   SECTIONS=2 crates/tidemark-redis/bench/compare.sh   # only the second comparison
 set -euo pipefail
 N=${N:-200000}
 ROUNDS=${ROUNDS:-3}
+SECTIONS=${SECTIONS:-123}
 source "$(dirname "$0")/server.sh"
 LOG=$(mktemp)
 trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR" "$LOG"' EXIT
 
-# rps NAME N ARGS…: requests per second of one redis-benchmark run (pipelined 16 deep, 50
-# clients), logged under NAME.
+# rps NAME N CLIENTS PIPELINE ARGS…: requests per second of one redis-benchmark run, logged
+# under NAME. Fast commands run pipelined (16 deep, 50 clients) as in redis-bench.sh; the
+# slow ones one at a time (a pipeline of them would queue minutes of work).
 rps() {
-  local name=$1 n=$2
-  shift 2
+  local name=$1 n=$2 clients=$3 pipe=$4
+  shift 4
   local r
-  r=$(redis-benchmark -p "$PORT" -n "$n" -P "${P:-16}" -c 50 -q "$@" | tr '\r' '\n' \
+  r=$(redis-benchmark -p "$PORT" -n "$n" -P "$pipe" -c "$clients" -q "$@" | tr '\r' '\n' \
       | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1)
   echo "$name $r" >> "$LOG"
   echo "  $name: $r req/s"
@@ -39,11 +42,13 @@ rps() {
 mem() { $C memory usage "$1" samples 0; }
 sum_mem() { local t=0 k; for k in "$@"; do t=$((t + $(mem "$k"))); done; echo "$t"; }
 
+if [[ $SECTIONS == *1* ]]; then
 echo "== 1. rate limit: sorted-set log (1,000 events in the window), INCR+PEXPIRE, TMCOUNT.ADD"
-# The log's clock is a counter, so that its window holds exactly 1,000 events at every call.
+# The log's clock is a counter, so that its window holds exactly 1,000 events at every call;
+# each member is a millisecond time and a sequence number, as a request's log entry is.
 ZLOG=$($C script load "local n = redis.call('INCR', KEYS[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', n - tonumber(ARGV[1]))
-redis.call('ZADD', KEYS[1], n, n)
+redis.call('ZADD', KEYS[1], n, (1700000000000 + n) .. '-' .. n)
 return redis.call('ZCARD', KEYS[1])")
 FIXED=$($C script load "local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -53,17 +58,18 @@ for _ in $(seq 1000); do echo "EVALSHA $ZLOG 2 {rl}z {rl}zc 1000"; done | $C >/d
 echo "  the log holds $($C zcard '{rl}z') events"
 for r in $(seq "$ROUNDS"); do
   echo " round $r"
-  rps zlog "$N" EVALSHA "$ZLOG" 2 '{rl}z' '{rl}zc' 1000
-  rps tmcount "$N" TMCOUNT.ADD '{rl}tm' '*'
-  rps fixed "$N" EVALSHA "$FIXED" 1 '{rl}f' 60000
+  rps zlog "$N" 50 16 EVALSHA "$ZLOG" 2 '{rl}z' '{rl}zc' 1000
+  rps tmcount "$N" 50 16 TMCOUNT.ADD '{rl}tm' '*'
+  rps fixed "$N" 50 16 EVALSHA "$FIXED" 1 '{rl}f' 60000
 done
 echo "  answers: the log $($C zcard '{rl}z'), TMCOUNT.GET $($C TMCOUNT.GET '{rl}tm' | tr '\n' ' ')"
 for events in 1000 100000; do
-  python3 - "$events" <<'EOF' | $C --pipe >/dev/null
+  python3 - "$events" <<'EOF' | $C --pipe 2>&1 | tail -1 | sed "s/^/  fill: /"
 import sys
 n = int(sys.argv[1])
 for e in range(n):
-    print(f"ZADD mz{n} {e} {e}")
+    t = 1_700_000_000_000 + e * 50
+    print(f"ZADD mz{n} {t} {t}-{e}")
 print(f"TMCOUNT.CREATE mt{n} WINDOW {n}")
 for e in range(n):
     print(f"TMCOUNT.ADD mt{n} {e}")
@@ -72,9 +78,11 @@ EOF
   echo "  memory at $events events: sorted set $z B, TMCOUNT $t B ($(python3 -c "print(round($z/$t, 1))")x less); GET $($C TMCOUNT.GET "mt$events" | tr '\n' ' ')"
 done
 
+fi
+if [[ $SECTIONS == *2* ]]; then
 echo "== 2. unique visitors, last hour: PFCOUNT of 60 minute keys vs TMDISTINCT.COUNT"
 for events in 1000 100000; do
-  python3 - "$events" <<'EOF' | $C --pipe >/dev/null
+  python3 - "$events" <<'EOF' | $C --pipe 2>&1 | tail -1 | sed "s/^/  fill: /"
 import random, sys
 n = int(sys.argv[1])
 rng = random.Random(7)
@@ -98,22 +106,25 @@ return redis.call('PFCOUNT', KEYS[61])")
 for r in $(seq "$ROUNDS"); do
   echo " round $r (100,000 events)"
   # shellcheck disable=SC2086
-  rps pfcount60 $((N / 20)) PFCOUNT $keys
+  rps pfcount60 $((N / 50)) 4 1 PFCOUNT $keys
   # shellcheck disable=SC2086
-  rps pfmerge60 $((N / 20)) EVALSHA "$MERGE" 61 $keys '{uv100000}u'
-  rps tmdistinct "$N" TMDISTINCT.COUNT '{uv100000}t'
-  # Every call a different window: every call merges its buckets (nothing cached).
-  rps tmdistinct-uncached $((N / 20)) TMDISTINCT.COUNT '{uv100000}t' WINDOW 3540000
+  rps pfmerge60 $((N / 50)) 4 1 EVALSHA "$MERGE" 61 $keys '{uv100000}u'
+  rps tmdistinct "$N" 50 16 TMDISTINCT.COUNT '{uv100000}t'
+  # A window other than the cached one: every call merges its 59 buckets.
+  rps tmdistinct-uncached $((N / 50)) 4 1 TMDISTINCT.COUNT '{uv100000}t' WINDOW 3540000
 done
 
+fi
+if [[ $SECTIONS == *3* ]]; then
 echo "== 3. top items, last 10 minutes: ZUNIONSTORE of 10 minute sets vs TMFREQ.TOP"
-python3 - <<'EOF' | $C --pipe >/dev/null
+python3 - <<'EOF' | $C --pipe 2>&1 | tail -1 | sed "s/^/  fill: /"
 import random
 rng = random.Random(11)
 items = 100_000
 # Zipf-like weights: the heavy items the top-10 must find.
 weights = [1.0 / (i + 1) for i in range(items)]
-print("TMFREQ.CREATE {ti}t WINDOW 600000 BUCKET 60000")
+# PHI 0.005: every item with 0.5% of a minute's events is named (the heaviest few here).
+print("TMFREQ.CREATE {ti}t WINDOW 600000 BUCKET 60000 EPSILON 0.002 PHI 0.005")
 for m in range(10):
     # Every item once a minute (100,000 distinct in every set), then 100,000 skewed events.
     counts = [1] * items
@@ -135,10 +146,11 @@ echo "  TMFREQ.TOP 3: $($C TMFREQ.TOP '{ti}t' 3 | tr '\n' ' ')"
 for r in $(seq "$ROUNDS"); do
   echo " round $r"
   # shellcheck disable=SC2086
-  rps zunion10 $((N / 2000 + 20)) EVALSHA "$TOPZ" 11 $sets '{ti}u'
-  rps tmfreqtop $((N / 20)) TMFREQ.TOP '{ti}t' 10
+  rps zunion10 10 1 1 EVALSHA "$TOPZ" 11 $sets '{ti}u'
+  rps tmfreqtop $((N / 20)) 50 16 TMFREQ.TOP '{ti}t' 10
 done
 
+fi
 echo "== medians of the per-round ratios"
 python3 - "$LOG" <<'PY'
 import statistics, sys
@@ -154,3 +166,5 @@ for a, b in (("tmcount", "zlog"), ("tmcount", "fixed"), ("tmdistinct", "pfcount6
         print(f"{a} / {b}: {statistics.median(q):.1f}x the requests per second "
               f"(rounds {', '.join(f'{v:.1f}' for v in q)})")
 PY
+echo "== server time per call (INFO commandstats)"
+$C info commandstats | tr -d '\r' | grep -iE "cmdstat_(pfcount|pfmerge|zunionstore|tmdistinct\.count|tmfreq\.top|tmcount\.add|zadd|zremrangebyscore):"

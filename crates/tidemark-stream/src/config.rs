@@ -658,10 +658,12 @@ impl Config {
                     ));
                 }
             }
-            if m.key.is_empty() || m.key.iter().any(String::is_empty) {
+            // `key = []`: the whole stream is one key, the empty one ("distinct users per
+            // hour overall").
+            if m.key.iter().any(String::is_empty) {
                 return Err(ConfigError::invalid(
                     at("key"),
-                    "a non-empty list of field names",
+                    "a list of field names (none: the whole stream as one key)",
                     format!("{:?}", m.key),
                 ));
             }

@@ -63,7 +63,11 @@ pub enum QueryError {
 impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            QueryError::Empty => write!(f, "the store holds no committed run"),
+            QueryError::Empty => write!(
+                f,
+                "the store holds no committed run (a run commits its first checkpoint as it \
+                 starts: is this the store a run wrote?)"
+            ),
             QueryError::NoMetric { name, have } => {
                 write!(
                     f,

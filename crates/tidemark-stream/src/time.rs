@@ -399,9 +399,58 @@ pub fn format_duration(ms: u64) -> String {
     format!("{ms}ms")
 }
 
+/// Milliseconds as a person reads a span: the largest unit that fits, to three significant
+/// digits (`567993599364` → `18.0 years`, `90061000` → `1.04 days`, `1500` → `1.5 s`).
+pub fn format_span(ms: u64) -> String {
+    const UNITS: [(&str, f64); 6] = [
+        ("years", 365.25 * 86_400_000.0),
+        ("days", 86_400_000.0),
+        ("h", 3_600_000.0),
+        ("min", 60_000.0),
+        ("s", 1_000.0),
+        ("ms", 1.0),
+    ];
+    let x = ms as f64;
+    let (unit, scale) = UNITS
+        .iter()
+        .copied()
+        .find(|(_, scale)| x >= *scale)
+        .unwrap_or(("ms", 1.0));
+    if scale == 1.0 {
+        return format!("{ms} ms");
+    }
+    let v = x / scale;
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{v:.digits$}");
+    // 1.50 → 1.5, 2.00 → 2: the digits that say something.
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text} {unit}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_read_as_a_person_reads_them() {
+        assert_eq!(format_span(567_993_599_364), "18 years");
+        assert_eq!(format_span(90_061_000), "1.04 days");
+        assert_eq!(format_span(1_500), "1.5 s");
+        assert_eq!(format_span(999), "999 ms");
+        assert_eq!(format_span(0), "0 ms");
+        assert_eq!(format_span(3_600_000), "1 h");
+        assert_eq!(format_span(u64::MAX), "584542046 years");
+    }
 
     #[test]
     fn civil_days_match_known_dates() {

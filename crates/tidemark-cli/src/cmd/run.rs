@@ -53,11 +53,23 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// Follow the file as it grows (`tail -F`): read lines as they are appended, go on
-    /// across a rotation (the path names a new file: the old one is read to its end first)
-    /// and a truncation (read again from the start), checkpoint while idle, and stop on
-    /// SIGINT or SIGTERM with a final commit. One file.
+    /// across a rotation (the path names a new file, or none: the old one is read to its end
+    /// and kept until it has been idle for --rotate-wait, then the new one) and a truncation
+    /// (read again from the start), checkpoint while idle, and stop on SIGINT or SIGTERM with
+    /// a final commit. One file.
     #[arg(long, conflicts_with = "close")]
     pub follow: bool,
+    /// With --follow: how long a rotated file must stay idle (not grow) before the run moves
+    /// on to the path's new file; a writer still holding the old file within it loses
+    /// nothing (as `tail -F`, or Fluent Bit's Rotate_Wait). The new file's lines wait
+    /// meanwhile, so they never count the old file's later lines as late.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5s",
+        requires = "follow"
+    )]
+    pub rotate_wait: String,
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -135,15 +147,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         config.checkpoint.max_memory = n;
     }
+    let rotate_wait =
+        tidemark_stream::time::parse_duration(&args.rotate_wait).ok_or_else(|| {
+            UsageError::flag(
+                "--rotate-wait",
+                format!("a duration such as 5s or 500ms, got {:?}", args.rotate_wait),
+            )
+        })?;
     if args.follow && args.files.len() != 1 {
         return Err(UsageError::flag(
             "--follow",
             format!("follows one named file, got {}", args.files.len()),
         ));
     }
-    let mut store = RedbStore::open(&args.db).map_err(|e| store_error(&args.db, e))?;
+    let mut store = RedbStore::open_for_run(&args.db, config.checkpoint.max_memory)
+        .map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
-    let report = execute(&config, &mut store, &args)?;
+    let report = execute(
+        &config,
+        &mut store,
+        &args,
+        Duration::from_millis(rotate_wait),
+    )?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
         outln!("{}", summary_json(&report, secs));
@@ -153,7 +178,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The run summary as one JSON object: the run's figures, and per metric its counters.
+/// The process's peak resident memory so far, bytes (Linux's `VmHWM`; `None` elsewhere).
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// The run summary as one JSON object: the run's figures, and per metric its counters, and
+/// the process's peak memory.
 pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
     let metrics: Vec<serde_json::Value> = r
         .metrics
@@ -171,7 +211,7 @@ pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
             })
         })
         .collect();
-    json!({
+    let mut summary = json!({
         "summary": "run",
         "records": r.records,
         "records_this_run": r.records_this_run,
@@ -181,13 +221,18 @@ pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
         "commits": r.commits,
         "spills": r.spills,
         "metrics": metrics,
-    })
+    });
+    if let (Some(peak), Some(map)) = (peak_rss(), summary.as_object_mut()) {
+        map.insert("peak_rss_bytes".into(), peak.into());
+    }
+    summary
 }
 
 fn execute(
     config: &tidemark_stream::config::Config,
     store: &mut RedbStore,
     args: &Args,
+    rotate_wait: Duration,
 ) -> anyhow::Result<RunReport> {
     let bar = if std::io::stderr().is_terminal() && !args.files.is_empty() {
         let b = indicatif::ProgressBar::new(0);
@@ -252,6 +297,7 @@ fn execute(
             on_bad: Some(&mut on_bad),
             follow: args.follow.then_some(Follow {
                 poll: Duration::from_millis(200),
+                rotate_wait,
             }),
             stop: Some(&stop),
         },
@@ -275,7 +321,7 @@ pub fn print_summary(r: &RunReport, secs: f64) {
         0.0
     };
     eprintln!(
-        "tidemark: {} records this run{} in {:.2} s ({:.0} records/s), {} bad lines{}",
+        "tidemark: {} records this run{} in {:.2} s ({:.0} records/s), {} bad lines{}{}",
         r.records_this_run,
         if r.resumed {
             format!(" (resumed; {} in all)", r.records)
@@ -289,7 +335,11 @@ pub fn print_summary(r: &RunReport, secs: f64) {
             format!(", {} spills of quiet keys to the store", r.spills)
         } else {
             String::new()
-        }
+        },
+        peak_rss().map_or(String::new(), |b| format!(
+            ", peak memory {:.0} MiB",
+            b as f64 / (1 << 20) as f64
+        ))
     );
     for m in &r.metrics {
         let c = &m.counters;

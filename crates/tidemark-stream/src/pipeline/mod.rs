@@ -83,13 +83,23 @@ pub struct RunOptions<'a> {
 
 /// Following a file: at its end the run waits for more instead of finishing. It reads lines
 /// as they are appended (a last line without its newline waits for it), notices a rotation
-/// (the path names another file: the old one is read to its end, then the new one from its
-/// start) and a truncation (the file is shorter than what was read: read again from its
-/// start), checkpoints while idle as while reading, and ends only when `stop` is set.
+/// (the path names another file, or none: the old one is read to its end and kept open until
+/// it has been idle for `rotate_wait`, as `tail -F` and Fluent Bit's `Rotate_Wait` keep it,
+/// so that a writer still holding it loses nothing; then the new one is read from its start,
+/// so that its lines never move the watermark past the old one's) and a truncation (the file
+/// is shorter than what was read: read again from its start), checkpoints while idle as while
+/// reading, and ends only when `stop` is set.
 #[derive(Clone, Copy, Debug)]
 pub struct Follow {
     /// How long to wait at the end of the file before looking again.
     pub poll: Duration,
+    /// How long a rotated file must stay idle before it is done.
+    pub rotate_wait: Duration,
+}
+
+impl Follow {
+    /// The default grace a rotated file has to stay idle: 5 s (Fluent Bit's `Rotate_Wait`).
+    pub const ROTATE_WAIT: Duration = Duration::from_secs(5);
 }
 
 /// What the followed path holds at the end of its open file.
@@ -211,9 +221,11 @@ struct OpenFile {
 }
 
 /// The files a followed path named before, now elsewhere in its directory (rotated away while
-/// no run followed it) and longer than their marks, oldest first: their marks are the path's
-/// (by its canonical name) newer than the mark of the file the path names now, if any.
-fn rotated_away(state: &RunState, path: &std::path::Path) -> Vec<PathBuf> {
+/// no run followed it), longer than their marks or written within `grace` (a writer may
+/// still hold them), oldest first: their marks are the path's (by its canonical name) newer
+/// than the mark of the file the path names now, if any. Each is read to its end and kept
+/// until idle for `grace`, as a file rotated while followed is.
+fn rotated_away(state: &RunState, path: &std::path::Path, grace: Duration) -> Vec<PathBuf> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
@@ -256,7 +268,12 @@ fn rotated_away(state: &RunState, path: &std::path::Path) -> Vec<PathBuf> {
         }
         let id = input::identity(&meta, &p);
         if let Some(m) = marks.iter().find(|m| (m.dev, m.ino) == id) {
-            if meta.len() > m.offset {
+            let recent = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age < grace);
+            if meta.len() > m.offset || recent {
                 found.push((m.used, p));
             }
         }
@@ -465,7 +482,7 @@ pub fn run(
     // Following: files the path was rotated away from while no run followed it, with lines
     // after their marks, are read to their end first, oldest first.
     let rotated_away = match (follow, opts.inputs.first()) {
-        (Some(_), Some(p)) if !opts.restart => rotated_away(&state, p),
+        (Some(f), Some(p)) if !opts.restart => rotated_away(&state, p, f.rotate_wait),
         _ => Vec::new(),
     };
     for p in rotated_away.iter().rev() {
@@ -485,6 +502,14 @@ pub fn run(
         rollup_names: &rollup_names,
         tables: &tables,
     };
+    // A new store gets its first checkpoint now, before any record: a query beside the run
+    // finds a committed run (empty yet) at once, where it found none until the first
+    // checkpoint's interval passed. Resuming from it is starting afresh.
+    if !report.resumed {
+        view = commit_ctx.checkpoint(store, &*view, &mut engine, &mut state, on_alert)?;
+        report.commits += 1;
+        interval.restart();
+    }
     // Following: the next input is the path's new file after a rotation.
     let mut rotated_in = false;
     while let Some(input) = inputs.pop_front() {
@@ -658,9 +683,11 @@ pub fn run(
         // A file rotated away before this run is read to its end, as after a rotation.
         let drain_only = input.as_ref().is_some_and(|p| rotated_away.contains(p));
         let mut draining = drain_only;
-        // Draining: the rotated file's length at the last look, and whether it has stopped
-        // growing, so that its unterminated last line (if any) is read as a whole line.
+        // Draining: the rotated file's length at the last look and since when it has had it,
+        // and whether it has stopped growing, so that its unterminated last line (if any) is
+        // read as a whole line.
         let mut drained_len = None;
+        let mut idle_since = std::time::Instant::now();
         let mut drained = false;
         // Following: the file's mark where it was last found idle, to tell a rewrite.
         let mut idle_mark = None;
@@ -770,12 +797,33 @@ pub fn run(
                 commit_ctx.drain_and_emit(&mut engine, &*view, &mut head, &name, on_alert)?;
                 if draining {
                     // Rotated and read to its end. A writer may still hold it (between a
-                    // rename and its reopen), so it is done only once a poll passed without
-                    // it growing; then its last line counts even without a newline, since
-                    // nothing will complete it, and the path's new file is next.
+                    // rename and its reopen, or for as long as it keeps its handle), so it is
+                    // done only once it has stayed `rotate_wait` without growing; then its
+                    // last line counts even without a newline, since nothing will complete
+                    // it, and the path's new file is next. Meanwhile it is checkpointed as a
+                    // file being followed is.
                     let len = f.file.metadata().map_err(io_err)?.len();
-                    if drained_len != Some(len) {
-                        drained_len = Some(len);
+                    if drained_len != Some(len) || idle_since.elapsed() < follow.rotate_wait {
+                        if drained_len != Some(len) {
+                            drained_len = Some(len);
+                            idle_since = std::time::Instant::now();
+                        }
+                        if stopping() {
+                            stopped = true;
+                            break;
+                        }
+                        if interval.idle_due() {
+                            set_position(&mut state, &mut source, lines.offset, lines.line)?;
+                            view = commit_ctx.checkpoint(
+                                store,
+                                &*view,
+                                &mut engine,
+                                &mut state,
+                                on_alert,
+                            )?;
+                            report.commits += 1;
+                            interval.restart();
+                        }
                         std::thread::sleep(follow.poll);
                         continue;
                     }
@@ -1163,7 +1211,7 @@ fn check_record(
                  a mistyped date would move the watermark past every bucket (raise \
                  input.max_ahead if the data really jumps)",
                 crate::time::format_rfc3339(time),
-                crate::time::format_duration(time - latest),
+                crate::time::format_span(time - latest),
                 crate::time::format_rfc3339(latest),
                 crate::time::format_duration(max_ahead),
             ));

@@ -34,7 +34,7 @@ mod row_key;
 mod rows;
 
 pub use mem::MemStore;
-pub use redb_store::RedbStore;
+pub use redb_store::{cache_for, RedbStore};
 pub use rows::{StoreRows, TableNames};
 
 /// A store that failed.

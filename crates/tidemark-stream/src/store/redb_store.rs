@@ -116,14 +116,25 @@ fn contained<T>(what: &str, f: impl FnOnce() -> Result<T, StoreError>) -> Result
 /// How long a writer's open waits for a lock another process holds.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// redb's page cache, bytes. Its default (1 GiB) is memory a run holds on top of its open
-/// state; writes are sequential and reads are scans, which a small cache serves as well.
+/// redb's page cache, bytes, at most. Its default (1 GiB) is memory a run holds on top of its
+/// open state; writes are sequential and reads are scans, which a small cache serves as well.
 const CACHE_BYTES: usize = 64 << 20;
 
+/// The page cache of a run whose state may hold `max_memory` bytes: a quarter of that, from
+/// 4 MiB to [`CACHE_BYTES`], so that a small budget bounds the whole process, not the state
+/// alone.
+pub fn cache_for(max_memory: u64) -> usize {
+    (max_memory / 4).clamp(4 << 20, CACHE_BYTES as u64) as usize
+}
+
 fn builder() -> Builder {
+    builder_with(CACHE_BYTES)
+}
+
+fn builder_with(cache: usize) -> Builder {
     let mut b = Builder::new();
     b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-    b.set_cache_size(CACHE_BYTES);
+    b.set_cache_size(cache);
     b
 }
 
@@ -175,11 +186,17 @@ impl RedbStore {
     /// hold the file's locks until the kernel has finished closing its files, and a run
     /// restarted right after a kill would otherwise be refused.
     pub fn open(path: &Path) -> Result<RedbStore, StoreError> {
+        RedbStore::open_for_run(path, u64::MAX)
+    }
+
+    /// [`RedbStore::open`] for a run whose state budget is `max_memory`: its page cache is
+    /// [`cache_for`] the budget.
+    pub fn open_for_run(path: &Path, max_memory: u64) -> Result<RedbStore, StoreError> {
         regular_or_absent(path)?;
         let started = std::time::Instant::now();
         loop {
             let opened = contained("opening it", || {
-                let mut b = builder();
+                let mut b = builder_with(cache_for(max_memory));
                 b.set_check_integrity_on_open(true);
                 let mut db = b.create(path).map_err(|e| open_error(path, e))?;
                 // Before any read is open, so that the compaction can run.
