@@ -32,7 +32,7 @@ datasketches 5.2 has no batch update (update() takes one int, float or str), so 
 one call at a time and trials are spread over --jobs processes.
 
 The output is meant for ACCURACY.md's "distinct per byte" table, beside tidemark's
-`tidemark reproduce distinct-per-byte`.
+`tidemark-lab reproduce distinct-per-byte`.
 
     pip install datasketches==5.2.0 numpy
     python3 scripts/distinct_per_byte_datasketches.py --trials 100 --max 10000000 --jobs 2 \\

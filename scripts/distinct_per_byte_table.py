@@ -1,6 +1,6 @@
 """ACCURACY.md's "distinct per byte" tables, from the two measurements.
 
-Reads tidemark's plate (`tidemark reproduce distinct-per-byte --out docs/plates` writes
+Reads tidemark's plate (`tidemark-lab reproduce distinct-per-byte --out docs/plates` writes
 docs/plates/distinct-per-byte.csv) and DataSketches' (`scripts/distinct_per_byte_datasketches.py
 --out testdata/accuracy/datasketches_distinct_per_byte.csv`) and prints, in Markdown:
 

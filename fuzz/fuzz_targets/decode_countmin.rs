@@ -9,7 +9,7 @@ mod common;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, ItemCounts, Model};
+use tidemark::frequency::{AnyCountMin, CountMin, DyadicCountMin, ItemCounts, Model};
 
 fn samples() -> &'static [Vec<u8>] {
     static S: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
@@ -44,13 +44,13 @@ fn check(data: &[u8]) {
         let mut twice = s.clone();
         twice.merge(&s).expect("a summary merges with itself");
     }
-    if let Ok(decoded) = frequency::decode(data) {
+    if let Ok(decoded) = AnyCountMin::from_bytes(data) {
         match decoded {
-            Decoded::CountMin(cm) => {
+            AnyCountMin::CountMin(cm) => {
                 assert_eq!(cm.to_bytes(), data);
                 let _ = cm.point(b"fuzz");
             }
-            Decoded::Dyadic(s) => {
+            AnyCountMin::Dyadic(s) => {
                 assert_eq!(s.to_bytes(), data);
                 let _ = s.point(0);
                 let _ = s.quantile(0.5);

@@ -137,7 +137,7 @@ impl PyHll {
     /// The HIP (historic inverse probability) estimate, when the sketch has one (built by
     /// inserts only, never merged).
     fn estimate_hip(&self) -> Option<PyEstimate> {
-        self.inner.estimate_hip().map(Into::into)
+        self.inner.estimate_martingale().map(Into::into)
     }
 
     /// What Redis's PFCOUNT answers for this sketch (Redis mode only: PFCOUNT's formula is

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use tidemark::frequency::{
-    self, CountMin, DyadicCountMin, FrequencyError, HeavyHitters, Model, TopK,
+    AnyCountMin, CountMin, DyadicCountMin, FrequencyError, HeavyHitters, Model, TopK,
 };
 
 use crate::items::{
@@ -734,15 +734,15 @@ fn named(py: Python<'_>, items: Vec<(Vec<u8>, tidemark::Estimate)>) -> Vec<(PyOb
 
 /// Decodes either Count-Min kind.
 pub fn decode_any(py: Python<'_>, bytes: &[u8]) -> PyResult<PyObject> {
-    Ok(match frequency::decode(bytes).map_err(decode_error)? {
-        frequency::Decoded::CountMin(cm) => PyCountMin { inner: cm }
-            .into_pyobject(py)?
-            .into_any()
-            .unbind(),
-        frequency::Decoded::Dyadic(d) => {
-            PyDyadic { inner: d }.into_pyobject(py)?.into_any().unbind()
-        }
-    })
+    Ok(
+        match AnyCountMin::from_bytes(bytes).map_err(decode_error)? {
+            AnyCountMin::CountMin(cm) => PyCountMin { inner: cm }
+                .into_pyobject(py)?
+                .into_any()
+                .unbind(),
+            AnyCountMin::Dyadic(d) => PyDyadic { inner: d }.into_pyobject(py)?.into_any().unbind(),
+        },
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -4,7 +4,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use tidemark::window::{ExpHistogram, Span};
+use tidemark::window::{ExpHistogram, Window};
 
 use crate::items::{integers, to_u64};
 use crate::{bytes_arg, decode_error, param_error, reduce, value_error, PyEstimate};
@@ -34,7 +34,7 @@ impl PyExpHistogram {
     }
 
     fn is_ticks(&self) -> bool {
-        matches!(self.inner.span(), Span::Ticks(_))
+        matches!(self.inner.window(), Window::Ticks(_))
     }
 }
 
@@ -75,7 +75,7 @@ impl PyExpHistogram {
     fn update_many(&mut self, py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<()> {
         let v = integers(values, "values")?;
         let h = &mut self.inner;
-        if matches!(h.span(), Span::Ticks(_)) {
+        if matches!(h.window(), Window::Ticks(_)) {
             let ticks = to_u64(&v, "values")?;
             py.allow_threads(|| {
                 ticks
@@ -122,7 +122,7 @@ impl PyExpHistogram {
     /// The window's length (arrivals or ticks).
     #[getter]
     fn window(&self) -> u64 {
-        self.inner.span().length()
+        self.inner.window().length()
     }
 
     /// Whether the window counts ticks.
@@ -161,7 +161,7 @@ impl PyExpHistogram {
     fn __repr__(&self) -> String {
         format!(
             "ExpHistogram(window={}, k={}, time={}, estimate={})",
-            self.inner.span().length(),
+            self.inner.window().length(),
             self.inner.k(),
             if self.is_ticks() { "True" } else { "False" },
             self.inner.estimate().value

@@ -86,8 +86,9 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// Prints the error and picks the exit code: 2 for usage errors, 1 for the rest.
-pub fn report(err: &anyhow::Error) -> ExitCode {
+/// Prints the error as `program: error: …` and picks the exit code: 2 for usage errors, 1 for
+/// the rest.
+pub fn report(program: &str, err: &anyhow::Error) -> ExitCode {
     // A reader that stopped early (`tidemark … | head`) is not a failure of ours.
     let broken_pipe = err.chain().any(|e| {
         e.downcast_ref::<std::io::Error>()
@@ -96,7 +97,7 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     if broken_pipe {
         return ExitCode::SUCCESS;
     }
-    eprintln!("tidemark: error: {err:#}");
+    eprintln!("{program}: error: {err:#}");
     if err.downcast_ref::<UsageError>().is_some() {
         ExitCode::from(2)
     } else {

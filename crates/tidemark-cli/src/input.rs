@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use tidemark::cardinality::{REDIS_HEADER_LEN, REDIS_REGISTERS};
+use tidemark::cardinality::redis::{REDIS_HEADER_LEN, REDIS_REGISTERS};
 use tidemark::codec::{self, Family};
 use tidemark::DecodeError;
 

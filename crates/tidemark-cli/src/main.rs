@@ -3,11 +3,8 @@
 //! Exit codes: 0 success; 2 bad input or arguments (the message names the file and line, or
 //! the flag); 1 an internal failure. Nothing panics on input.
 
-mod chart;
 mod cmd;
-mod error;
 mod input;
-mod output;
 
 use std::process::ExitCode;
 
@@ -21,12 +18,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 
-pub use error::UsageError;
+pub use tidemark_cli::error::UsageError;
 
 /// Streaming summaries that forget: windowed sketches whose every answer carries its error
 /// bar.
 #[derive(Parser, Debug)]
-#[command(name = "tidemark", version, about, max_term_width = 100)]
+#[command(
+    name = "tidemark",
+    version,
+    about,
+    after_help = "The plates behind ACCURACY.md and the benchmark report: `tidemark-lab` \
+                  (crates/tidemark-lab).",
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,10 +56,6 @@ enum Command {
     Check(cmd::check::Args),
     /// Print every pipeline config key with its default and domain, or --check a config.
     Config(cmd::config::Args),
-    /// Regenerate a structure's measured tables from this implementation.
-    Reproduce(cmd::reproduce::Args),
-    /// Run the benchmark suites (from the repository) and write their ratios to BENCHMARKS.md.
-    BenchReport(cmd::bench_report::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,11 +70,9 @@ fn main() -> ExitCode {
         Command::Query(args) => cmd::query::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Config(args) => cmd::config::run(args),
-        Command::Reproduce(args) => cmd::reproduce::run(args),
-        Command::BenchReport(args) => cmd::bench_report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => error::report(&err),
+        Err(err) => tidemark_cli::error::report("tidemark", &err),
     }
 }

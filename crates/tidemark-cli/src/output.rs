@@ -1,5 +1,6 @@
 //! Output: a human table by default, JSON lines with `--json`, the same field names in both
-//! (each field's name, type and meaning: docs/output.md).
+//! (each field's name, type and meaning: docs/output.md); and, for the lab's `reproduce --out`,
+//! the records a command printed, kept to be written as CSV and drawn.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -9,22 +10,22 @@ use serde_json::{Map, Value};
 /// `println!` to standard output that returns the write's error instead of panicking: a
 /// reader that has gone (`tidemark check | head -1`) ends the command quietly (see
 /// `error::report`), where `println!` would panic. Use in a function returning a `Result`.
+#[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         writeln!(std::io::stdout().lock(), $($arg)*)?
     }};
 }
-pub(crate) use outln;
 
 /// `print!` with the write's error returned, as [`outln`].
+#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         write!(std::io::stdout().lock(), $($arg)*)?
     }};
 }
-pub(crate) use out;
 
 /// One answer: named fields in a fixed order.
 #[derive(Clone, Debug, Default)]

@@ -291,3 +291,13 @@ fn a_run_blocked_on_a_named_pipe_ends_on_sigterm() {
     assert_eq!(status.signal(), Some(15), "{status:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_labs_commands_are_not_the_products_and_help_says_where_they_are() {
+    // The plates and the benchmark report live in `tidemark-lab`, with their charts and font.
+    refused(&["reproduce", "histogram-twenty"], "", "'reproduce'");
+    refused(&["bench-report"], "", "'bench-report'");
+    let out = tidemark(&["--help"], "");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("`tidemark-lab`"));
+}

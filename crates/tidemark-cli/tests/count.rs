@@ -121,16 +121,6 @@ fn invalid_parameters_name_their_flag() {
 }
 
 #[test]
-fn reproduce_twenty_matches_the_worked_example() {
-    let out = tidemark(&["reproduce", "histogram-twenty", "--json"], "");
-    assert!(out.status.success());
-    let rows = json_lines(&out);
-    assert_eq!(rows.len(), 20);
-    assert_eq!(rows[19]["total_merges"].as_u64(), Some(12));
-    assert_eq!(rows[19]["sizes"].as_str(), Some("4 4 4 2 2 2 1 1"));
-}
-
-#[test]
 fn a_blank_line_is_no_record_in_any_command() {
     // `count` refused it, `freq` skipped it, `distinct` counted it as an item: every command
     // now skips it, as `run` does (and a bad line after it keeps its own line number).

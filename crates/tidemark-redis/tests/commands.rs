@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use tidemark::cardinality::{parse_redis, Hll};
+use tidemark::cardinality::redis::parse_redis;
+use tidemark::cardinality::Hll;
 use tidemark_redis::command::{
     run, CmdError, Env, MemKeyspace, Outcome, Replicate, Reply, Slot, COMMANDS,
 };

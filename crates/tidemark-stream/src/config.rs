@@ -286,9 +286,9 @@ impl SketchKind {
             // 1.04, as alert limits have always used (Ertl's constant is 1.0390).
             SketchKind::HyperLogLog => 1.04 / m,
             SketchKind::ExaLogLog => {
-                tidemark::cardinality::ml_rse_constant(
-                    tidemark::cardinality::DEFAULT_T,
-                    tidemark::cardinality::DEFAULT_D,
+                tidemark::cardinality::exaloglog::estimator::ml_rse_constant(
+                    tidemark::cardinality::ExaLogLog::DEFAULT_T,
+                    tidemark::cardinality::ExaLogLog::DEFAULT_D,
                 ) / m
             }
         }

@@ -384,7 +384,7 @@ mod tests {
     fn a_body_of_another_family_or_unknown_tag_is_refused() {
         let proto = Prototype::of(&Hll::new(10).unwrap().to_bytes());
         let other =
-            tidemark::window::BlockCounter::with_block(tidemark::window::Span::Ticks(60), 60)
+            tidemark::window::BlockCounter::with_block(tidemark::window::Window::Ticks(60), 60)
                 .unwrap()
                 .to_bytes();
         let other = body(&other);

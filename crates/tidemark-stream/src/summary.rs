@@ -21,9 +21,9 @@
 //!   same ring as `distinct`) still names every item reaching φ of it. Its single answer,
 //!   for alerts and top keys, is the count of the key's most frequent item.
 
-use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation, DEFAULT_D, DEFAULT_T};
+use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation};
 use tidemark::frequency::ItemCounts;
-use tidemark::window::{BlockCounter, ExpHistogram, Span};
+use tidemark::window::{BlockCounter, ExpHistogram, Window};
 use tidemark::{DecodeError, Estimate, MergeError, Method};
 
 use crate::config::SketchKind;
@@ -99,7 +99,7 @@ impl CountBucket {
             expected,
             got,
         };
-        if b.span() != Span::Ticks(width) || b.block() != width {
+        if b.window() != Window::Ticks(width) || b.block() != width {
             return Err(invalid(
                 "count bucket width",
                 "a block counter whose block and window are the bucket width",
@@ -163,7 +163,7 @@ impl BucketSummary for CountBucket {
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        let mut b = BlockCounter::with_block(Span::Ticks(self.width), self.width)
+        let mut b = BlockCounter::with_block(Window::Ticks(self.width), self.width)
             .expect("a positive width is a valid block");
         if self.count > 0 {
             b.record_value(self.start, self.count)
@@ -214,9 +214,9 @@ impl DistinctBucket {
             SketchKind::ExaLogLog => {
                 let e = ExaLogLog::from_bytes(bytes)?;
                 // The envelope's parameters start with t, then d.
-                let wrong = if e.t() != DEFAULT_T {
+                let wrong = if e.t() != ExaLogLog::DEFAULT_T {
                     Some(("t", 0, e.t()))
-                } else if e.d() != DEFAULT_D {
+                } else if e.d() != ExaLogLog::DEFAULT_D {
                     Some(("d", 1, e.d()))
                 } else {
                     None
@@ -389,7 +389,7 @@ impl CountWindow {
 
     /// Whether this window is over `window` ms with the `k` that ε gives.
     pub fn matches(&self, window: u64, epsilon: f64) -> bool {
-        self.hist.span() == Span::Ticks(window)
+        self.hist.window() == Window::Ticks(window)
             && ExpHistogram::ticks(window, epsilon).is_ok_and(|h| h.k() == self.hist.k())
     }
 

@@ -4,7 +4,7 @@
 
 use tidemark::window::ExpHistogram;
 use tidemark_stream::config::Config;
-use tidemark_stream::engine::{Alert, Engine, Phase};
+use tidemark_stream::engine::{Alert, AlertPhase, Engine};
 
 /// The scanner detector: distinct ports per source over 5 one-minute buckets, exact at these
 /// sizes (HyperLogLog's exact representation), alerting above 20.
@@ -76,7 +76,7 @@ fn a_scanners_early_alert_fires_at_the_crossing_event_and_its_close_confirms_it(
     let early = &per_probe[crossing];
     assert_eq!(early.len(), 1, "{early:?}");
     let a = &early[0];
-    assert_eq!(a.phase, Phase::Early);
+    assert_eq!(a.phase, AlertPhase::Early);
     assert_eq!(&*a.key, b"scan");
     assert_eq!(a.at, 30_000);
     // The window the close of [0, 1m) evaluates: [-4m, 1m), clamped at 0.
@@ -91,7 +91,7 @@ fn a_scanners_early_alert_fires_at_the_crossing_event_and_its_close_confirms_it(
     e.add(0, 90_000, b"clock", 0);
     let close = e.take_outputs().alerts;
     assert_eq!(close.len(), 1, "{close:?}");
-    assert_eq!(close[0].phase, Phase::Confirmed);
+    assert_eq!(close[0].phase, AlertPhase::Confirmed);
     assert_eq!((close[0].at, close[0].estimate.value), (90_000, 40.0));
 
     // The episode goes on: more ports in the next minute raise nothing, early or at close.
@@ -109,7 +109,7 @@ fn a_scanners_early_alert_fires_at_the_crossing_event_and_its_close_confirms_it(
     e.add(0, 90_000, b"clock", 0);
     let close = e.take_outputs().alerts;
     assert_eq!(close.len(), 1, "{close:?}");
-    assert_eq!((close[0].phase, close[0].at), (Phase::Closed, 90_000));
+    assert_eq!((close[0].phase, close[0].at), (AlertPhase::Closed, 90_000));
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn probes_of_the_next_bucket_wait_for_the_close_they_belong_to() {
     // After that close the running window is [1m, 2m)'s, which holds 10 + 15 > 20 ports.
     let later = feed(&mut e, &[(90_000, 200)]);
     assert_eq!(later[0].len(), 1, "{later:?}");
-    assert_eq!(later[0][0].phase, Phase::Early);
+    assert_eq!(later[0][0].phase, AlertPhase::Early);
     assert_eq!(later[0][0].window_end, 120_000);
     assert_eq!(later[0][0].estimate.value, 26.0);
 }
@@ -183,13 +183,13 @@ fn a_close_below_the_limit_withdraws_the_early_alert() {
     e.flush();
     alerts.extend(e.take_outputs().alerts.into_iter().map(|a| (a, 0)));
     let mine: Vec<&(Alert, u64)> = alerts.iter().filter(|(a, _)| &*a.key == b"a").collect();
-    let phases: Vec<(Phase, u64)> = mine
+    let phases: Vec<(AlertPhase, u64)> = mine
         .iter()
         .map(|(a, _)| (a.phase, a.bucket / 10_000))
         .collect();
     assert_eq!(
         phases,
-        [(Phase::Early, 2), (Phase::Withdrawn, 2)],
+        [(AlertPhase::Early, 2), (AlertPhase::Withdrawn, 2)],
         "{mine:?}"
     );
     let (early, at) = mine[0];
@@ -244,12 +244,12 @@ early = true
     }
     assert!(alerts.is_empty(), "{alerts:?}");
     event(&mut e, &mut alerts, 200_000, b"z"); // closes everything up to 170 s
-    let a: Vec<(Phase, u64)> = alerts
+    let a: Vec<(AlertPhase, u64)> = alerts
         .iter()
         .filter(|x| &*x.key == b"a")
         .map(|x| (x.phase, x.bucket))
         .collect();
     // One alert, at the close of its bucket: no early alert settled by another close.
-    assert_eq!(a, [(Phase::Closed, 40_000)], "{alerts:?}");
+    assert_eq!(a, [(AlertPhase::Closed, 40_000)], "{alerts:?}");
     assert_eq!(e.counters(0).alerts, 1);
 }

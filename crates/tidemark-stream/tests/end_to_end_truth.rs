@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use tidemark_stream::engine::Phase;
+use tidemark_stream::engine::AlertPhase;
 use tidemark_stream::flowgen::{Flow, FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions, RunReport};
 use tidemark_stream::query;
@@ -123,14 +123,14 @@ fn scanners_alert_health_checker_and_users_do_not() {
     let alerted: HashSet<&str> = alerts.iter().map(|a| a.key.as_str()).collect();
     // Each scanner alerts early, inside the bucket, and its close confirms it.
     for key in &alerted {
-        let phases: Vec<(Phase, u64)> = alerts
+        let phases: Vec<(AlertPhase, u64)> = alerts
             .iter()
             .filter(|a| a.key == *key)
             .map(|a| (a.alert.phase, a.alert.bucket))
             .collect();
         assert_eq!(phases.len(), 2, "{key}: {phases:?}");
-        assert_eq!(phases[0].0, Phase::Early, "{key}: {phases:?}");
-        assert_eq!(phases[1], (Phase::Confirmed, phases[0].1), "{key}");
+        assert_eq!(phases[0].0, AlertPhase::Early, "{key}: {phases:?}");
+        assert_eq!(phases[1], (AlertPhase::Confirmed, phases[0].1), "{key}");
         let early = &alerts.iter().find(|a| a.key == *key).unwrap().alert;
         assert!(
             early.at < early.window_end,
@@ -519,7 +519,7 @@ fn an_exaloglog_fanout_alerts_as_the_hyperloglog_one_in_fewer_bytes() {
         FANOUT_CONFIG.replace("precision = 10", "precision = 7\nsketch = \"exaloglog\"");
     let (hll_store, _, hll_alerts) = run(FANOUT_CONFIG, &log, "hll");
     let (ell_store, _, ell_alerts) = run(&ell_config, &log, "ell");
-    let summary = |alerts: &[AlertOut]| -> Vec<(String, Phase, u64)> {
+    let summary = |alerts: &[AlertOut]| -> Vec<(String, AlertPhase, u64)> {
         alerts
             .iter()
             .map(|a| (a.key.clone(), a.alert.phase, a.alert.bucket))

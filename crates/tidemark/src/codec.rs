@@ -44,6 +44,8 @@
 //! assert!(codec::decode(&bad).is_err());
 //! ```
 
+use core::ops::RangeBounds;
+
 use crate::error::DecodeError;
 pub use crate::family::Family;
 use crate::hash::{HashId, ItemHasher};
@@ -90,6 +92,19 @@ impl<'a> Envelope<'a> {
     pub fn payload(&self) -> Reader<'a> {
         Reader::at(self.payload, HEADER_LEN + self.params.len())
     }
+
+    /// The flags, if they set no bit outside `allowed` (0: no flag at all); otherwise
+    /// [`DecodeError::Invalid`] naming the flags byte and `expected`.
+    pub fn flags_within(&self, allowed: u8, expected: &'static str) -> Result<u8, DecodeError> {
+        Reader::ensure(
+            self.flags & !allowed == 0,
+            "flags",
+            OFF_FLAGS,
+            expected,
+            self.flags as u64,
+        )?;
+        Ok(self.flags)
+    }
 }
 
 /// Encodes a summary into the envelope.
@@ -100,17 +115,15 @@ pub fn encode(
     params: &[u8],
     payload: &[u8],
 ) -> Vec<u8> {
-    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
     let mut out = Vec::with_capacity(HEADER_LEN + params.len() + payload.len() + CHECKSUM_LEN);
-    out.extend_from_slice(&MAGIC);
-    out.push(FORMAT_VERSION);
-    out.push(family as u8);
-    out.push(flags);
-    out.push(hasher.id().to_byte());
-    out.extend_from_slice(&hasher.seed().to_le_bytes());
-    out.extend_from_slice(&params_len.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(params);
+    put_header(
+        &mut out,
+        family,
+        flags,
+        hasher,
+        params,
+        payload.len() as u64,
+    );
     out.extend_from_slice(payload);
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -142,19 +155,10 @@ pub fn try_encode_with(
     payload_len: usize,
     write: impl FnOnce(&mut Vec<u8>),
 ) -> Result<Vec<u8>, std::collections::TryReserveError> {
-    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
     let mut out = Vec::new();
     let total = (HEADER_LEN + params.len() + CHECKSUM_LEN).saturating_add(payload_len);
     out.try_reserve_exact(total)?;
-    out.extend_from_slice(&MAGIC);
-    out.push(FORMAT_VERSION);
-    out.push(family as u8);
-    out.push(flags);
-    out.push(hasher.id().to_byte());
-    out.extend_from_slice(&hasher.seed().to_le_bytes());
-    out.extend_from_slice(&params_len.to_le_bytes());
-    out.extend_from_slice(&0u64.to_le_bytes());
-    out.extend_from_slice(params);
+    put_header(&mut out, family, flags, hasher, params, 0);
     let start = out.len();
     write(&mut out);
     let written = (out.len() - start) as u64;
@@ -162,6 +166,28 @@ pub fn try_encode_with(
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     Ok(out)
+}
+
+/// Appends the fixed header and the family parameters: everything before the payload, whose
+/// length is `payload_len`.
+fn put_header(
+    out: &mut Vec<u8>,
+    family: Family,
+    flags: u8,
+    hasher: ItemHasher,
+    params: &[u8],
+    payload_len: u64,
+) {
+    let params_len = u32::try_from(params.len()).expect("family parameters fit in 4 GiB");
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT_VERSION);
+    out.push(family as u8);
+    out.push(flags);
+    out.push(hasher.id().to_byte());
+    out.extend_from_slice(&hasher.seed().to_le_bytes());
+    out.extend_from_slice(&params_len.to_le_bytes());
+    out.extend_from_slice(&payload_len.to_le_bytes());
+    out.extend_from_slice(params);
 }
 
 /// The checksum of the envelope's bytes before the checksum field.
@@ -217,12 +243,12 @@ pub fn declared_len(header: &[u8]) -> Result<(Family, u64), DecodeError> {
     let params_len = u64::from(r.u32("parameters length")?);
     let payload_len = r.u64("payload length")?;
     let total = (HEADER_LEN + CHECKSUM_LEN) as u64 + params_len;
-    let total = total.checked_add(payload_len).ok_or(DecodeError::Invalid {
-        field: "payload length",
-        offset: OFF_PAYLOAD_LEN,
-        expected: "a length whose envelope fits in 64 bits",
-        got: payload_len,
-    })?;
+    let total = total.checked_add(payload_len).ok_or(Reader::invalid(
+        "payload length",
+        OFF_PAYLOAD_LEN,
+        "a length whose envelope fits in 64 bits",
+        payload_len,
+    ))?;
     Ok((family, total))
 }
 
@@ -275,11 +301,65 @@ pub fn decode_family(bytes: &[u8], expected: Family) -> Result<Envelope<'_>, Dec
 
 /// A bounds-checked little-endian cursor. Every error names the field and its absolute
 /// offset in the whole encoding.
+///
+/// Besides the plain reads, a decoder reads each field it can check on the spot through a
+/// checked reader, one call a field: a value in a range (`u8_in`, `u32_in`, `u64_in`, …), a
+/// value a condition accepts (`u8_if`, `u64_if`, `f64_if`, …), a byte naming one of a few
+/// values ([`Reader::u8_as`], [`Reader::bool`]), a count whose elements must fit in the
+/// bytes left ([`Reader::count`], [`Reader::expect_left`]). A check across fields already
+/// read is [`Reader::ensure`].
+///
+/// ```
+/// use tidemark::codec::Reader;
+/// use tidemark::DecodeError;
+///
+/// let mut r = Reader::at(&[14, 30, 7, 0, 0, 0, 0, 0, 0, 0], 28);
+/// assert_eq!(r.u8_in("precision", 4..=18, "in 4..=18"), Ok(14));
+/// assert_eq!(
+///     r.u8_in("precision", 4..=18, "in 4..=18"),
+///     Err(DecodeError::Invalid { field: "precision", offset: 29, expected: "in 4..=18", got: 30 })
+/// );
+/// let odd = |r: &mut Reader<'_>| r.u64_if("count", "odd", |n| n % 2 == 1);
+/// assert_eq!(odd(&mut r), Ok(7));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     base: usize,
+}
+
+/// The checked readers of one field type: `$in` (a value in a range) and `$if` (a value a
+/// predicate accepts), both through [`Reader::checked`], an error showing the value as
+/// `$got` gives it.
+macro_rules! checked_readers {
+    ($($ty:ident, $in:ident, $if:ident, $got:expr;)*) => {$(
+        #[doc = concat!("A little-endian `", stringify!($ty), "` in `range`; any other value is")]
+        /// [`DecodeError::Invalid`] naming `field`, its offset and `expected` (the range in
+        /// words). `..=max` bounds it above, `min..` below.
+        #[inline]
+        pub fn $in(
+            &mut self,
+            field: &'static str,
+            range: impl RangeBounds<$ty>,
+            expected: &'static str,
+        ) -> Result<$ty, DecodeError> {
+            self.$if(field, expected, |v| range.contains(&v))
+        }
+
+        #[doc = concat!("A little-endian `", stringify!($ty), "` that `ok` accepts, for a")]
+        /// condition no range states (an order, a bound set by another field); otherwise
+        /// [`DecodeError::Invalid`] naming `field`, its offset and `expected`.
+        #[inline]
+        pub fn $if(
+            &mut self,
+            field: &'static str,
+            expected: &'static str,
+            ok: impl FnOnce($ty) -> bool,
+        ) -> Result<$ty, DecodeError> {
+            self.checked(field, expected, Self::$ty, ok, $got)
+        }
+    )*};
 }
 
 impl<'a> Reader<'a> {
@@ -361,12 +441,11 @@ impl<'a> Reader<'a> {
 
     /// A boolean stored as one byte, 0 or 1 (anything else is an error naming the field).
     pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
-        let offset = self.offset();
-        match self.u8(field)? {
-            0 => Ok(false),
-            1 => Ok(true),
-            other => Err(Reader::invalid(field, offset, "0 or 1", other as u64)),
-        }
+        self.u8_as(field, "0 or 1", |b| match b {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        })
     }
 
     /// A little-endian IEEE-754 `f64`.
@@ -383,21 +462,78 @@ impl<'a> Reader<'a> {
         max: u64,
     ) -> Result<usize, DecodeError> {
         let offset = self.offset();
-        let n = self.u64(field)?;
-        if n > max {
-            return Err(DecodeError::Invalid {
+        let n = self.u64_in(field, ..=max, "a count within the summary's limits")?;
+        if n.checked_mul(elem_size).is_none() {
+            return Err(Reader::invalid(
                 field,
                 offset,
-                expected: "a count within the summary's limits",
-                got: n,
-            });
+                "a count whose byte length fits in 64 bits",
+                n,
+            ));
         }
-        let needed = n.checked_mul(elem_size).ok_or(DecodeError::Invalid {
-            field,
-            offset,
-            expected: "a count whose byte length fits in 64 bits",
-            got: n,
-        })?;
+        self.expect_left(field, n, elem_size)?;
+        Ok(n as usize)
+    }
+
+    /// Reads a field with `read` and keeps it if `ok` accepts it; otherwise the error names
+    /// the field, the offset it started at, `expected`, and the value as `got` shows it.
+    #[inline]
+    fn checked<T: Copy>(
+        &mut self,
+        field: &'static str,
+        expected: &'static str,
+        read: impl FnOnce(&mut Self, &'static str) -> Result<T, DecodeError>,
+        ok: impl FnOnce(T) -> bool,
+        got: impl FnOnce(T) -> u64,
+    ) -> Result<T, DecodeError> {
+        let offset = self.offset();
+        let v = read(self, field)?;
+        if ok(v) {
+            Ok(v)
+        } else {
+            Err(Reader::invalid(field, offset, expected, got(v)))
+        }
+    }
+
+    checked_readers! {
+        u8, u8_in, u8_if, u64::from;
+        u32, u32_in, u32_if, u64::from;
+        u64, u64_in, u64_if, |v| v;
+        i64, i64_in, i64_if, |v| v as u64;
+        f64, f64_in, f64_if, f64::to_bits;
+    }
+
+    /// A byte that names one of a few values (a kind, a model, a flag): `from_byte` gives the
+    /// value, or `None` for a byte no encoder writes, which is [`DecodeError::Invalid`] naming
+    /// `field`, its offset and `expected`.
+    ///
+    /// ```
+    /// use tidemark::codec::Reader;
+    /// use tidemark::frequency::Model;
+    ///
+    /// let mut r = Reader::new(&[1, 7]);
+    /// let model = |r: &mut Reader<'_>| r.u8_as("model", "0, 1 or 2", Model::from_byte);
+    /// assert_eq!(model(&mut r), Ok(Model::NonNegativeTurnstile));
+    /// assert!(model(&mut r).is_err());
+    /// ```
+    #[inline]
+    pub fn u8_as<T>(
+        &mut self,
+        field: &'static str,
+        expected: &'static str,
+        from_byte: impl FnOnce(u8) -> Option<T>,
+    ) -> Result<T, DecodeError> {
+        let offset = self.offset();
+        let b = self.u8(field)?;
+        from_byte(b).ok_or(Reader::invalid(field, offset, expected, b as u64))
+    }
+
+    /// Checks, reading nothing, that `n` elements of `size` bytes each are left: the check
+    /// before a decoder allocates for a count it read earlier (or knows from its parameters).
+    /// Too few is [`DecodeError::Truncated`] naming `field` at the next byte.
+    #[inline]
+    pub fn expect_left(&self, field: &'static str, n: u64, size: u64) -> Result<(), DecodeError> {
+        let needed = n.saturating_mul(size);
         if needed > self.remaining() as u64 {
             return Err(DecodeError::Truncated {
                 field,
@@ -406,7 +542,24 @@ impl<'a> Reader<'a> {
                 available: self.remaining(),
             });
         }
-        Ok(n as usize)
+        Ok(())
+    }
+
+    /// `Ok` if `ok`, else [`Reader::invalid`]: a check across fields already read (a sum, an
+    /// order, one field against another), reported at the field that breaks it.
+    #[inline]
+    pub fn ensure(
+        ok: bool,
+        field: &'static str,
+        offset: usize,
+        expected: &'static str,
+        got: u64,
+    ) -> Result<(), DecodeError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(Reader::invalid(field, offset, expected, got))
+        }
     }
 
     /// An error for a field just read at `offset` whose value is impossible.
@@ -437,6 +590,17 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A `Writer` method per number type, appending the value's little-endian bytes.
+macro_rules! le_writers {
+    ($($ty:ident),*) => {$(
+        #[doc = concat!("Appends a little-endian `", stringify!($ty), "`.")]
+        pub fn $ty(&mut self, v: $ty) -> &mut Self {
+            self.buf.extend_from_slice(&v.to_le_bytes());
+            self
+        }
+    )*};
+}
+
 /// A little-endian byte writer, the mirror of [`Reader`].
 #[derive(Clone, Debug, Default)]
 pub struct Writer {
@@ -463,35 +627,7 @@ impl Writer {
         self
     }
 
-    /// Appends a little-endian `u16`.
-    pub fn u16(&mut self, v: u16) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-
-    /// Appends a little-endian `u32`.
-    pub fn u32(&mut self, v: u32) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-
-    /// Appends a little-endian `u64`.
-    pub fn u64(&mut self, v: u64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-
-    /// Appends a little-endian `i64`.
-    pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
-    }
-
-    /// Appends a little-endian `f64`.
-    pub fn f64(&mut self, v: f64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
-    }
+    le_writers!(u16, u32, u64, i64, f64);
 
     /// Appends raw bytes.
     pub fn raw(&mut self, v: &[u8]) -> &mut Self {

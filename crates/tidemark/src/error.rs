@@ -216,6 +216,28 @@ pub enum DecodeError {
     },
 }
 
+impl DecodeError {
+    /// The error of an encoding nested at `base` in another, as the outer one reports it:
+    /// an impossible field's offset counts from the outer encoding's start. (Other errors
+    /// keep the nested envelope's own account of itself.)
+    pub(crate) fn nested_at(self, base: usize) -> DecodeError {
+        match self {
+            DecodeError::Invalid {
+                field,
+                offset,
+                expected,
+                got,
+            } => DecodeError::Invalid {
+                field,
+                offset: offset + base,
+                expected,
+                got,
+            },
+            e => e,
+        }
+    }
+}
+
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

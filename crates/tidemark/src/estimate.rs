@@ -1,24 +1,5 @@
-//! [`Estimate`]: every answer tidemark gives, with its error bar.
-//!
-//! A sketch's answer is a point value and a bracket `[low, high]`. What the bracket means
-//! differs by structure and is part of the answer, in [`Bracket`]:
-//!
-//! - [`Bracket::Guaranteed`]: the truth is inside, always. The exponential histogram's
-//!   bracket is of this kind (its whole error is the oldest bucket), and so is an exact count.
-//! - [`Bracket::Probabilistic`]: the truth is inside with the stated probability, as for
-//!   HyperLogLog's ± z·σ or Count-Min's `1 − δ`.
-//!
-//! [`Method`] says how the point value was computed, so a reader can tell an exact count from
-//! an estimate and one estimator from another.
-//!
-//! ```
-//! use tidemark::{Bracket, Estimate, Method};
-//!
-//! let e = Estimate::guaranteed(199.5, 184.0, 215.0, Method::ExpHistogram);
-//! assert!(e.contains(200.0));
-//! assert_eq!(e.bracket, Bracket::Guaranteed);
-//! assert_eq!(Estimate::exact(7.0).width(), 0.0);
-//! ```
+//! [`Estimate`]: every answer tidemark gives, with its error bar (see the crate docs for
+//! what a [`Bracket`] promises).
 
 use core::fmt;
 
@@ -50,8 +31,9 @@ pub enum Method {
     /// HyperLogLog: Ertl's improved estimator over the register histogram (any sketch,
     /// merged or not).
     HllErtl,
-    /// HyperLogLog: the martingale (HIP) estimator of a sketch fed by one stream, unmerged.
-    HllHip,
+    /// HyperLogLog: the martingale estimator of a sketch fed by one stream, unmerged (shown
+    /// as `hll-hip`, the name its outputs have always carried).
+    HllMartingale,
     /// HyperLogLog in Redis mode: counted exactly as Redis's PFCOUNT does.
     RedisPfcount,
     /// ExaLogLog: the bias-corrected maximum-likelihood estimate (any sketch, merged or not).
@@ -72,6 +54,19 @@ pub enum Method {
     StackedFilter,
     /// The experimental lengthening filter's membership answer.
     LengtheningFilter,
+    /// DDSketch: the representative of the bin holding the answer, within the sketch's
+    /// relative accuracy α; the bracket is the bin's bounds, clamped to the minimum and
+    /// maximum.
+    QuantileBin,
+    /// DDSketch: the answer fell in the bin a store's lowest bins collapsed into under its bin
+    /// limit. The α bound does not hold for it; the bracket reaches down to the minimum.
+    QuantileCollapsed,
+    /// DDSketch rank: the values in lower bins plus half of those in the value's bin; the
+    /// bracket counts the bin's values out and in.
+    QuantileRank,
+    /// DDSketch sum: the running sum of the values; the bracket sums each bin's bounds times
+    /// its count.
+    QuantileSum,
 }
 
 impl fmt::Display for Method {
@@ -82,7 +77,7 @@ impl fmt::Display for Method {
             Method::Interpolated => "interpolated",
             Method::BlockCounter => "block-counter",
             Method::HllErtl => "hll-ertl",
-            Method::HllHip => "hll-hip",
+            Method::HllMartingale => "hll-hip",
             Method::ExaLogLogMl => "exaloglog-ml",
             Method::ExaLogLogMartingale => "exaloglog-martingale",
             Method::RedisPfcount => "redis-pfcount",
@@ -93,6 +88,10 @@ impl fmt::Display for Method {
             Method::QuotientFilter => "quotient-filter",
             Method::StackedFilter => "stacked-filter",
             Method::LengtheningFilter => "lengthening-filter",
+            Method::QuantileBin => "ddsketch",
+            Method::QuantileCollapsed => "ddsketch-collapsed",
+            Method::QuantileRank => "ddsketch-rank",
+            Method::QuantileSum => "ddsketch-sum",
         })
     }
 }

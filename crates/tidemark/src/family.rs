@@ -33,11 +33,15 @@ pub enum Family {
     StackedFilter = 49,
     /// Quotient filter with lengthening fingerprints (experimental).
     LengtheningFilter = 50,
+    /// [`crate::quantile::DdSketch`].
+    Quantiles = 64,
+    /// A ring of per-bucket DDSketches ([`crate::quantile::QuantileRing`]).
+    QuantileRing = 65,
 }
 
 impl Family {
     /// Every family, for lookups by byte.
-    pub const ALL: [Family; 12] = [
+    pub const ALL: [Family; 14] = [
         Family::ExpHistogram,
         Family::BlockCounter,
         Family::Hll,
@@ -50,6 +54,8 @@ impl Family {
         Family::QuotientFilter,
         Family::StackedFilter,
         Family::LengtheningFilter,
+        Family::Quantiles,
+        Family::QuantileRing,
     ];
 
     /// The family of a stored byte, or `None` for a byte no version ever wrote.
@@ -72,6 +78,8 @@ impl Family {
             Family::QuotientFilter => "quotient filter",
             Family::StackedFilter => "stacked filter",
             Family::LengtheningFilter => "lengthening filter",
+            Family::Quantiles => "DDSketch",
+            Family::QuantileRing => "quantile ring",
         }
     }
 }

@@ -190,12 +190,12 @@ pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
 /// The identifier of the row-hash family below, recorded in Count-Min encodings so that a
 /// future family can never be mistaken for this one. (1 was Carter–Wegman mod `2^61 − 1`,
 /// written by an earlier build of format version 1 and no longer read.)
-pub const PAIRWISE_FAMILY_ID: u8 = 2;
+pub(crate) const PAIRWISE_FAMILY_ID: u8 = 2;
 
 /// The identifier of the multiply-shift rows over an item hash
 /// ([`PairwiseHash::multiply_shift`]), recorded in Count-Min encodings like
 /// [`PAIRWISE_FAMILY_ID`].
-pub const MULTIPLY_SHIFT_FAMILY_ID: u8 = 3;
+pub(crate) const MULTIPLY_SHIFT_FAMILY_ID: u8 = 3;
 
 /// One function of the multiply-add-shift family on 64-bit keys split into two 32-bit
 /// halves, `h(x) = ⌊((a·x_lo + b·x_hi + c) mod 2^64) / 2^32⌋` with `a`, `b`, `c` 64-bit,

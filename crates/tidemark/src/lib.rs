@@ -7,13 +7,40 @@
 //! - [`cardinality`]: HyperLogLog, exact while small, interchangeable with Redis.
 //! - [`frequency`]: the Count-Min sketch.
 //! - [`membership`]: resizable quotient filters.
+//! - [`quantile`]: DDSketch, quantiles within a relative error α, and a ring of them for
+//!   windows.
 //!
-//! Every query answers with an [`Estimate`]: a point value and a bracket `[low, high]` that
-//! says whether it is guaranteed or holds with a stated probability. Every summary encodes
-//! into the same binary envelope ([`codec`]), which records the hash ([`hash`]) it was built
-//! with so that summaries of different hashes never merge silently.
+//! Every summary encodes into the same binary envelope ([`codec`]), which records the hash
+//! ([`hash`], [`ItemHasher`]) it was built with so that summaries of different hashes never
+//! merge silently. The core never reads a clock, a file or a socket: time is a
+//! caller-supplied `u64` tick.
 //!
-//! The core never reads a clock, a file or a socket: time is a caller-supplied `u64` tick.
+//! # Answers and errors
+//!
+//! Every query answers with an [`Estimate`]: a point value and a bracket `[low, high]`. What
+//! the bracket means differs by structure and is part of the answer, in [`Bracket`]:
+//! [`Bracket::Guaranteed`] (the truth is always inside: the exponential histogram, whose
+//! whole error is its oldest bucket, and any exact count) or [`Bracket::Probabilistic`] (the
+//! truth is inside with the stated probability: HyperLogLog's ± z·σ, Count-Min's `1 − δ`).
+//! [`Method`] says how the point value was computed, so a reader can tell an exact count
+//! from an estimate and one estimator from another.
+//!
+//! Errors are one enum per kind of operation, each variant carrying its evidence:
+//! [`ParamError`] (a constructor's parameter outside its domain), [`MergeError`] (two
+//! summaries of different hashes, seeds or shapes) and [`DecodeError`] (bytes that are not a
+//! valid summary: what was wrong, and at which offset). None is ever a panic: a panic in
+//! tidemark means a broken internal invariant.
+//!
+//! ```
+//! use tidemark::{Bracket, Estimate, Method};
+//!
+//! let e = Estimate::guaranteed(199.5, 184.0, 215.0, Method::ExpHistogram);
+//! assert!(e.contains(200.0));
+//! assert_eq!(e.bracket, Bracket::Guaranteed);
+//! assert_eq!(Estimate::exact(7.0).width(), 0.0);
+//! ```
+//!
+//! # Example
 //!
 //! ```
 //! use tidemark::window::ExpHistogram;
@@ -30,15 +57,16 @@
 
 pub mod cardinality;
 pub mod codec;
-pub mod error;
-pub mod estimate;
+mod error;
+mod estimate;
 mod family;
 pub mod frequency;
 pub mod hash;
 pub mod membership;
+pub mod quantile;
 mod range_coder;
 pub mod window;
 
 pub use error::{DecodeError, MergeError, ParamError};
 pub use estimate::{Bracket, Estimate, Method};
-pub use hash::{HashId, ItemHasher};
+pub use hash::ItemHasher;

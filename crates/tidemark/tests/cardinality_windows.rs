@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
+use tidemark::cardinality::registers::index_and_rank;
 use tidemark::cardinality::{RingError, RingWindow, SlidingHll};
 use tidemark::codec::{self, Family};
 use tidemark::hash::ItemHasher;
@@ -95,7 +96,7 @@ proptest! {
         let mut kept: Vec<(usize, u8, u64)> = Vec::new();
         for (k, (item, tick)) in stream(seed, 1_500, 400, late).into_iter().enumerate() {
             if s.insert_u64(item, tick).is_ok() {
-                let (i, r) = tidemark::cardinality::split(hasher.hash_u64(item), p);
+                let (i, r) = index_and_rank(hasher.hash_u64(item), p);
                 kept.push((i, r, tick));
             }
             if k % 150 != 149 {

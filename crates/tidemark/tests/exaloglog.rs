@@ -10,9 +10,8 @@ mod common;
 use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
-use tidemark::cardinality::{
-    martingale_rse_constant, ml_rse_constant, ExaLogLog, Hll, Representation,
-};
+use tidemark::cardinality::exaloglog::estimator::{martingale_rse_constant, ml_rse_constant};
+use tidemark::cardinality::{ExaLogLog, Hll, Representation};
 use tidemark::codec::{Family, CHECKSUM_LEN, HEADER_LEN};
 use tidemark::hash::ItemHasher;
 use tidemark::{Bracket, DecodeError, MergeError, Method};

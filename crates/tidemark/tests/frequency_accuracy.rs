@@ -2,7 +2,7 @@
 //! failure rate ≤ δ on Zipf (s = 0.8, 1.1, 1.5) and uniform streams, Theorem 2's median on a
 //! general turnstile, Theorem 3's inner products, Theorem 4's ranges, quantiles, and heavy
 //! hitters' recall and false positives. The full tables come from
-//! `tidemark reproduce countmin-accuracy`; these are smaller versions.
+//! `tidemark-lab reproduce countmin-accuracy`; these are smaller versions.
 
 mod common;
 

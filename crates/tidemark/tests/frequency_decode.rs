@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tidemark::codec::{self, Family, Writer};
-use tidemark::frequency::{self, CountMin, Decoded, DyadicCountMin, ItemCounts, Model, RowFamily};
+use tidemark::frequency::{AnyCountMin, CountMin, DyadicCountMin, ItemCounts, Model, RowFamily};
 use tidemark::{DecodeError, ItemHasher};
 
 fn sample_plain(model: Model) -> CountMin {
@@ -53,8 +53,8 @@ fn round_trips_are_identity() {
     assert!(s.exact_layers() > 0 && s.exact_layers() < 8);
     assert_eq!(DyadicCountMin::from_bytes(&s.to_bytes()).unwrap(), s);
     assert!(matches!(
-        frequency::decode(&s.to_bytes()).unwrap(),
-        Decoded::Dyadic(_)
+        AnyCountMin::from_bytes(&s.to_bytes()).unwrap(),
+        AnyCountMin::Dyadic(_)
     ));
     // Each kind refuses to be read as the other.
     assert!(CountMin::from_bytes(&s.to_bytes()).is_err());
@@ -214,12 +214,12 @@ fn each_field_check_fires() {
 fn every_truncation_and_bit_flip_is_rejected() {
     let good = sample_dyadic().to_bytes();
     for n in 0..good.len() {
-        assert!(frequency::decode(&good[..n]).is_err());
+        assert!(AnyCountMin::from_bytes(&good[..n]).is_err());
     }
     for i in (0..good.len()).step_by(7) {
         let mut b = good.clone();
         b[i] ^= 0x10;
-        assert!(frequency::decode(&b).is_err(), "flip at {i} accepted");
+        assert!(AnyCountMin::from_bytes(&b).is_err(), "flip at {i} accepted");
     }
 }
 
@@ -242,10 +242,10 @@ proptest! {
         for params in [&params[..], &real_params[..]] {
             for family in [Family::CountMin, Family::ItemCounts] {
                 let b = codec::encode(family, flags, ItemHasher::default(), params, &payload);
-                if let Ok(d) = frequency::decode(&b) {
+                if let Ok(d) = AnyCountMin::from_bytes(&b) {
                     match d {
-                        Decoded::CountMin(cm) => { let _ = cm.point(b"k1"); }
-                        Decoded::Dyadic(s) => { let _ = s.quantile(0.5); }
+                        AnyCountMin::CountMin(cm) => { let _ = cm.point(b"k1"); }
+                        AnyCountMin::Dyadic(s) => { let _ = s.quantile(0.5); }
                     }
                 }
                 if let Ok(c) = ItemCounts::from_bytes(&b) {
@@ -277,11 +277,11 @@ proptest! {
             if i < params.len() { params[i] = v } else { payload[i - params.len()] = v }
         }
         let re = codec::encode(Family::CountMin, env.flags, env.hasher, &params, &payload);
-        if let Ok(d) = frequency::decode(&re) {
+        if let Ok(d) = AnyCountMin::from_bytes(&re) {
             // Whatever decodes answers queries without panicking.
             match d {
-                Decoded::CountMin(cm) => { let _ = cm.point(b"k1"); }
-                Decoded::Dyadic(s) => { let _ = s.quantile(0.5); let _ = s.heavy_hitters(0.1); }
+                AnyCountMin::CountMin(cm) => { let _ = cm.point(b"k1"); }
+                AnyCountMin::Dyadic(s) => { let _ = s.quantile(0.5); let _ = s.heavy_hitters(0.1); }
             }
         }
     }

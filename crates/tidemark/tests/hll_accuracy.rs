@@ -1,4 +1,4 @@
-//! A small version of `tidemark reproduce hll-accuracy`: seeded trials, one stream per trial
+//! A small version of `tidemark-lab reproduce hll-accuracy`: seeded trials, one stream per trial
 //! read at log-spaced checkpoints. The exact form is exact; elsewhere the relative RMSE of
 //! Ertl's estimator and of HIP stay within their theoretical values, and the bias within what
 //! the trial count can resolve, with no bump at the representation transitions.
@@ -53,7 +53,7 @@ fn sweep(p: u8, trials: u64, max: u64) -> Vec<Point> {
             let e = h.estimate_ertl().value / truth - 1.0;
             pt.ertl.0 += e;
             pt.ertl.1 += e * e;
-            let e = h.estimate_hip().unwrap().value / truth - 1.0;
+            let e = h.estimate_martingale().unwrap().value / truth - 1.0;
             pt.hip.0 += e;
             pt.hip.1 += e * e;
             if h.representation() == Representation::Exact {

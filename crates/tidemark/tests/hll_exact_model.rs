@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use tidemark::cardinality::{split, Hll, Representation};
+use tidemark::cardinality::registers::index_and_rank;
+use tidemark::cardinality::{Hll, Representation};
 use tidemark::hash::ItemHasher;
 use tidemark::{Bracket, MergeError, Method};
 
@@ -15,7 +16,7 @@ use tidemark::{Bracket, MergeError, Method};
 fn model_registers(items: &[u64], p: u8, hasher: ItemHasher) -> Vec<u8> {
     let mut regs = vec![0u8; 1 << p];
     for &x in items {
-        let (i, r) = split(hasher.hash_u64(x), p);
+        let (i, r) = index_and_rank(hasher.hash_u64(x), p);
         regs[i] = regs[i].max(r);
     }
     regs
@@ -133,7 +134,7 @@ fn merge_equals_the_sketch_of_the_union_at_every_pair_of_representations() {
                     assert_eq!(a.estimate().value, truth as f64);
                 }
                 // HIP holds for one stream only: a non-empty merge drops it.
-                assert_eq!(a.has_hip(), nb == 0);
+                assert_eq!(a.has_martingale(), nb == 0);
             }
         }
     }
@@ -182,19 +183,19 @@ fn hip_is_used_until_a_merge_and_ertl_after() {
     for i in 0..10_000u64 {
         a.insert_u64(i);
     }
-    assert_eq!(a.estimate().method, Method::HllHip);
+    assert_eq!(a.estimate().method, Method::HllMartingale);
     let empty = Hll::new(10).unwrap();
     a.merge(&empty).unwrap();
     assert_eq!(
         a.estimate().method,
-        Method::HllHip,
+        Method::HllMartingale,
         "merging nothing keeps HIP"
     );
     let mut b = Hll::new(10).unwrap();
     b.insert_u64(123_456);
     a.merge(&b).unwrap();
     assert_eq!(a.estimate().method, Method::HllErtl);
-    assert!(!a.has_hip());
+    assert!(!a.has_martingale());
 }
 
 #[test]

@@ -13,7 +13,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tidemark::cardinality::{parse_redis, pfcount_registers, Hll, RedisError};
+use tidemark::cardinality::redis::{parse_redis, pfcount_registers};
+use tidemark::cardinality::{Hll, RedisError};
 
 // ---------------------------------------------------------------------------------------
 // A tiny RESP2 client: enough for PFADD, PFCOUNT, GET, SET, PFDEBUG.

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::codec::{self, Family};
 use tidemark::hash::ItemHasher;
-use tidemark::window::{BlockCounter, ExpHistogram, Span};
+use tidemark::window::{BlockCounter, ExpHistogram, Window};
 use tidemark::DecodeError;
 
 fn sample_histograms() -> Vec<ExpHistogram> {
@@ -17,16 +17,16 @@ fn sample_histograms() -> Vec<ExpHistogram> {
     ];
     let mut rng = Pcg64::seed_from_u64(1);
     for &(span, k) in &[
-        (Span::Arrivals(1_000), 10u32),
-        (Span::Arrivals(7), 1),
-        (Span::Ticks(500), 3),
-        (Span::Ticks(1), 2),
+        (Window::Arrivals(1_000), 10u32),
+        (Window::Arrivals(7), 1),
+        (Window::Ticks(500), 3),
+        (Window::Ticks(1), 2),
     ] {
         let mut h = ExpHistogram::new(span, k).unwrap();
         for tick in 0..5_000u64 {
             match span {
-                Span::Arrivals(_) => h.push(rng.random_bool(0.6)).unwrap(),
-                Span::Ticks(_) => h.record_value(tick, rng.random_range(0..4)).unwrap(),
+                Window::Arrivals(_) => h.push(rng.random_bool(0.6)).unwrap(),
+                Window::Ticks(_) => h.record_value(tick, rng.random_range(0..4)).unwrap(),
             }
         }
         out.push(h.clone());
@@ -181,7 +181,7 @@ proptest! {
         window in 1u64..50,
         ticks in any::<bool>(),
     ) {
-        let span = if ticks { Span::Ticks(window) } else { Span::Arrivals(window) };
+        let span = if ticks { Window::Ticks(window) } else { Window::Arrivals(window) };
         let params = {
             let h = ExpHistogram::new(span, k).unwrap().to_bytes();
             codec::decode(&h).unwrap().params.to_vec()
@@ -237,7 +237,7 @@ fn committed_vector_decodes() {
     // The pattern: a one at every arrival i with i % 3 != 0, for i in 0..1000.
     let ones_in_window = (900..1_000).filter(|i| i % 3 != 0).count() as f64;
     assert!(h.estimate().contains(ones_in_window));
-    assert_eq!(h.span(), Span::Arrivals(100));
+    assert_eq!(h.window(), Window::Arrivals(100));
     assert_eq!(h.k(), 3);
     assert!(h.interpolation());
     let mut rebuilt = ExpHistogram::arrivals_with_k(100, 3)

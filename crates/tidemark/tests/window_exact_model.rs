@@ -225,7 +225,7 @@ fn sums_equal_as_many_single_events() {
     // A value v at tick t must leave exactly the state of v single events at t.
     let mut rng = Pcg64::seed_from_u64(99);
     for &k in &[1u32, 2, 3, 10] {
-        let mut batched = ExpHistogram::new(tidemark::window::Span::Ticks(500), k).unwrap();
+        let mut batched = ExpHistogram::new(tidemark::window::Window::Ticks(500), k).unwrap();
         let mut single = batched.clone();
         for tick in 0..3_000u64 {
             let v = match rng.random_range(0..4) {
@@ -329,7 +329,7 @@ fn multi_window_answers_each_window() {
 /// counts there as anywhere.
 #[test]
 fn block_counters_at_the_extremes_of_windows_and_time() {
-    let mut c = BlockCounter::with_block(tidemark::window::Span::Ticks(u64::MAX), 1).unwrap();
+    let mut c = BlockCounter::with_block(tidemark::window::Window::Ticks(u64::MAX), 1).unwrap();
     assert!(c.bits() > 0);
     for t in [5u64, 6, 6, 1_000] {
         c.record(t).unwrap();

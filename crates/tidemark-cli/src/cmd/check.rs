@@ -1,8 +1,8 @@
 //! `tidemark check`: verify a store — redb's page checksums, the metadata, the run state and
 //! every stored sketch — and say what is damaged.
 
-use crate::output::outln;
 use std::path::{Path, PathBuf};
+use tidemark_cli::outln;
 
 use serde_json::json;
 use tidemark_stream::store::{RedbStore, StoreError};

@@ -1,8 +1,8 @@
 //! `tidemark config`: the reference of every pipeline config key, and the check of a config
 //! file without running it.
 
-use crate::output::{out, outln};
 use std::path::PathBuf;
+use tidemark_cli::{out, outln};
 
 use tidemark_stream::config::{Config, REFERENCE};
 

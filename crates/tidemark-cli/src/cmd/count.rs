@@ -5,12 +5,12 @@
 
 use std::path::PathBuf;
 
-use tidemark::window::{ClockError, ExpHistogram, Span};
+use tidemark::window::{ClockError, ExpHistogram, Window};
 use tidemark::ParamError;
 
 use crate::input::for_each_line;
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 /// Arguments of `tidemark count`.
 #[derive(clap::Args, Debug)]
@@ -70,14 +70,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut late = 0u64;
     for_each_line(&args.files, |loc, line| {
         let line = line.trim();
-        let result = match h.span() {
-            Span::Ticks(_) => {
+        let result = match h.window() {
+            Window::Ticks(_) => {
                 let tick: u64 = line.parse().map_err(|_| {
                     loc.error(format!("expected a tick (unsigned integer), got {line:?}"))
                 })?;
                 h.record(tick)
             }
-            Span::Arrivals(_) => match line {
+            Window::Arrivals(_) => match line {
                 "0" => h.push(false),
                 "1" => h.push(true),
                 other => return Err(loc.error(format!("expected 0 or 1, got {other:?}"))),

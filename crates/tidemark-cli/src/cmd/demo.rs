@@ -9,11 +9,11 @@
 //! over 5 minutes in 1-minute HyperLogLog buckets and alerts above 500 by 3 standard errors.
 //! Volume would rank the health checker first; fan-out flags the laptop.
 
-use crate::output::outln;
 use std::collections::HashMap;
 use std::time::Instant;
+use tidemark_cli::outln;
 
-use tidemark_stream::engine::Phase;
+use tidemark_stream::engine::AlertPhase;
 use tidemark_stream::flowgen::{FlowLog, FlowSpec, FANOUT_CONFIG};
 use tidemark_stream::pipeline::{self, AlertOut, RunOptions};
 use tidemark_stream::query;
@@ -174,22 +174,22 @@ fn run_in(
             let fanout = format!("fan-out {:.0} [{:.0}, {:.0}]", e.value, e.low, e.high);
             let to = rfc(a.alert.window_end);
             match a.alert.phase {
-                Phase::Early => outln!(
+                AlertPhase::Early => outln!(
                     "ALERT {} {fanout} > {:.0} in the 5 minutes to {to} (early: at {}, before \
                      the bucket closed)",
                     a.key,
                     a.alert.limit,
                     rfc(a.alert.at)
                 ),
-                Phase::Closed => outln!(
+                AlertPhase::Closed => outln!(
                     "ALERT {} {fanout} > {:.0} in the 5 minutes to {to}",
                     a.key,
                     a.alert.limit
                 ),
-                Phase::Confirmed => {
+                AlertPhase::Confirmed => {
                     outln!("  confirmed by the close of the window to {to}: {fanout}")
                 }
-                Phase::Withdrawn => outln!(
+                AlertPhase::Withdrawn => outln!(
                     "  withdrawn by the close of the window to {to}: {fanout} is not above {:.0}",
                     a.alert.limit
                 ),

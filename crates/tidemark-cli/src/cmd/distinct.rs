@@ -9,15 +9,15 @@
 
 use std::path::PathBuf;
 
-use tidemark::cardinality::{
-    z_score, DistinctSketch as Sketch, ExaLogLog, Hll, RedisError, REDIS_REGISTERS,
-};
+use tidemark::cardinality::redis::REDIS_REGISTERS;
+use tidemark::cardinality::registers::z_score;
+use tidemark::cardinality::{DistinctSketch as Sketch, ExaLogLog, Hll, RedisError};
 use tidemark::codec::Family;
 use tidemark::Bracket;
 
 use crate::input::{for_each_line, read_saved, SaveTo, Saved};
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 /// Which sketch counts the distinct items.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,7 +300,9 @@ fn merge_files(files: &[PathBuf]) -> anyhow::Result<Sketch> {
         let p = acc.precision();
         let rse = match &acc {
             Sketch::Hll(_) => 1.04,
-            Sketch::ExaLogLog(e) => tidemark::cardinality::ml_rse_constant(e.t(), e.d()),
+            Sketch::ExaLogLog(e) => {
+                tidemark::cardinality::exaloglog::estimator::ml_rse_constant(e.t(), e.d())
+            }
         };
         eprintln!(
             "tidemark: note: the sketches have different precisions: {list}; the union is at \

@@ -10,14 +10,15 @@
 //! a gap in the ticks crosses, those more than two windows after the last event (the window
 //! empty) print once, not once each.
 
-use tidemark::cardinality::{z_score, BucketSketch, ExaLogLog, Hll, RingWindow, SlidingHll};
+use tidemark::cardinality::registers::z_score;
+use tidemark::cardinality::{BucketSketch, ExaLogLog, Hll, RingWindow, SlidingHll};
 use tidemark::{Bracket, Estimate};
 
 use std::path::PathBuf;
 
 use crate::input::for_each_line;
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 enum Window {
     Ring(RingWindow),

@@ -12,8 +12,8 @@ use tidemark::membership::{Exhausted, LengtheningFilter, QuotientFilter, Stacked
 use tidemark::{Estimate, ParamError};
 
 use crate::input::{for_each_line, read_envelope, Loc, SaveTo};
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 /// Arguments of `tidemark filter`.
 #[derive(clap::Args, Debug)]

@@ -19,8 +19,8 @@ use tidemark::frequency::{CountMin, DyadicCountMin, FrequencyError, HeavyHitters
 use tidemark::{Estimate, ParamError};
 
 use crate::input::{for_each_line, read_envelope, SaveTo};
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 /// The update model, as typed.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,5 @@
 //! One module per subcommand.
 
-pub mod bench_report;
 pub mod check;
 pub mod config;
 pub mod count;
@@ -10,5 +9,4 @@ pub mod distinct_window;
 pub mod filter;
 pub mod freq;
 pub mod query;
-pub mod reproduce;
 pub mod run;

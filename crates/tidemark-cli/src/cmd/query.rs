@@ -1,16 +1,16 @@
 //! `tidemark query`: window estimates with error bars from a store's sketches. A frequency
 //! metric answers with each key's heavy items (those reaching φ of its events in the window).
 
-use crate::output::outln;
 use std::path::PathBuf;
+use tidemark_cli::outln;
 
 use tidemark_stream::query::{self, QueryError};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
 use crate::cmd::check::{damaged, store_error};
-use crate::output::{Output, Record};
 use crate::UsageError;
+use tidemark_cli::output::{Output, Record};
 
 /// Arguments of `tidemark query`.
 #[derive(clap::Args, Debug)]

@@ -5,12 +5,12 @@
 //! committed input position, so a run killed at any point and started again with the same
 //! arguments counts every record once.
 
-use crate::output::outln;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tidemark_cli::outln;
 
 use serde_json::json;
 use tidemark_stream::pipeline::{self, AlertOut, Follow, RunOptions, RunReport};

@@ -9,7 +9,7 @@
 //! ```
 
 use tidemark::codec::Family;
-use tidemark::window::{ExpHistogram, Span};
+use tidemark::window::{ExpHistogram, Window};
 use tidemark::{Bracket, Estimate};
 
 use super::{Encoded, Limits, LoadError, TmType};
@@ -25,7 +25,7 @@ pub struct Counter {
 impl Counter {
     /// The window, ms.
     pub fn window(&self) -> u64 {
-        self.hist.span().length()
+        self.hist.window().length()
     }
 
     /// The window's estimate ending at `at` (≥ the latest time).
@@ -89,15 +89,15 @@ impl TmType for Counter {
         Some(
             ExpHistogram::from_bytes(bytes)
                 .map_err(LoadError::Decode)
-                .and_then(|hist| match hist.span() {
-                    Span::Ticks(w) if w > Limits::MAX_WINDOW_MS => {
+                .and_then(|hist| match hist.window() {
+                    Window::Ticks(w) if w > Limits::MAX_WINDOW_MS => {
                         Err(LoadError::Limit("window longer than 2^48 ms"))
                     }
-                    Span::Ticks(_) if hist.now() > Limits::MAX_TIME_MS => {
+                    Window::Ticks(_) if hist.now() > Limits::MAX_TIME_MS => {
                         Err(LoadError::Limit("a latest time beyond 2^52 ms"))
                     }
-                    Span::Ticks(_) => Ok(Counter { hist }),
-                    Span::Arrivals(_) => Err(LoadError::Unsupported(
+                    Window::Ticks(_) => Ok(Counter { hist }),
+                    Window::Arrivals(_) => Err(LoadError::Unsupported(
                         "an arrivals-window histogram (a key counts milliseconds)",
                     )),
                 }),

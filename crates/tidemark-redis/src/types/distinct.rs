@@ -10,9 +10,8 @@
 //! TMDISTINCT.TOPF key dest [WINDOW ms]
 //! ```
 
-use tidemark::cardinality::{
-    estimate_registers, RingWindow, SlidingHll, DEFAULT_CONFIDENCE, MAX_RETENTION,
-};
+use tidemark::cardinality::registers::{estimate_registers, DEFAULT_CONFIDENCE};
+use tidemark::cardinality::{RingWindow, SlidingHll};
 use tidemark::codec::{self, Family};
 use tidemark::hash::ItemHasher;
 use tidemark::{Bracket, Estimate};
@@ -33,7 +32,7 @@ pub enum Distinct {
 
 impl Distinct {
     /// The longest sliding retention, ms.
-    pub const MAX_SLIDING_MS: u64 = MAX_RETENTION;
+    pub const MAX_SLIDING_MS: u64 = SlidingHll::MAX_RETENTION;
 
     /// The longest window, ms.
     pub fn window(&self) -> u64 {
@@ -531,7 +530,7 @@ fn is_redis_hll(s: &[u8]) -> bool {
     s.len() >= 16
         && s.starts_with(b"HYLL")
         && match s[4] {
-            0 => s.len() == tidemark::cardinality::REDIS_DENSE_LEN,
+            0 => s.len() == tidemark::cardinality::redis::REDIS_DENSE_LEN,
             1 => true,
             _ => false,
         }
@@ -545,17 +544,17 @@ fn is_redis_hll(s: &[u8]) -> bool {
 ///
 /// `None` for a register count other than 16,384 or a register above 51.
 pub fn redis_dense(registers: &[u8]) -> Option<Vec<u8>> {
-    if registers.len() != tidemark::cardinality::REDIS_REGISTERS
+    if registers.len() != tidemark::cardinality::redis::REDIS_REGISTERS
         || registers.iter().any(|&r| r > 51)
     {
         return None;
     }
-    let mut out = Vec::with_capacity(tidemark::cardinality::REDIS_DENSE_LEN);
+    let mut out = Vec::with_capacity(tidemark::cardinality::redis::REDIS_DENSE_LEN);
     out.extend_from_slice(b"HYLL");
     out.extend_from_slice(&[0, 0, 0, 0]);
     out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x80]);
     let start = out.len();
-    out.resize(tidemark::cardinality::REDIS_DENSE_LEN, 0);
+    out.resize(tidemark::cardinality::redis::REDIS_DENSE_LEN, 0);
     for (i, &r) in registers.iter().enumerate() {
         let bit = 6 * i;
         let (byte, shift) = (start + bit / 8, bit % 8);

@@ -62,7 +62,7 @@ impl Limits {
     pub const MAX_FREQ_ADD: u64 = 1 << 40;
     /// The longest item a frequency key takes, bytes: it keeps heavy items by name, and names
     /// are what tell items apart while it counts exactly.
-    pub const MAX_FREQ_ITEM: usize = tidemark::frequency::MAX_ITEM_LEN;
+    pub const MAX_FREQ_ITEM: usize = tidemark::frequency::ItemCounts::MAX_ITEM_LEN;
     /// Filter generations kept by an expiring filter: an item lives between EXPIRE and
     /// EXPIRE·(1 + 1/(GENERATIONS − 1)) ms.
     pub const GENERATIONS: u64 = 5;

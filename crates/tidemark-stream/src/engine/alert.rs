@@ -6,11 +6,12 @@
 //! [`EARLY`]). An episode starts when a window passes the limit and ends at the first close
 //! below it; a rule alerts once per episode:
 //!
-//! - at the close that makes `consecutive` closes above the limit ([`Phase::Closed`]), or
+//! - at the close that makes `consecutive` closes above the limit ([`AlertPhase::Closed`]), or
 //! - with `early = true`, at the event that takes the window the metric's next close will
-//!   evaluate past the limit when that close would be the `consecutive`-th ([`Phase::Early`]). That
-//!   close then confirms it ([`Phase::Confirmed`]) or, if the closed window is not past the
-//!   limit after all, withdraws it ([`Phase::Withdrawn`]) and the episode ends.
+//!   evaluate past the limit when that close would be the `consecutive`-th
+//!   ([`AlertPhase::Early`]). That close then confirms it ([`AlertPhase::Confirmed`]) or, if
+//!   the closed window is not past the limit after all, withdraws it
+//!   ([`AlertPhase::Withdrawn`]) and the episode ends.
 
 use tidemark::Estimate;
 
@@ -20,9 +21,10 @@ use crate::config::{AlertOn, AlertRule};
 /// Bit 31 of a streak word: an early alert was raised in this episode.
 pub(super) const EARLY: u32 = 1 << 31;
 
-/// What an alert line says.
+/// Where an alert line stands in its episode: raised early or at a close, or an early one
+/// confirmed or withdrawn by the close that follows (what an alert line says).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub enum AlertPhase {
     /// Raised at the event that took the running window past the limit, before its close.
     Early,
     /// Raised when a bucket closed (no early alert came first).
@@ -33,20 +35,20 @@ pub enum Phase {
     Withdrawn,
 }
 
-impl Phase {
+impl AlertPhase {
     /// The name in alert lines.
     pub fn name(self) -> &'static str {
         match self {
-            Phase::Early => "early",
-            Phase::Closed => "closed",
-            Phase::Confirmed => "confirmed",
-            Phase::Withdrawn => "withdrawn",
+            AlertPhase::Early => "early",
+            AlertPhase::Closed => "closed",
+            AlertPhase::Confirmed => "confirmed",
+            AlertPhase::Withdrawn => "withdrawn",
         }
     }
 
     /// Whether the line raises an alert (the other two settle an early one).
     pub fn raises(self) -> bool {
-        matches!(self, Phase::Early | Phase::Closed)
+        matches!(self, AlertPhase::Early | AlertPhase::Closed)
     }
 }
 
@@ -65,7 +67,7 @@ pub(crate) fn step(
     shape: &MetricShape,
     streak: &mut [u32],
     est: &Estimate,
-    mut fire: impl FnMut(usize, f64, Phase),
+    mut fire: impl FnMut(usize, f64, AlertPhase),
 ) {
     for (ri, rule) in rules.iter().enumerate() {
         let limit = shape.limit(rule);
@@ -79,15 +81,15 @@ pub(crate) fn step(
                     ri,
                     limit,
                     if early {
-                        Phase::Confirmed
+                        AlertPhase::Confirmed
                     } else {
-                        Phase::Closed
+                        AlertPhase::Closed
                     },
                 );
             }
         } else {
             if early && closes < rule.consecutive {
-                fire(ri, limit, Phase::Withdrawn);
+                fire(ri, limit, AlertPhase::Withdrawn);
             }
             streak[ri] = 0;
         }

@@ -40,11 +40,11 @@ mod snapshot;
 pub mod spill;
 mod table;
 
-pub use alert::Phase;
+pub use alert::AlertPhase;
 use alert::{early_due, step, step_early};
 pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
-use ring::Ring;
+use ring::ClosedBuckets;
 use running::Running;
 use shape::rings;
 pub use shape::{MetricShape, Summary};
@@ -103,8 +103,8 @@ pub struct Alert {
     /// The threshold plus the margin: what the estimate was compared with.
     pub limit: f64,
     /// Raised early (at an event, before the close), at a close, or an early alert confirmed
-    /// or withdrawn by its close (see [`Phase`]).
-    pub phase: Phase,
+    /// or withdrawn by its close (see [`AlertPhase`]).
+    pub phase: AlertPhase,
     /// The event time at which it was raised, ms: the event's (early) or that of the record
     /// whose time closed the bucket (the newest time seen, at the end of the input).
     pub at: u64,
@@ -183,7 +183,7 @@ pub struct Counters {
 
 enum WindowState {
     /// Closed bucket summaries in the window, oldest first.
-    Ring(Ring),
+    Buckets(ClosedBuckets),
     /// A count metric's histogram (boxed: most keys of other kinds hold a ring).
     Hist(Box<CountWindow>),
 }
@@ -239,7 +239,7 @@ struct KeyState {
 fn new_window(kind: Kind, window: u64) -> WindowState {
     match kind {
         Kind::Count { epsilon } => WindowState::Hist(Box::new(CountWindow::new(window, epsilon))),
-        _ => WindowState::Ring(Ring::default()),
+        _ => WindowState::Buckets(ClosedBuckets::default()),
     }
 }
 
@@ -317,7 +317,7 @@ impl Close {
         (rule, r, limit): (usize, &crate::config::AlertRule, f64),
         estimate: Estimate,
         item: Option<&[u8]>,
-        phase: Phase,
+        phase: AlertPhase,
     ) -> Alert {
         Alert {
             metric: self.metric,
@@ -705,7 +705,7 @@ impl Engine {
         step_early(&cfg.alerts, shape, &mut ks.streak, &est, |rule, limit| {
             raised += 1;
             let rule = (rule, &cfg.alerts[rule], limit);
-            alerts.push(close.line(ev.key, rule, est, None, Phase::Early));
+            alerts.push(close.line(ev.key, rule, est, None, AlertPhase::Early));
         });
         if raised > 0 {
             ks.row_dirty = true;
@@ -771,12 +771,12 @@ impl Engine {
                         ks.row_dirty = true;
                     }
                     if ks.window.is_none() {
-                        ks.window = Some(WindowState::Ring(Ring::default()));
+                        ks.window = Some(WindowState::Buckets(ClosedBuckets::default()));
                     }
                     // Its running window misses the event: the next event builds it again.
                     ks.running = None;
                     ks.early_end = 0;
-                    if let Some(WindowState::Ring(ring)) = &mut ks.window {
+                    if let Some(WindowState::Buckets(ring)) = &mut ks.window {
                         ring.add_late(start, item, bytes, || m.shape.empty(start));
                     }
                     let before = ks.mem;
@@ -887,7 +887,7 @@ impl Engine {
                     .get_or_insert_with(|| new_window(m.cfg.kind, window));
                 match (w, s) {
                     (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
-                    (WindowState::Ring(r), s) => r.push_back(start, s),
+                    (WindowState::Buckets(r), s) => r.push_back(start, s),
                     _ => unreachable!(
                         "a window and a bucket both follow the metric's kind (a histogram and \
                          count buckets for a count metric, a ring otherwise); the kind is fixed \
@@ -903,7 +903,7 @@ impl Engine {
                     ks.row_dirty = true;
                     h.is_empty()
                 }
-                Some(WindowState::Ring(r)) => {
+                Some(WindowState::Buckets(r)) => {
                     r.drop_before(first_kept);
                     r.is_empty()
                 }
@@ -920,7 +920,7 @@ impl Engine {
                             (rule, r, m.shape.limit(r)),
                             Estimate::exact(0.0),
                             None,
-                            Phase::Withdrawn,
+                            AlertPhase::Withdrawn,
                         ));
                     }
                 }
@@ -936,7 +936,7 @@ impl Engine {
             let Some(w) = &mut ks.window else { continue };
             let est = match w {
                 WindowState::Hist(h) => Some((h.estimate(), None)),
-                WindowState::Ring(r) => {
+                WindowState::Buckets(r) => {
                     if m.cfg.alerts.is_empty() {
                         None
                     } else {
@@ -965,13 +965,16 @@ impl Engine {
             ks.row_dirty = true;
             let rules = &m.cfg.alerts;
             let counters = &mut m.counters;
-            let mut alert =
-                |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>, phase: Phase| {
-                    counters.alerts += u64::from(phase.raises());
-                    let rule = (rule, &rules[rule], limit);
-                    out.alerts
-                        .push(close.line(key.as_bytes(), rule, estimate, item, phase));
-                };
+            let mut alert = |rule: usize,
+                             limit: f64,
+                             estimate: Estimate,
+                             item: Option<&[u8]>,
+                             phase: AlertPhase| {
+                counters.alerts += u64::from(phase.raises());
+                let rule = (rule, &rules[rule], limit);
+                out.alerts
+                    .push(close.line(key.as_bytes(), rule, estimate, item, phase));
+            };
             match &window {
                 // Each item the window names is its own subject: a second source hammering a
                 // host while the first still is raises its own alert.

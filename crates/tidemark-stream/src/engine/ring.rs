@@ -41,9 +41,11 @@ const BLOCKS_FROM: usize = 16;
 /// Bytes of one `(start, summary)` entry, before the summary's heap.
 pub(super) const ENTRY_BYTES: usize = std::mem::size_of::<(u64, Summary)>();
 
-/// Closed buckets of one key, by increasing start, with their bounds' sum.
+/// Closed buckets of one key, by increasing start, with their bounds' sum: a queue that
+/// takes buckets as they close and drops them as they leave the window (not a ring of
+/// slots, as the core's `RingWindow` is).
 #[derive(Clone, Debug, Default)]
-pub(super) struct Ring {
+pub(super) struct ClosedBuckets {
     buckets: VecDeque<(u64, Summary)>,
     /// The bounds' sum, kept from the first time it is asked for (a close of a metric with
     /// alert rules, a checkpoint, an early alert); a metric without rules never pays for it.
@@ -167,7 +169,7 @@ fn bound_of(s: &Summary) -> Option<u64> {
     (u < 4_294_967_296.0).then_some(u as u64)
 }
 
-impl Ring {
+impl ClosedBuckets {
     fn enter(&mut self, s: &Summary) {
         self.heap += ENTRY_BYTES + s.heap_bytes();
         if let Some(b) = &mut self.bounds {
@@ -282,7 +284,7 @@ impl Ring {
         self.merged_as(shape, start, from, true)
     }
 
-    /// [`Ring::merged`], through an aggregation only if the key already has one: for a
+    /// [`ClosedBuckets::merged`], through an aggregation only if the key already has one: for a
     /// merge that is not a close's (a checkpoint's), which should not make a key hold one.
     pub(super) fn merged_if_aggregated(
         &mut self,
@@ -347,10 +349,10 @@ impl Ring {
     }
 }
 
-impl FromIterator<(u64, Summary)> for Ring {
+impl FromIterator<(u64, Summary)> for ClosedBuckets {
     /// A ring of buckets given oldest first.
-    fn from_iter<I: IntoIterator<Item = (u64, Summary)>>(buckets: I) -> Ring {
-        let mut ring = Ring::default();
+    fn from_iter<I: IntoIterator<Item = (u64, Summary)>>(buckets: I) -> ClosedBuckets {
+        let mut ring = ClosedBuckets::default();
         for (start, s) in buckets {
             ring.push_back(start, s);
         }
@@ -384,7 +386,7 @@ mod tests {
     }
 
     /// The bounds summed over the buckets from `from`, as a close summed them before.
-    fn summed(ring: &Ring, from: u64) -> f64 {
+    fn summed(ring: &ClosedBuckets, from: u64) -> f64 {
         ring.iter()
             .filter(|(s, _)| *s >= from)
             .map(|(_, s)| s.upper())
@@ -397,7 +399,7 @@ mod tests {
     fn a_sparse_key_holds_about_root_t_suffixes() {
         let shape = shape(1);
         let w = shape.width();
-        let mut ring = Ring::default();
+        let mut ring = ClosedBuckets::default();
         for k in 0..40u64 {
             let mut s = shape.empty((2 + 3 * k) * w);
             s.add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15), b"x");
@@ -427,7 +429,7 @@ mod tests {
         ) {
             let shape = shape(kind);
             let w = shape.width();
-            let mut ring = Ring::default();
+            let mut ring = ClosedBuckets::default();
             // Events a bucket holds, by start: a frequency bucket's bound is its events.
             let mut events: std::collections::BTreeMap<u64, u64> = Default::default();
             let (mut next, mut kept, mut item) = (0u64, 0u64, 0u64);

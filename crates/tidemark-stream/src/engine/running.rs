@@ -49,7 +49,7 @@ impl Running {
                 // The closed buckets (all before `end`) through the ring's merge, then the
                 // open ones inside the window.
                 let mut acc = match ring {
-                    Some(WindowState::Ring(r)) => r.merged(shape, from, from),
+                    Some(WindowState::Buckets(r)) => r.merged(shape, from, from),
                     _ => shape.empty(from),
                 };
                 for o in open.iter().filter(|o| inside(&o.start)) {
@@ -119,7 +119,7 @@ pub(super) fn bound(
     let closed = match window {
         Some(WindowState::Hist(h)) => h.estimate_from(from).high,
         // Closed buckets all start before `end`.
-        Some(WindowState::Ring(r)) => r.upper_from(from),
+        Some(WindowState::Buckets(r)) => r.upper_from(from),
         None => 0.0,
     };
     closed

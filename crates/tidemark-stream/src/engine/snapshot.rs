@@ -384,7 +384,7 @@ fn restore_keys(
             ring.sort_by_key(|(s, _)| *s);
             let rules = m.cfg.alerts.len();
             let (ks, _) = m.keys.get_or_insert_with(&k, || KeyState::new(rules));
-            ks.window = Some(WindowState::Ring(ring.into_iter().collect()));
+            ks.window = Some(WindowState::Buckets(ring.into_iter().collect()));
         }
     }
     // Every key is new to the store's rows: the next checkpoint writes them.

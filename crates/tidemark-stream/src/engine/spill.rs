@@ -59,7 +59,7 @@ use tidemark::DecodeError;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::key::Key;
-use super::ring::Ring;
+use super::ring::ClosedBuckets;
 use super::shape::rings;
 use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
 use crate::config::Kind;
@@ -250,7 +250,7 @@ pub(super) fn key_bytes(ks: &KeyState) -> usize {
         .sum::<usize>();
     match &ks.window {
         None => {}
-        Some(WindowState::Ring(r)) => n += r.heap_bytes(),
+        Some(WindowState::Buckets(r)) => n += r.heap_bytes(),
         // The histogram's classes: about its encoding's size.
         Some(WindowState::Hist(h)) => n += 64 + h.to_bytes().len(),
     }
@@ -270,7 +270,7 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
     match &mut ks.window {
         None => {}
         Some(WindowState::Hist(h)) => bound += h.estimate().high,
-        Some(WindowState::Ring(r)) => bound += r.upper(),
+        Some(WindowState::Buckets(r)) => bound += r.upper(),
     }
     if bound <= m.min_limit {
         return true;
@@ -283,7 +283,7 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
         // The closed buckets through the ring's aggregation if the key has one (a handful
         // of merges for a key evaluated at a close; none is made here), then the open ones.
         let mut acc = match &mut ks.window {
-            Some(WindowState::Ring(r)) => r
+            Some(WindowState::Buckets(r)) => r
                 .first_start()
                 .map(|first| r.merged_if_aggregated(m.shape, first, 0)),
             _ => None,
@@ -659,7 +659,7 @@ pub(super) fn load(
             h.map(|h| WindowState::Hist(Box::new(h)))
         }
         _ => {
-            let mut ring = Ring::default();
+            let mut ring = ClosedBuckets::default();
             let mut s = first_kept - first_kept % width;
             while s < until {
                 let summary = match closed.remove(&s) {
@@ -679,7 +679,7 @@ pub(super) fn load(
                 }
                 s += width;
             }
-            (!ring.is_empty()).then_some(WindowState::Ring(ring))
+            (!ring.is_empty()).then_some(WindowState::Buckets(ring))
         }
     };
     if row.is_none() && ks.open.is_empty() && ks.window.is_none() {

@@ -3,8 +3,8 @@
 //! ```text
 //! Hll (family 16)
 //!   flags:   bit 0 Redis mode (requires murmur64a seed 0xadc83b19 and p = 14),
-//!            bit 1 HIP estimate present, bit 2 Redis cached cardinality present (Redis mode
-//!            only); other bits zero
+//!            bit 1 martingale estimate present (its field named "HIP value"), bit 2 Redis
+//!            cached cardinality present (Redis mode only); other bits zero
 //!   params:  p u8 (4..=18), sparse precision u8 (25), confidence f64 (in (0, 1))
 //!   payload: representation u8 (0 exact, 1 sparse, 2 dense)
 //!            [HIP value f64, finite and ≥ 0; for the exact form equal to its count]
@@ -24,13 +24,13 @@
 use super::hll::{Hll, Repr};
 use super::redis::{pack6, unpack6};
 use super::registers::{max_rank, MAX_PRECISION, MIN_PRECISION};
-use super::sets::{capacity_for, read_hashes, write_hashes, SparseMap, SPARSE_PRECISION};
+use super::sets::{capacity_for, read_hashes, write_hashes, ExactSet, SparseMap, SPARSE_PRECISION};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::hash::ItemHasher;
 use crate::DecodeError;
 
 const FLAG_REDIS: u8 = 1;
-const FLAG_HIP: u8 = 2;
+const FLAG_MARTINGALE: u8 = 2;
 const FLAG_CACHE: u8 = 4;
 
 const REPR_EXACT: u8 = 0;
@@ -44,15 +44,15 @@ impl Hll {
         if self.redis {
             flags |= FLAG_REDIS;
         }
-        if self.hip.is_some() {
-            flags |= FLAG_HIP;
+        if self.martingale.is_some() {
+            flags |= FLAG_MARTINGALE;
         }
         if self.cache.is_some() {
             flags |= FLAG_CACHE;
         }
         let mut params = Writer::with_capacity(10);
         params.u8(self.p).u8(SPARSE_PRECISION).f64(self.confidence);
-        // The payload's length, so its buffer is allocated once: representation, HIP and
+        // The payload's length, so its buffer is allocated once: representation, martingale and
         // cached values, then a count and 8-byte hashes, a count and 4-byte entries, or the
         // packed registers.
         let body = match &self.repr {
@@ -66,7 +66,7 @@ impl Hll {
             Repr::Sparse(_) => REPR_SPARSE,
             Repr::Dense(_) => REPR_DENSE,
         });
-        if let Some(v) = self.hip_value() {
+        if let Some(v) = self.martingale_value() {
             w.f64(v);
         }
         if let Some(c) = self.cache {
@@ -92,144 +92,83 @@ impl Hll {
     /// Decodes a sketch, checking every field before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Hll, DecodeError> {
         let env = codec::decode_family(bytes, Family::Hll)?;
-        let flags = env.flags;
-        if flags & !(FLAG_REDIS | FLAG_HIP | FLAG_CACHE) != 0 {
-            return Err(Reader::invalid(
-                "flags",
-                6,
-                "only bits 0 (Redis), 1 (HIP), 2 (cache)",
-                flags as u64,
-            ));
-        }
+        let flags = env.flags_within(
+            FLAG_REDIS | FLAG_MARTINGALE | FLAG_CACHE,
+            "only bits 0 (Redis), 1 (HIP), 2 (cache)",
+        )?;
         let mut params = env.params();
-        let poff = params.offset();
-        let p = params.u8("precision")?;
-        if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
-            return Err(Reader::invalid("precision", poff, "in 4..=18", p as u64));
-        }
-        let soff = params.offset();
-        let sp = params.u8("sparse precision")?;
-        if sp != SPARSE_PRECISION {
-            return Err(Reader::invalid("sparse precision", soff, "25", sp as u64));
-        }
+        let p = params.u8_in("precision", MIN_PRECISION..=MAX_PRECISION, "in 4..=18")?;
+        params.u8_in(
+            "sparse precision",
+            SPARSE_PRECISION..=SPARSE_PRECISION,
+            "25",
+        )?;
         let coff = params.offset();
-        let confidence = params.f64("confidence")?;
-        if !(confidence > 0.0 && confidence < 1.0) {
-            return Err(Reader::invalid(
-                "confidence",
-                coff,
-                "in (0, 1)",
-                confidence.to_bits(),
-            ));
-        }
+        let confidence = read_confidence(&mut params)?;
         params.finish()?;
         let redis = flags & FLAG_REDIS != 0;
-        if redis && (env.hasher != ItemHasher::redis() || p != 14) {
-            return Err(Reader::invalid(
-                "flags",
-                6,
-                "Redis mode only with murmur64a seed 0xadc83b19 at p = 14",
-                flags as u64,
-            ));
-        }
-        if flags & FLAG_CACHE != 0 && !redis {
-            return Err(Reader::invalid(
-                "flags",
-                6,
-                "a cached cardinality only in Redis mode",
-                flags as u64,
-            ));
-        }
+        Reader::ensure(
+            !redis || (env.hasher == ItemHasher::redis() && p == 14),
+            "flags",
+            6,
+            "Redis mode only with murmur64a seed 0xadc83b19 at p = 14",
+            flags as u64,
+        )?;
+        Reader::ensure(
+            flags & FLAG_CACHE == 0 || redis,
+            "flags",
+            6,
+            "a cached cardinality only in Redis mode",
+            flags as u64,
+        )?;
 
         let m = 1usize << p;
         let mut r = env.payload();
-        let roff = r.offset();
-        let kind = r.u8("representation")?;
-        if kind > REPR_DENSE {
-            return Err(Reader::invalid(
-                "representation",
-                roff,
-                "0 (exact), 1 (sparse) or 2 (dense)",
-                kind as u64,
-            ));
-        }
+        let kind = r.u8_in(
+            "representation",
+            ..=REPR_DENSE,
+            "0 (exact), 1 (sparse) or 2 (dense)",
+        )?;
         let hoff = r.offset();
-        let hip = if flags & FLAG_HIP != 0 {
-            let v = r.f64("HIP value")?;
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(Reader::invalid(
-                    "HIP value",
-                    hoff,
-                    "finite and at least 0",
-                    v.to_bits(),
-                ));
-            }
-            Some(v)
-        } else {
-            None
-        };
+        let martingale = read_martingale(&mut r, flags & FLAG_MARTINGALE != 0, "HIP value")?;
         let cache = if flags & FLAG_CACHE != 0 {
-            let off = r.offset();
-            let c = r.u64("cached cardinality")?;
-            if c >> 63 != 0 {
-                return Err(Reader::invalid("cached cardinality", off, "below 2^63", c));
-            }
-            Some(c)
+            Some(r.u64_in("cached cardinality", ..1 << 63, "below 2^63")?)
         } else {
             None
         };
         let repr = match kind {
             REPR_EXACT => {
                 let set = read_hashes(&mut r, m)?;
-                if let Some(v) = hip {
-                    if v != set.len() as f64 {
-                        return Err(Reader::invalid(
-                            "HIP value",
-                            hoff,
-                            "the exact form's count",
-                            v.to_bits(),
-                        ));
-                    }
-                }
+                check_exact_martingale(martingale, &set, "HIP value", hoff)?;
                 Repr::Exact(set)
             }
             REPR_SPARSE => {
                 let off = r.offset();
                 let n = r.count("sparse entries", 4, u64::MAX)?;
                 let cap = capacity_for(n);
-                if 4 * cap > m {
-                    return Err(Reader::invalid(
-                        "sparse entries",
-                        off,
-                        "no more than the sparse form holds at this precision",
-                        n as u64,
-                    ));
-                }
+                Reader::ensure(
+                    4 * cap <= m,
+                    "sparse entries",
+                    off,
+                    "no more than the sparse form holds at this precision",
+                    n as u64,
+                )?;
                 let mut map = SparseMap::with_capacity(cap);
                 let mut prev: Option<u32> = None;
                 for _ in 0..n {
                     let off = r.offset();
-                    let e = r.u32("sparse entry")?;
+                    let e = r.u32_if("sparse entry", "indices strictly increasing", |e| {
+                        prev.is_none_or(|q| e >> 6 > q >> 6)
+                    })?;
                     let (index, rank) = (e >> 6, (e & 63) as u8);
-                    if prev.is_some_and(|q| index <= q >> 6) {
-                        return Err(Reader::invalid(
-                            "sparse entry",
-                            off,
-                            "indices strictly increasing",
-                            e as u64,
-                        ));
-                    }
-                    if index >= 1 << SPARSE_PRECISION
-                        || rank == 0
-                        || rank > max_rank(SPARSE_PRECISION)
-                    {
-                        return Err(Reader::invalid(
-                            "sparse entry",
-                            off,
-                            "index below 2^25 and rank in 1..=40",
-                            e as u64,
-                        ));
-                    }
+                    Reader::ensure(
+                        index < 1 << SPARSE_PRECISION
+                            && (1..=max_rank(SPARSE_PRECISION)).contains(&rank),
+                        "sparse entry",
+                        off,
+                        "index below 2^25 and rank in 1..=40",
+                        e as u64,
+                    )?;
                     prev = Some(e);
                     map.update(index, rank);
                 }
@@ -252,7 +191,47 @@ impl Hll {
             }
         };
         r.finish()?;
-        Hll::from_parts(p, env.hasher, confidence, redis, cache, repr, hip)
+        Hll::from_parts(p, env.hasher, confidence, redis, cache, repr, martingale)
             .map_err(|_| Reader::invalid("confidence", coff, "in (0, 1)", confidence.to_bits()))
+    }
+}
+
+/// The confidence of a sketch's brackets, in (0, 1).
+pub(crate) fn read_confidence(r: &mut Reader<'_>) -> Result<f64, DecodeError> {
+    r.f64_if("confidence", "in (0, 1)", |c| c > 0.0 && c < 1.0)
+}
+
+/// The martingale estimate's running value when the flags say it is `present`
+/// (written under `field`): finite and at least 0.
+pub(crate) fn read_martingale(
+    r: &mut Reader<'_>,
+    present: bool,
+    field: &'static str,
+) -> Result<Option<f64>, DecodeError> {
+    if !present {
+        return Ok(None);
+    }
+    let v = r.f64_if(field, "finite and at least 0", |v| {
+        v.is_finite() && v >= 0.0
+    })?;
+    Ok(Some(v))
+}
+
+/// An exact form's martingale value, read at `offset`, must be its count: every new hash
+/// added one.
+pub(crate) fn check_exact_martingale(
+    value: Option<f64>,
+    set: &ExactSet,
+    field: &'static str,
+    offset: usize,
+) -> Result<(), DecodeError> {
+    match value {
+        Some(v) if v != set.len() as f64 => Err(Reader::invalid(
+            field,
+            offset,
+            "the exact form's count",
+            v.to_bits(),
+        )),
+        _ => Ok(()),
     }
 }

@@ -7,9 +7,9 @@
 //!
 //! ```text
 //! tag u8:   bits 0–1 form (0 exact, 1 sparse, 2 dense packed, 3 dense as a list),
-//!           bit 2 HIP state present, bit 3 Redis's cached cardinality present, bit 4 the
-//!           HIP state an exact table implies (its count; not written)
-//! [HIP:     value f64, sum u128]
+//!           bit 2 martingale state present, bit 3 Redis's cached cardinality present, bit 4 the
+//!           martingale state an exact table implies (its count; not written)
+//! [martingale: value f64, sum u128]
 //! [cache:   u64]
 //! exact:    log2 of the table's capacity u8, count varint, the hashes ascending, u64 each
 //! sparse:   log2 of the table's capacity u8, count varint, the entries (index << 6 | rank)
@@ -22,10 +22,11 @@
 //! A sparse entry takes three or four bytes instead of the eight its table slot takes at half
 //! load, and a dense bucket at p = 14 at most its registers packed (12 KB) instead of 16 KB, and
 //! about two bytes a nonzero register while few are. Thawing gives back the same
-//! sketch: its contents, its HIP state, and its tables' capacities (on which its next inserts
-//! depend).
+//! sketch: its contents, its martingale state, and its tables' capacities (on which its next
+//! inserts depend).
 
-use super::hll::{Hip, Hll, Repr};
+use super::hll::{Hll, Repr};
+use super::martingale::Martingale;
 use super::redis::{pack6, unpack6};
 use super::sets::{ExactSet, SparseMap};
 
@@ -33,10 +34,10 @@ const FORM_EXACT: u8 = 0;
 const FORM_SPARSE: u8 = 1;
 const FORM_PACKED: u8 = 2;
 const FORM_LIST: u8 = 3;
-const HAS_HIP: u8 = 4;
+const HAS_MARTINGALE: u8 = 4;
 const HAS_CACHE: u8 = 8;
-/// The HIP state of an exact table, which it implies: its count, and a sum of 0.
-const HIP_OF_EXACT: u8 = 16;
+/// The martingale state of an exact table, which it implies: its count, and a sum of 0.
+const MARTINGALE_OF_EXACT: u8 = 16;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -90,22 +91,22 @@ pub(crate) fn freeze(h: &Hll) -> Box<[u8]> {
         Repr::Sparse(_) => FORM_SPARSE,
         Repr::Dense(_) => FORM_PACKED,
     };
-    let implied = match (&h.repr, &h.hip) {
-        (Repr::Exact(set), Some(hip)) => hip.sum == 0 && hip.value == set.len() as f64,
+    let implied = match (&h.repr, &h.martingale) {
+        (Repr::Exact(set), Some(mart)) => mart.sum == 0 && mart.value == set.len() as f64,
         _ => false,
     };
     if implied {
-        tag |= HIP_OF_EXACT;
-    } else if h.hip.is_some() {
-        tag |= HAS_HIP;
+        tag |= MARTINGALE_OF_EXACT;
+    } else if h.martingale.is_some() {
+        tag |= HAS_MARTINGALE;
     }
     if h.cache.is_some() {
         tag |= HAS_CACHE;
     }
     out.push(tag);
-    if let (Some(hip), false) = (&h.hip, implied) {
-        out.extend_from_slice(&hip.value.to_le_bytes());
-        out.extend_from_slice(&hip.sum.to_le_bytes());
+    if let (Some(mart), false) = (&h.martingale, implied) {
+        out.extend_from_slice(&mart.value.to_le_bytes());
+        out.extend_from_slice(&mart.sum.to_le_bytes());
     }
     if let Some(c) = h.cache {
         out.extend_from_slice(&c.to_le_bytes());
@@ -158,10 +159,10 @@ pub(crate) fn thaw(empty: &Hll, bytes: &[u8]) -> Hll {
     let mut h = empty.clone();
     let mut c = Cursor { bytes, at: 0 };
     let tag = c.u8();
-    h.hip = (tag & HAS_HIP != 0).then(|| {
+    h.martingale = (tag & HAS_MARTINGALE != 0).then(|| {
         let value = f64::from_le_bytes(c.take(8).try_into().expect("eight bytes"));
         let sum = u128::from_le_bytes(c.take(16).try_into().expect("sixteen bytes"));
-        Hip { value, sum }
+        Martingale { value, sum }
     });
     h.cache = (tag & HAS_CACHE != 0).then(|| c.u64());
     h.repr = match tag & 3 {
@@ -170,8 +171,8 @@ pub(crate) fn thaw(empty: &Hll, bytes: &[u8]) -> Hll {
             for _ in 0..c.varint() {
                 set.insert(c.u64());
             }
-            if tag & HIP_OF_EXACT != 0 {
-                h.hip = Some(Hip {
+            if tag & MARTINGALE_OF_EXACT != 0 {
+                h.martingale = Some(Martingale {
                     value: set.len() as f64,
                     sum: 0,
                 });
@@ -213,7 +214,7 @@ mod tests {
     use crate::cardinality::Representation;
     use crate::hash::ItemHasher;
 
-    /// Every form, with and without HIP and Redis's cache, thaws to an equal sketch that
+    /// Every form, with and without the martingale and Redis's cache, thaws to an equal sketch that
     /// answers alike, encodes alike, and goes on (its next inserts) alike.
     #[test]
     fn a_frozen_bucket_thaws_to_the_same_sketch() {
@@ -282,7 +283,7 @@ mod tests {
         for i in 0..17u64 {
             small.insert_u64(i);
         }
-        // The tag, the capacity, the count and the hashes: the HIP state is implied.
+        // The tag, the capacity, the count and the hashes: the martingale state is implied.
         assert_eq!(freeze(&small).len(), 3 + 17 * 8);
     }
 }

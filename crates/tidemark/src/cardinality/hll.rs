@@ -2,10 +2,11 @@
 
 use core::fmt;
 
+use super::martingale::Martingale;
 use super::pfcount::{self, REDIS_PRECISION};
 use super::registers::{
-    bracket, ertl_from_histogram, fold, histogram, max_rank, split, z_score, DEFAULT_CONFIDENCE,
-    ERTL_RSE, HIP_RSE, MAX_PRECISION, MIN_PRECISION, Z_95,
+    bracket, ertl_from_histogram, fold, histogram, index_and_rank, max_rank, z_score,
+    DEFAULT_CONFIDENCE, ERTL_RSE, MARTINGALE_RSE, MAX_PRECISION, MIN_PRECISION, Z_95,
 };
 use super::sets::{capacity_for, ExactSet, SparseMap, SPARSE_PRECISION};
 use crate::error::{MergeError, ParamError};
@@ -48,14 +49,6 @@ pub(crate) enum Repr {
     Dense(Vec<u8>),
 }
 
-/// The martingale (HIP) state: the running estimate, and Σ 2^(64 − r) over the registers of
-/// the current representation (exact integers, so the change probability never drifts).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Hip {
-    pub(crate) value: f64,
-    pub(crate) sum: u128,
-}
-
 /// 2^(64 − r) for every rank r in 0..=64: a table, as a variable 128-bit shift is branchy.
 const WEIGHTS: [u128; 65] = {
     let mut w = [0u128; 65];
@@ -72,14 +65,8 @@ fn weight(rank: u8) -> u128 {
     WEIGHTS[rank as usize]
 }
 
-/// `m / P(change)` = `m·2^64 / sum`: the HIP increment. The 128-bit sum converts as two
-/// 64-bit halves (a native conversion each), not through the slow generic `u128 → f64`.
-#[inline]
-fn hip_increment(m: f64, sum: u128) -> f64 {
-    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
-    let s = (sum >> 64) as u64 as f64 * TWO_64 + sum as u64 as f64;
-    m * TWO_64 / s
-}
+/// The scale of the martingale's sum, Σ 2^(64 − r): `P(change) = sum / (m·2^64)`.
+const MARTINGALE_SCALE: f64 = 18_446_744_073_709_551_616.0;
 
 /// A HyperLogLog sketch of precision `p` (4..=18): `2^p` registers once dense.
 ///
@@ -103,7 +90,7 @@ fn hip_increment(m: f64, sum: u128) -> f64 {
 /// }
 /// assert_eq!(h.representation(), Representation::Dense);
 /// let e = h.estimate();
-/// assert_eq!(e.method, Method::HllHip);
+/// assert_eq!(e.method, Method::HllMartingale);
 /// assert!(e.contains(100_000.0) || (e.value - 100_000.0).abs() < 0.06 * 100_000.0);
 /// ```
 #[derive(Clone, Debug)]
@@ -116,7 +103,7 @@ pub struct Hll {
     /// Redis's cached cardinality, when valid: PFCOUNT answers it without recounting.
     pub(crate) cache: Option<u64>,
     pub(crate) repr: Repr,
-    pub(crate) hip: Option<Hip>,
+    pub(crate) martingale: Option<Martingale>,
 }
 
 impl Hll {
@@ -148,11 +135,11 @@ impl Hll {
             redis: false,
             cache: None,
             repr,
-            hip: None,
+            martingale: None,
         };
-        h.hip = Some(Hip {
+        h.martingale = Some(Martingale {
             value: 0.0,
-            sum: h.fresh_hip_sum(),
+            sum: martingale_sum(&h.repr),
         });
         Ok(h)
     }
@@ -193,10 +180,10 @@ impl Hll {
         self.redis
     }
 
-    /// Whether the martingale (HIP) estimate is available: the sketch was fed by one stream
+    /// Whether the martingale estimate is available: the sketch was fed by one stream
     /// and never merged (nor imported from a form that does not carry it).
-    pub fn has_hip(&self) -> bool {
-        self.hip.is_some()
+    pub fn has_martingale(&self) -> bool {
+        self.martingale.is_some()
     }
 
     /// The current representation.
@@ -247,14 +234,15 @@ impl Hll {
     #[inline]
     pub fn insert_hash(&mut self, hash: u64) {
         if let Repr::Dense(regs) = &mut self.repr {
-            let (i, r) = split(hash, self.p);
+            let (i, r) = index_and_rank(hash, self.p);
             let old = regs[i];
             if r > old {
                 regs[i] = r;
                 self.cache = None;
-                if let Some(hip) = &mut self.hip {
-                    hip.value += hip_increment((1u64 << self.p) as f64, hip.sum);
-                    hip.sum = hip.sum - weight(old) + weight(r);
+                if let Some(mart) = &mut self.martingale {
+                    mart.value +=
+                        Martingale::increment((1u64 << self.p) as f64, MARTINGALE_SCALE, mart.sum);
+                    mart.sum = mart.sum - weight(old) + weight(r);
                 }
             }
         } else {
@@ -279,11 +267,11 @@ impl Hll {
         match &self.repr {
             Repr::Exact(set) => !set.contains(hash),
             Repr::Sparse(map) => {
-                let (i, r) = split(hash, SPARSE_PRECISION);
+                let (i, r) = index_and_rank(hash, SPARSE_PRECISION);
                 map.get(i as u32) < r
             }
             Repr::Dense(regs) => {
-                let (i, r) = split(hash, self.p);
+                let (i, r) = index_and_rank(hash, self.p);
                 regs[i] < r
             }
         }
@@ -303,14 +291,14 @@ impl Hll {
                     }
                     if set.insert(hash) {
                         self.cache = None;
-                        if let Some(hip) = &mut self.hip {
-                            hip.value += 1.0;
+                        if let Some(mart) = &mut self.martingale {
+                            mart.value += 1.0;
                         }
                     }
                     return;
                 }
                 Repr::Sparse(map) => {
-                    let (i, r) = split(hash, SPARSE_PRECISION);
+                    let (i, r) = index_and_rank(hash, SPARSE_PRECISION);
                     // A full table grows only for a new entry: an entry whose rank rises is
                     // updated in place, so the form follows the entries held, not the order
                     // their ranks came in (a union is then the same sketch however merged).
@@ -326,9 +314,13 @@ impl Hll {
                     }
                     if let Some(old) = map.update(i as u32, r) {
                         self.cache = None;
-                        if let Some(hip) = &mut self.hip {
-                            hip.value += hip_increment((1u64 << SPARSE_PRECISION) as f64, hip.sum);
-                            hip.sum = hip.sum - weight(old) + weight(r);
+                        if let Some(mart) = &mut self.martingale {
+                            mart.value += Martingale::increment(
+                                (1u64 << SPARSE_PRECISION) as f64,
+                                MARTINGALE_SCALE,
+                                mart.sum,
+                            );
+                            mart.sum = mart.sum - weight(old) + weight(r);
                         }
                     }
                     return;
@@ -421,55 +413,33 @@ impl Hll {
         } else {
             let mut map = SparseMap::with_capacity(cap);
             for h in set.iter() {
-                let (i, r) = split(h, SPARSE_PRECISION);
+                let (i, r) = index_and_rank(h, SPARSE_PRECISION);
                 map.update(i as u32, r);
             }
             self.repr = Repr::Sparse(map);
         }
-        self.reset_hip_sum();
+        self.resync_martingale();
     }
 
     /// Sparse → dense.
     fn convert_sparse(&mut self) {
         let regs = self.registers();
         self.repr = Repr::Dense(regs);
-        self.reset_hip_sum();
+        self.resync_martingale();
     }
 
-    fn reset_hip_sum(&mut self) {
-        if self.hip.is_some() {
-            let sum = self.fresh_hip_sum();
-            if let Some(hip) = &mut self.hip {
-                hip.sum = sum;
-            }
-        }
-    }
-
-    /// Σ 2^(64 − r) over the registers of the current representation (for the exact set, the
-    /// change probability is 1 and the sum is unused).
-    pub(crate) fn fresh_hip_sum(&self) -> u128 {
-        match &self.repr {
-            Repr::Exact(_) => 0,
-            Repr::Sparse(map) => {
-                let zeros = (1u128 << SPARSE_PRECISION) - map.len() as u128;
-                zeros * weight(0) + map.iter().map(|(_, r)| weight(r)).sum::<u128>()
-            }
-            Repr::Dense(regs) => histogram(regs)
-                .iter()
-                .enumerate()
-                .map(|(r, &c)| c as u128 * weight(r as u8))
-                .sum(),
-        }
+    fn resync_martingale(&mut self) {
+        Martingale::resync(&mut self.martingale, || martingale_sum(&self.repr));
     }
 
     /// The dense registers at precision `p` (one byte each, index and rank as
-    /// [`super::split`] makes them), whatever the representation.
+    /// [`super::registers::index_and_rank`] makes them), whatever the representation.
     pub fn registers(&self) -> Vec<u8> {
         let mut regs = vec![0u8; self.m()];
         match &self.repr {
             Repr::Exact(set) => {
                 for h in set.iter() {
-                    let (i, r) = split(h, self.p);
+                    let (i, r) = index_and_rank(h, self.p);
                     regs[i] = regs[i].max(r);
                 }
             }
@@ -493,7 +463,7 @@ impl Hll {
             Repr::Exact(set) => {
                 let mut map = SparseMap::with_capacity(capacity_for(set.len()));
                 for h in set.iter() {
-                    let (i, r) = split(h, SPARSE_PRECISION);
+                    let (i, r) = index_and_rank(h, SPARSE_PRECISION);
                     map.update(i as u32, r);
                 }
                 (sparse_histogram(map.iter(), map.len()), SPARSE_PRECISION)
@@ -502,7 +472,7 @@ impl Hll {
     }
 
     /// The answer: exact while the exact form holds; in Redis mode, PFCOUNT's count; else the
-    /// martingale (HIP) estimate when available, Ertl's improved estimate otherwise.
+    /// martingale estimate when available, Ertl's improved estimate otherwise.
     pub fn estimate(&self) -> Estimate {
         if self.redis {
             return self.estimate_redis();
@@ -510,7 +480,8 @@ impl Hll {
         if let Repr::Exact(set) = &self.repr {
             return Estimate::exact(set.len() as f64);
         }
-        self.estimate_hip().unwrap_or_else(|| self.estimate_ertl())
+        self.estimate_martingale()
+            .unwrap_or_else(|| self.estimate_ertl())
     }
 
     /// Ertl's improved estimate (any sketch), at the sparse precision for the exact and sparse
@@ -522,21 +493,21 @@ impl Hll {
         bracket(value, rse, self.z, self.confidence, Method::HllErtl)
     }
 
-    /// The martingale (HIP) estimate, if the sketch was fed by one stream and never merged.
-    pub fn estimate_hip(&self) -> Option<Estimate> {
-        let hip = self.hip.as_ref()?;
+    /// The martingale estimate, if the sketch was fed by one stream and never merged.
+    pub fn estimate_martingale(&self) -> Option<Estimate> {
+        let mart = self.martingale.as_ref()?;
         let p = match self.repr {
-            Repr::Exact(_) => return Some(Estimate::exact(hip.value)),
+            Repr::Exact(_) => return Some(Estimate::exact(mart.value)),
             Repr::Sparse(_) => SPARSE_PRECISION,
             Repr::Dense(_) => self.p,
         };
-        let rse = HIP_RSE / ((1u64 << p) as f64).sqrt();
+        let rse = MARTINGALE_RSE / ((1u64 << p) as f64).sqrt();
         Some(bracket(
-            hip.value,
+            mart.value,
             rse,
             self.z,
             self.confidence,
-            Method::HllHip,
+            Method::HllMartingale,
         ))
     }
 
@@ -558,13 +529,14 @@ impl Hll {
 
     /// Merges `other` in: afterwards this sketch is the sketch of the union (register-wise
     /// maximum). A larger precision folds down to the smaller one; different hashes or seeds
-    /// are refused. The merged sketch answers with Ertl's estimator (HIP holds only for one
-    /// stream), unless `other` was empty.
+    /// are refused. The merged sketch answers with Ertl's estimator (the martingale holds only
+    /// for one stream), unless `other` was empty.
     pub fn merge(&mut self, other: &Hll) -> Result<(), MergeError> {
         MergeError::check(self.hasher, other.hasher, &[])?;
         if other.p < self.p {
-            // The fold re-expresses the same items at the smaller precision: HIP's running
-            // value stays an unbiased estimate of this stream, so only a Redis cache goes.
+            // The fold re-expresses the same items at the smaller precision: the martingale's
+            // running value stays an unbiased estimate of this stream, so only a Redis cache
+            // goes.
             self.cache = None;
             self.fold_to(other.p);
         }
@@ -572,7 +544,7 @@ impl Hll {
             self.redis = self.redis && self.p == REDIS_PRECISION;
             return Ok(());
         }
-        self.hip = None;
+        self.martingale = None;
         self.cache = None;
         self.redis = self.redis && other.redis && self.p == REDIS_PRECISION;
         match &other.repr {
@@ -634,7 +606,7 @@ impl Hll {
             }
             _ => {}
         }
-        self.reset_hip_sum();
+        self.resync_martingale();
         debug_assert!(self.registers().iter().all(|&r| r <= max_rank(p)));
     }
 
@@ -646,7 +618,7 @@ impl Hll {
         redis: bool,
         cache: Option<u64>,
         repr: Repr,
-        hip_value: Option<f64>,
+        martingale_value: Option<f64>,
     ) -> Result<Hll, ParamError> {
         let z = z_score(confidence)?;
         let mut h = Hll {
@@ -657,20 +629,37 @@ impl Hll {
             redis,
             cache,
             repr,
-            hip: None,
+            martingale: None,
         };
-        if let Some(value) = hip_value {
-            h.hip = Some(Hip {
+        if let Some(value) = martingale_value {
+            h.martingale = Some(Martingale {
                 value,
-                sum: h.fresh_hip_sum(),
+                sum: martingale_sum(&h.repr),
             });
         }
         Ok(h)
     }
 
-    /// The HIP running value (for the encoder).
-    pub(crate) fn hip_value(&self) -> Option<f64> {
-        self.hip.as_ref().map(|h| h.value)
+    /// The martingale's running value (for the encoder).
+    pub(crate) fn martingale_value(&self) -> Option<f64> {
+        self.martingale.as_ref().map(|h| h.value)
+    }
+}
+
+/// Σ 2^(64 − r) over the registers of a representation (for the exact set, the change
+/// probability is 1 and the sum is unused).
+fn martingale_sum(repr: &Repr) -> u128 {
+    match repr {
+        Repr::Exact(_) => 0,
+        Repr::Sparse(map) => {
+            let zeros = (1u128 << SPARSE_PRECISION) - map.len() as u128;
+            zeros * weight(0) + map.iter().map(|(_, r)| weight(r)).sum::<u128>()
+        }
+        Repr::Dense(regs) => histogram(regs)
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| c as u128 * weight(r as u8))
+            .sum(),
     }
 }
 
@@ -685,24 +674,12 @@ fn sparse_histogram(entries: impl Iterator<Item = (u32, u8)>, len: usize) -> [u3
 }
 
 impl PartialEq for Hll {
-    /// Equal parameters, mode, HIP state and contents (tables compared as sets, whatever
+    /// Equal parameters, mode, martingale state and contents (tables compared as sets, whatever
     /// their slot order).
     fn eq(&self, other: &Hll) -> bool {
         let same_repr = match (&self.repr, &other.repr) {
-            (Repr::Exact(a), Repr::Exact(b)) => {
-                let mut x: Vec<u64> = a.iter().collect();
-                let mut y: Vec<u64> = b.iter().collect();
-                x.sort_unstable();
-                y.sort_unstable();
-                x == y
-            }
-            (Repr::Sparse(a), Repr::Sparse(b)) => {
-                let mut x: Vec<(u32, u8)> = a.iter().collect();
-                let mut y: Vec<(u32, u8)> = b.iter().collect();
-                x.sort_unstable();
-                y.sort_unstable();
-                x == y
-            }
+            (Repr::Exact(a), Repr::Exact(b)) => a == b,
+            (Repr::Sparse(a), Repr::Sparse(b)) => a == b,
             (Repr::Dense(a), Repr::Dense(b)) => a == b,
             _ => false,
         };
@@ -712,6 +689,6 @@ impl PartialEq for Hll {
             && self.confidence == other.confidence
             && self.redis == other.redis
             && self.cache == other.cache
-            && self.hip == other.hip
+            && self.martingale == other.martingale
     }
 }

@@ -5,12 +5,13 @@
 //! near-optimal cardinality estimation algorithm*, AofA 2007; S. Heule, M. Nunkesser, A. Hall,
 //! *HyperLogLog in Practice*, EDBT 2013 (the sparse representation); O. Ertl (below); E. Cohen,
 //! *All-Distances Sketches, Revisited: HIP Estimators for Massive Graphs Analysis*, PODS 2014,
-//! and D. Ting, *Streamed approximate counting of distinct elements*, KDD 2014 (HIP).
+//! and D. Ting, *Streamed approximate counting of distinct elements*, KDD 2014 (the martingale
+//! estimator).
 //!
 //! # The rule
 //!
-//! An item's 64-bit hash is split ([`split`]) into a register index (the low `p` bits) and a
-//! rank (one plus the number of trailing zeros of the other `64 − p` bits). Each of the
+//! An item's 64-bit hash gives a register index (the low `p` bits) and a rank (one plus the
+//! number of trailing zeros of the other `64 − p` bits; [`registers::index_and_rank`]). Each of the
 //! `m = 2^p` registers keeps the largest rank it has seen. A register's rank behaves like the
 //! logarithm of the number of distinct items that fell into it, so the registers together
 //! estimate the distinct count. Because a register only ever takes a maximum:
@@ -47,13 +48,16 @@
 //!   with `q = 64 − p`. σ corrects for registers still at zero (it reduces to linear counting
 //!   for small counts), τ for registers at the largest rank. It needs no empirical bias
 //!   tables and is essentially unbiased from 1 to far beyond 10^9; its relative standard
-//!   error is `√(3 ln 2 − 1)/√m ≈ 1.04/√m` ([`ERTL_RSE`]). It works on any sketch, merged or
-//!   not ([`Hll::estimate_ertl`], [`estimate_registers`]).
-//! - **The martingale (HIP) estimator** (Cohen 2014, Ting 2014; Ertl section 6): a sketch
-//!   fed by one stream adds `1/P(change)` each time an insert changes its state, where
-//!   `P(change) = Σ_i 2^(−r_i) / m`. Unbiased, with relative standard error about
-//!   `√(ln 2)/√m ≈ 0.83/√m` (`HIP_RSE`). It needs the insertion history, so it is lost on
-//!   merge; [`Hll::estimate`] uses it when available ([`Method::HllHip`](crate::Method)).
+//!   error is `√(3 ln 2 − 1)/√m ≈ 1.04/√m` ([`registers::ERTL_RSE`]). It works on any sketch,
+//!   merged or not ([`Hll::estimate_ertl`], [`registers::estimate_registers`]).
+//! - **The martingale estimator** (Ertl section 6; Cohen 2014 and Ting 2014 call it the
+//!   historic inverse probability, HIP, estimator — tidemark calls it the martingale
+//!   estimator everywhere, for [`ExaLogLog`] too): a sketch fed by one stream adds
+//!   `1/P(change)` each time an insert changes its state, where `P(change) = Σ_i 2^(−r_i) / m`.
+//!   Unbiased, with relative standard error about `√(ln 2)/√m ≈ 0.83/√m`
+//!   ([`registers::MARTINGALE_RSE`]). It needs the insertion history, so it is lost on merge;
+//!   [`Hll::estimate`] uses it when available ([`Hll::estimate_martingale`],
+//!   [`Method::HllMartingale`](crate::Method::HllMartingale)).
 //!   tidemark keeps `Σ 2^(64 − r_i)` as an exact 128-bit integer, so the change probability
 //!   never drifts.
 //!
@@ -67,7 +71,8 @@
 //! [`Hll::redis`] builds sketches register-for-register equal to Redis's (MurmurHash64A with
 //! seed `0xadc83b19`, `p = 14`, the same split); [`Hll::to_redis`] and [`Hll::from_redis`]
 //! convert `HYLL` string values (dense and sparse), and [`Hll::estimate`] in Redis mode is
-//! PFCOUNT's count ([`pfcount_registers`]). See [`RedisError`] for what a corrupted value is.
+//! PFCOUNT's count ([`redis::pfcount_registers`]). See [`RedisError`] for what a corrupted
+//! value is, and [`redis`] for the value's layout.
 //!
 //! # Worked example
 //!
@@ -87,7 +92,7 @@
 //! }
 //! a.merge(&b).unwrap();
 //! let e = a.estimate();
-//! assert_eq!(e.method, Method::HllErtl); // merged: HIP no longer applies
+//! assert_eq!(e.method, Method::HllErtl); // merged: the martingale no longer applies
 //! // 1.04/√4096 = 1.6%; six standard errors cannot plausibly be exceeded.
 //! assert!((e.value - 30_000.0).abs() < 0.1 * 30_000.0, "{}", e.value);
 //!
@@ -97,25 +102,21 @@
 
 mod distinct_sketch;
 mod encoding;
-mod exaloglog;
+pub mod exaloglog;
 mod frozen;
 mod hll;
+mod martingale;
 mod pfcount;
-mod redis;
-mod registers;
+pub mod redis;
+pub mod registers;
 mod ring;
 mod sets;
 mod sliding;
 mod window_encoding;
 
 pub use distinct_sketch::DistinctSketch;
-pub use exaloglog::estimator::{martingale_rse_constant, ml_rse_constant};
-pub use exaloglog::{ExaLogLog, DEFAULT_D, DEFAULT_T};
+pub use exaloglog::ExaLogLog;
 pub use hll::{Hll, Representation};
-pub use pfcount::{pfcount_registers, REDIS_PRECISION, REDIS_REGISTERS};
-pub use redis::{parse_redis, RedisError, REDIS_DENSE_LEN, REDIS_HEADER_LEN};
-pub use registers::{
-    estimate_registers, split, z_score, DEFAULT_CONFIDENCE, ERTL_RSE, MAX_PRECISION, MIN_PRECISION,
-};
+pub use redis::RedisError;
 pub use ring::{BucketSketch, RingError, RingWindow};
-pub use sliding::{SlidingError, SlidingHll, SlidingStats, MAX_RETENTION};
+pub use sliding::{SlidingError, SlidingHll, SlidingStats};

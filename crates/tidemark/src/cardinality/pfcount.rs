@@ -18,7 +18,7 @@ pub const REDIS_REGISTERS: usize = 1 << REDIS_PRECISION;
 /// with `m = 16384`, `q = 50`, rounded to the nearest integer (halves away from zero).
 ///
 /// ```
-/// use tidemark::cardinality::pfcount_registers;
+/// use tidemark::cardinality::redis::pfcount_registers;
 ///
 /// assert_eq!(pfcount_registers(&[0u8; 16384]), 0);
 /// let mut regs = [0u8; 16384];

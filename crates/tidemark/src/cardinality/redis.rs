@@ -19,9 +19,10 @@
 //!           VAL    1vvvvvxx            xx + 1 registers (1..=4) set to vvvvv + 1 (1..=32)
 //! ```
 //!
-//! Registers hold the rank of MurmurHash64A (seed `0xadc83b19`) split as [`super::split`]
-//! splits it at p = 14, so they range over `0..=51`. tidemark refuses dense registers above 51,
-//! which no Redis ever writes (Redis itself would read them and ignore them in its count).
+//! Registers hold the rank of MurmurHash64A (seed `0xadc83b19`) as
+//! [`super::registers::index_and_rank`] gives it at p = 14, so they range over `0..=51`.
+//! tidemark refuses dense registers above 51, which no Redis ever writes (Redis itself would
+//! read them and ignore them in its count).
 //!
 //! PFCOUNT (Redis ≥ 5) is Ertl's improved estimator over the register histogram, rounded to
 //! the nearest integer; [`pfcount_registers`] evaluates it in the same order of floating-point
@@ -30,7 +31,7 @@
 use core::fmt;
 
 use super::hll::{Hll, Repr};
-use super::pfcount::{REDIS_PRECISION, REDIS_REGISTERS};
+pub use super::pfcount::{pfcount_registers, REDIS_PRECISION, REDIS_REGISTERS};
 use super::registers::{max_rank, DEFAULT_CONFIDENCE};
 use crate::hash::ItemHasher;
 

@@ -1,17 +1,35 @@
-//! The raw HyperLogLog engine: the hash split and the estimators over plain registers.
+//! The raw HyperLogLog engine: the hash's register index and rank, and the estimators over
+//! plain register arrays.
 //!
 //! These are the pieces every HyperLogLog-shaped structure shares (the [`super::Hll`] sketch,
 //! a ring of per-bucket sketches, the sliding HyperLogLog whose per-register lists reduce to
-//! a plain register array at query time). Their names are stable.
+//! a plain register array at query time), for callers that keep registers of their own (the
+//! Redis module unions `HYLL` values this way). Their names are stable.
 //!
-//! - [`split`]: a 64-bit hash → (register index, rank). The index is the low `p` bits; the
-//!   rank is one plus the number of trailing zeros of the remaining `64 − p` bits, with a
-//!   sentinel bit at position `64 − p` so the rank never exceeds `65 − p` ([`max_rank`]).
-//!   This is exactly how Redis splits MurmurHash64A at `p = 14`, so one split serves both.
+//! - [`index_and_rank`]: a 64-bit hash → (register index, rank). The index is the low `p`
+//!   bits; the rank is one plus the number of trailing zeros of the remaining `64 − p` bits,
+//!   with a sentinel bit at position `64 − p` so the rank never exceeds `65 − p`
+//!   ([`max_rank`]). This is exactly how Redis splits MurmurHash64A at `p = 14`, so one
+//!   function serves both.
 //! - [`estimate_registers`]: Ertl's improved estimator over a dense register array, with its
-//!   ± z·σ bracket.
+//!   ± z·σ bracket ([`z_score`], [`ERTL_RSE`]).
 //! - [`ertl_from_histogram`]: the same estimator from a register-value histogram, for callers
 //!   that never materialise the registers.
+//!
+//! ```
+//! use tidemark::cardinality::registers::{estimate_registers, index_and_rank, max_rank};
+//! use tidemark::ItemHasher;
+//!
+//! let h = ItemHasher::default();
+//! let mut regs = vec![0u8; 1 << 10];
+//! for i in 0..5_000u64 {
+//!     let (index, rank) = index_and_rank(h.hash_u64(i), 10);
+//!     assert!(rank <= max_rank(10));
+//!     regs[index] = regs[index].max(rank);
+//! }
+//! let e = estimate_registers(&regs, 0.95).unwrap();
+//! assert!(e.contains(5_000.0) || (e.value - 5_000.0).abs() < 0.2 * 5_000.0);
+//! ```
 
 use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
@@ -22,8 +40,8 @@ pub const MIN_PRECISION: u8 = 4;
 pub const MAX_PRECISION: u8 = 18;
 /// The relative standard error of Ertl's improved estimator times `√m`: `√(3 ln 2 − 1)`.
 pub const ERTL_RSE: f64 = 1.038_967_0;
-/// The relative standard error of the martingale (HIP) estimator times `√m`: `√(ln 2)`.
-pub const HIP_RSE: f64 = 0.832_554_6;
+/// The relative standard error of the martingale estimator times `√m`: `√(ln 2)`.
+pub const MARTINGALE_RSE: f64 = 0.832_554_6;
 /// The default confidence of every HyperLogLog bracket.
 pub const DEFAULT_CONFIDENCE: f64 = 0.95;
 /// The two-sided normal quantile of [`DEFAULT_CONFIDENCE`], precomputed so that building a
@@ -37,20 +55,24 @@ pub const fn max_rank(p: u8) -> u8 {
     65 - p
 }
 
-/// Splits a 64-bit hash into (register index, rank) at precision `p` (1 ≤ p ≤ 63).
+/// The register a 64-bit hash updates at precision `p` (1 ≤ p ≤ 63), and the rank it
+/// offers that register: the hash split into (index, rank).
 ///
 /// The index is `hash mod 2^p`; the rank is one plus the number of trailing zeros of
 /// `hash >> p`, with bit `64 − p` forced on so that the rank is at most [`max_rank`]`(p)`.
 ///
 /// ```
-/// use tidemark::cardinality::split;
+/// use tidemark::cardinality::registers::index_and_rank;
 ///
-/// assert_eq!(split(0b1011_0110, 4), (0b0110, 1)); // hash >> 4 = 0b1011: no trailing zeros
-/// assert_eq!(split(0b1000_0000_0011, 4), (0b0011, 8)); // hash >> 4 = 0b1000_0000
-/// assert_eq!(split(5, 14), (5, 51)); // rank bits all zero: the sentinel's rank, 65 − 14
+/// // hash >> 4 = 0b1011: no trailing zeros.
+/// assert_eq!(index_and_rank(0b1011_0110, 4), (0b0110, 1));
+/// // hash >> 4 = 0b1000_0000.
+/// assert_eq!(index_and_rank(0b1000_0000_0011, 4), (0b0011, 8));
+/// // Rank bits all zero: the sentinel's rank, 65 − 14.
+/// assert_eq!(index_and_rank(5, 14), (5, 51));
 /// ```
 #[inline]
-pub fn split(hash: u64, p: u8) -> (usize, u8) {
+pub fn index_and_rank(hash: u64, p: u8) -> (usize, u8) {
     let index = (hash & ((1u64 << p) - 1)) as usize;
     let rest = (hash >> p) | (1u64 << (64 - p as u32));
     (index, rest.trailing_zeros() as u8 + 1)
@@ -63,9 +85,9 @@ pub fn split(hash: u64, p: u8) -> (usize, u8) {
 /// The bits `to..from` of the hash are the high bits of `index`; if any is set, the new rank
 /// counts the trailing zeros among them, otherwise they add `from − to` zeros to `rank`.
 /// Folding every register this way and taking maxima gives exactly the sketch a precision-`to`
-/// sketch fed the same items would hold (tested against [`split`] below).
+/// sketch fed the same items would hold (tested against [`index_and_rank`] below).
 #[inline]
-pub fn fold(index: usize, rank: u8, from: u8, to: u8) -> (usize, u8) {
+pub(crate) fn fold(index: usize, rank: u8, from: u8, to: u8) -> (usize, u8) {
     debug_assert!(to <= from && rank >= 1);
     let low = index & ((1usize << to) - 1);
     let high = index >> to;
@@ -78,7 +100,7 @@ pub fn fold(index: usize, rank: u8, from: u8, to: u8) -> (usize, u8) {
 
 /// Ertl's σ(x) = x + Σ_{k≥1} x^(2^k)·2^(k−1), for x in [0, 1): the correction for registers
 /// that are still zero. Infinite at x = 1 (every register empty).
-pub fn sigma(x: f64) -> f64 {
+pub(crate) fn sigma(x: f64) -> f64 {
     if x >= 1.0 {
         return f64::INFINITY;
     }
@@ -98,7 +120,7 @@ pub fn sigma(x: f64) -> f64 {
 
 /// Ertl's τ(x) = (1 − x − Σ_{k≥1} (1 − x^(2^−k))²·2^(−k)) / 3, for x in [0, 1]: the
 /// correction for registers at the maximum rank. Zero at both ends.
-pub fn tau(x: f64) -> f64 {
+pub(crate) fn tau(x: f64) -> f64 {
     if x <= 0.0 || x >= 1.0 {
         return 0.0;
     }
@@ -143,7 +165,7 @@ pub fn ertl_from_histogram(histogram: &[u32], p: u8) -> f64 {
 
 /// The histogram of register values of a dense register array (values above 64 are counted
 /// as 64; a valid array never holds them).
-pub fn histogram(registers: &[u8]) -> [u32; 65] {
+pub(crate) fn histogram(registers: &[u8]) -> [u32; 65] {
     let mut h = [0u32; 65];
     // Four interleaved histograms break the store-to-load dependency on equal neighbours.
     let mut parts = [[0u32; 65]; 4];
@@ -165,7 +187,7 @@ pub fn histogram(registers: &[u8]) -> [u32; 65] {
 
 /// The precision of a register array: its length must be `2^p` with `p` in
 /// [`MIN_PRECISION`]`..=`[`MAX_PRECISION`].
-pub fn precision_of(registers: &[u8]) -> Result<u8, ParamError> {
+pub(crate) fn precision_of(registers: &[u8]) -> Result<u8, ParamError> {
     let len = registers.len();
     if len.is_power_of_two() {
         let p = len.trailing_zeros() as u8;
@@ -181,20 +203,20 @@ pub fn precision_of(registers: &[u8]) -> Result<u8, ParamError> {
 }
 
 /// Estimates the distinct count from a plain dense register array (one byte per register,
-/// length `2^p`, index and rank as [`split`] makes them) with Ertl's improved estimator and a
-/// ± z·σ bracket at `confidence` (σ = [`ERTL_RSE`]`/√m` of the estimate).
+/// length `2^p`, index and rank as [`index_and_rank`] makes them) with Ertl's improved
+/// estimator and a ± z·σ bracket at `confidence` (σ = [`ERTL_RSE`]`/√m` of the estimate).
 ///
 /// This is the query of any max-merged register array: a ring window's merged buckets, or a
 /// sliding HyperLogLog's registers for one window.
 ///
 /// ```
-/// use tidemark::cardinality::{estimate_registers, split};
+/// use tidemark::cardinality::registers::{estimate_registers, index_and_rank};
 /// use tidemark::hash::ItemHasher;
 ///
 /// let h = ItemHasher::default();
 /// let mut regs = vec![0u8; 1 << 12];
 /// for i in 0..20_000u64 {
-///     let (idx, rank) = split(h.hash_u64(i), 12);
+///     let (idx, rank) = index_and_rank(h.hash_u64(i), 12);
 ///     regs[idx] = regs[idx].max(rank);
 /// }
 /// let e = estimate_registers(&regs, 0.95).unwrap();
@@ -233,7 +255,7 @@ pub(crate) fn bracket(value: f64, rse: f64, z: f64, confidence: f64, method: Met
 /// (0, 1): 1.959964 for 95%.
 ///
 /// ```
-/// use tidemark::cardinality::z_score;
+/// use tidemark::cardinality::registers::z_score;
 ///
 /// assert!((z_score(0.95).unwrap() - 1.959_964).abs() < 1e-6);
 /// assert!((z_score(0.6827).unwrap() - 1.0).abs() < 1e-3);
@@ -302,7 +324,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let h = state ^ (state >> 29);
             for p in [4u8, 10, 14, 18, 25] {
-                let (i, r) = split(h, p);
+                let (i, r) = index_and_rank(h, p);
                 assert_eq!(i as u64, h % (1u64 << p));
                 // The model: walk the bits above p one by one.
                 let mut rank = 1u8;
@@ -314,7 +336,7 @@ mod tests {
                 assert_eq!(r, rank.min(max_rank(p)));
             }
         }
-        assert_eq!(split(0, 14), (0, 51));
+        assert_eq!(index_and_rank(0, 14), (0, 51));
     }
 
     #[test]
@@ -327,8 +349,12 @@ mod tests {
             // Sparse hashes: many zero bits, so the "all high bits zero" branch is exercised.
             for h in [state, state & 0xffff_0000_0000_00ff, state & 0x3ff, 0] {
                 for (from, to) in [(25u8, 14u8), (25, 4), (18, 10), (14, 14), (12, 4)] {
-                    let (i, r) = split(h, from);
-                    assert_eq!(fold(i, r, from, to), split(h, to), "{h:#x} {from}→{to}");
+                    let (i, r) = index_and_rank(h, from);
+                    assert_eq!(
+                        fold(i, r, from, to),
+                        index_and_rank(h, to),
+                        "{h:#x} {from}→{to}"
+                    );
                 }
             }
         }

@@ -174,18 +174,8 @@ impl BucketSketch for ExaLogLog {
         w.u8(self.t()).u8(self.d()).u8(ExaLogLog::precision(self));
     }
     fn read_shape(r: &mut Reader<'_>, hasher: ItemHasher) -> Result<Self, DecodeError> {
-        let off = r.offset();
-        let t = r.u8("t")?;
-        let d = r.u8("d")?;
-        let p = r.u8("precision")?;
-        ExaLogLog::with_hasher(t, d, p, hasher).map_err(|e| {
-            let (field, at, got) = match e.name {
-                "t" => ("t", off, t),
-                "d" => ("d", off + 1, d),
-                _ => ("precision", off + 2, p),
-            };
-            Reader::invalid(field, at, e.expected, got as u64)
-        })
+        let s = super::exaloglog::read_shape(r)?;
+        Ok(ExaLogLog::with_hasher(s.t, s.d, s.p, hasher).expect("a shape read_shape checked"))
     }
     /// Its envelope: its registers are already packed (and range-coded at rest).
     fn freeze(&self) -> Box<[u8]> {

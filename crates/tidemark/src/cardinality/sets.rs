@@ -29,63 +29,164 @@ pub(crate) fn capacity_for(len: usize) -> usize {
     cap
 }
 
-/// A set of 64-bit item hashes. Hash 0 is kept in a flag, so a zero slot means empty.
+/// Where a table's slots start probing: the one thing that differs between the two tables.
+trait Layout {
+    /// A slot's contents; zero means empty.
+    type Slot: Copy + Eq + Default;
+    /// The slot a key's probe starts at, in a table of `2^bits` slots. Keys are compared
+    /// with [`Table::find`]'s `matches`; `home` must agree for slots that match.
+    fn home(slot: Self::Slot, bits: u32) -> usize;
+}
+
+/// An open-addressing table with linear probing and load at most 1/2 ([`must_grow`]): the
+/// storage and probing the exact set and the sparse map share.
 #[derive(Clone, Debug)]
-pub(crate) struct ExactSet {
-    slots: Vec<u64>,
-    has_zero: bool,
+struct Table<L: Layout> {
+    slots: Vec<L::Slot>,
     len: usize,
 }
 
-impl ExactSet {
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+impl<L: Layout> Table<L> {
+    fn with_capacity(capacity: usize) -> Self {
         debug_assert!(capacity.is_power_of_two() && capacity >= MIN_CAPACITY);
-        ExactSet {
-            slots: vec![0; capacity],
-            has_zero: false,
+        Table {
+            slots: vec![L::Slot::default(); capacity],
             len: 0,
         }
     }
 
+    /// Whether the next new key would need a larger table.
+    #[inline]
+    fn full(&self) -> bool {
+        must_grow(self.len, self.slots.len())
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.len() * core::mem::size_of::<L::Slot>()
+    }
+
+    /// Probes from `key`'s home: `Ok` with the first slot `matches` accepts, or `Err` with
+    /// the empty slot that ends the probe (where the key goes). Empty slots never match.
+    #[inline]
+    fn find(&self, key: L::Slot, matches: impl Fn(L::Slot) -> bool) -> Result<usize, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = L::home(key, self.slots.len().trailing_zeros());
+        loop {
+            let s = self.slots[i];
+            if s == L::Slot::default() {
+                return Err(i);
+            }
+            if matches(s) {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Fills the empty slot `i` (as [`Table::find`] returned it).
+    #[inline]
+    fn fill(&mut self, i: usize, slot: L::Slot) {
+        self.slots[i] = slot;
+        self.len += 1;
+    }
+
+    /// The same slots in a table of `capacity` (a power of two, at least [`capacity_for`] the
+    /// length), inserted in slot order.
+    fn resized(&self, capacity: usize) -> Self {
+        debug_assert!(capacity >= capacity_for(self.len));
+        let mut t = Table::with_capacity(capacity);
+        for s in self.occupied() {
+            // Keys are distinct: each goes to the first empty slot of its probe.
+            let Err(i) = t.find(s, |_| false) else {
+                unreachable!("nothing matches")
+            };
+            t.fill(i, s);
+        }
+        t
+    }
+
+    /// The occupied slots, in slot order.
+    fn occupied(&self) -> impl Iterator<Item = L::Slot> + '_ {
+        self.slots
+            .iter()
+            .copied()
+            .filter(|&s| s != L::Slot::default())
+    }
+}
+
+/// The exact set's slots: hashes, probed from their top bits.
+#[derive(Clone, Debug)]
+struct Hashes;
+
+impl Layout for Hashes {
+    type Slot = u64;
+    #[inline]
+    fn home(h: u64, bits: u32) -> usize {
+        // The top bits: the low bits are the register index, which may be shared by many
+        // hashes of a folded sketch; the top bits are uniform either way.
+        (h >> (64 - bits)) as usize
+    }
+}
+
+/// The sparse map's slots: `index << 6 | rank`, probed from the index.
+#[derive(Clone, Debug)]
+struct Entries;
+
+impl Layout for Entries {
+    type Slot = u32;
+    #[inline]
+    fn home(entry: u32, bits: u32) -> usize {
+        // Fibonacci hashing spreads the 25-bit index over the table.
+        ((entry >> 6).wrapping_mul(0x9e37_79b9) >> (32 - bits)) as usize
+    }
+}
+
+/// A set of 64-bit item hashes. Hash 0 is kept in a flag, so a zero slot means empty.
+#[derive(Clone, Debug)]
+pub(crate) struct ExactSet {
+    table: Table<Hashes>,
+    has_zero: bool,
+}
+
+impl ExactSet {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        ExactSet {
+            table: Table::with_capacity(capacity),
+            has_zero: false,
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.table.len + self.has_zero as usize
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
+        self.table.slots.len()
     }
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.len() * 8
+        self.table.heap_bytes()
     }
 
     /// Whether the next insert of a new hash would need a larger table.
     pub(crate) fn full(&self) -> bool {
-        must_grow(self.len, self.slots.len())
+        must_grow(self.len(), self.capacity())
     }
 
     /// The table of `factor` (a power of two) times the capacity.
     pub(crate) fn grown(&self, factor: usize) -> ExactSet {
-        self.resized(self.slots.len() * factor)
+        self.resized(self.capacity() * factor)
     }
 
     /// The same hashes in a table of `capacity` slots (a power of two, at least
     /// [`capacity_for`] the length).
     pub(crate) fn resized(&self, capacity: usize) -> ExactSet {
-        debug_assert!(capacity >= capacity_for(self.len));
-        let mut t = ExactSet::with_capacity(capacity);
-        for h in self.iter() {
-            t.insert(h);
+        debug_assert!(capacity >= capacity_for(self.len()));
+        ExactSet {
+            table: self.table.resized(capacity),
+            has_zero: self.has_zero,
         }
-        t
-    }
-
-    #[inline]
-    fn home(&self, h: u64) -> usize {
-        // The top bits: the low bits are the register index, which may be shared by many
-        // hashes of a folded sketch; the top bits are uniform either way.
-        (h >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
     /// Inserts a hash; true if it was new. The caller grows the table first when
@@ -95,22 +196,14 @@ impl ExactSet {
         if h == 0 {
             let new = !self.has_zero;
             self.has_zero = true;
-            self.len += new as usize;
             return new;
         }
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
-        loop {
-            let s = self.slots[i];
-            if s == h {
-                return false;
+        match self.table.find(h, |s| s == h) {
+            Ok(_) => false,
+            Err(i) => {
+                self.table.fill(i, h);
+                true
             }
-            if s == 0 {
-                self.slots[i] = h;
-                self.len += 1;
-                return true;
-            }
-            i = (i + 1) & mask;
         }
     }
 
@@ -120,18 +213,7 @@ impl ExactSet {
         if h == 0 {
             return self.has_zero;
         }
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
-        loop {
-            let s = self.slots[i];
-            if s == h {
-                return true;
-            }
-            if s == 0 {
-                return false;
-            }
-            i = (i + 1) & mask;
-        }
+        self.table.find(h, |s| s == h).is_ok()
     }
 
     /// The hashes, in no particular order.
@@ -139,8 +221,22 @@ impl ExactSet {
         self.has_zero
             .then_some(0)
             .into_iter()
-            .chain(self.slots.iter().copied().filter(|&s| s != 0))
+            .chain(self.table.occupied())
     }
+}
+
+impl PartialEq for ExactSet {
+    /// The same hashes, whatever the tables' capacities and slot order.
+    fn eq(&self, other: &ExactSet) -> bool {
+        self.len() == other.len() && sorted(self.iter()) == sorted(other.iter())
+    }
+}
+
+/// The items of a table, sorted: tables holding the same items in other slots compare equal.
+fn sorted<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = items.collect();
+    v.sort_unstable();
+    v
 }
 
 /// Writes an exact set as the envelopes keep it: its count (u64), then its hashes (u64) in
@@ -166,22 +262,19 @@ pub(crate) fn read_hashes(
     let off = r.offset();
     let n = r.count("hashes", 8, u64::MAX)?;
     let cap = capacity_for(n);
-    if 8 * cap > max_table_bytes {
-        return Err(Reader::invalid(
-            "hashes",
-            off,
-            "no more than the exact form holds at this precision",
-            n as u64,
-        ));
-    }
+    Reader::ensure(
+        8 * cap <= max_table_bytes,
+        "hashes",
+        off,
+        "no more than the exact form holds at this precision",
+        n as u64,
+    )?;
     let mut set = ExactSet::with_capacity(cap);
     let mut prev: Option<u64> = None;
     for _ in 0..n {
-        let off = r.offset();
-        let h = r.u64("hash")?;
-        if prev.is_some_and(|q| h <= q) {
-            return Err(Reader::invalid("hash", off, "strictly increasing", h));
-        }
+        let h = r.u64_if("hash", "strictly increasing", |h| {
+            prev.is_none_or(|q| h > q)
+        })?;
         prev = Some(h);
         set.insert(h);
     }
@@ -192,47 +285,36 @@ pub(crate) fn read_hashes(
 /// entry as `index << 6 | rank` (rank ≥ 1, so a zero slot means empty).
 #[derive(Clone, Debug)]
 pub(crate) struct SparseMap {
-    slots: Vec<u32>,
-    len: usize,
+    table: Table<Entries>,
 }
 
 impl SparseMap {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
-        debug_assert!(capacity.is_power_of_two() && capacity >= MIN_CAPACITY);
         SparseMap {
-            slots: vec![0; capacity],
-            len: 0,
+            table: Table::with_capacity(capacity),
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.table.len
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
+        self.table.slots.len()
     }
 
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.slots.len() * 4
+        self.table.heap_bytes()
     }
 
     pub(crate) fn full(&self) -> bool {
-        must_grow(self.len, self.slots.len())
+        self.table.full()
     }
 
     pub(crate) fn grown(&self) -> SparseMap {
-        let mut t = SparseMap::with_capacity(self.slots.len() * 2);
-        for (i, r) in self.iter() {
-            t.update(i, r);
+        SparseMap {
+            table: self.table.resized(self.capacity() * 2),
         }
-        t
-    }
-
-    #[inline]
-    fn home(&self, index: u32) -> usize {
-        // Fibonacci hashing spreads the 25-bit index over the table.
-        (index.wrapping_mul(0x9e37_79b9) >> (32 - self.slots.len().trailing_zeros())) as usize
     }
 
     /// Raises the rank of `index` to at least `rank`. Returns the previous rank (0 when the
@@ -241,50 +323,42 @@ impl SparseMap {
     #[inline]
     pub(crate) fn update(&mut self, index: u32, rank: u8) -> Option<u8> {
         debug_assert!(index < 1 << SPARSE_PRECISION && (1..64).contains(&rank));
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(index);
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                self.slots[i] = index << 6 | rank as u32;
-                self.len += 1;
-                return Some(0);
+        let entry = index << 6 | rank as u32;
+        match self.table.find(entry, |s| s >> 6 == index) {
+            Err(i) => {
+                self.table.fill(i, entry);
+                Some(0)
             }
-            if s >> 6 == index {
-                let old = (s & 63) as u8;
+            Ok(i) => {
+                let old = (self.table.slots[i] & 63) as u8;
                 if rank > old {
-                    self.slots[i] = index << 6 | rank as u32;
+                    self.table.slots[i] = entry;
                     return Some(old);
                 }
-                return None;
+                None
             }
-            i = (i + 1) & mask;
         }
     }
 
     /// The rank of `index`, 0 when absent.
     #[inline]
     pub(crate) fn get(&self, index: u32) -> u8 {
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(index);
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                return 0;
-            }
-            if s >> 6 == index {
-                return (s & 63) as u8;
-            }
-            i = (i + 1) & mask;
+        match self.table.find(index << 6, |s| s >> 6 == index) {
+            Ok(i) => (self.table.slots[i] & 63) as u8,
+            Err(_) => 0,
         }
     }
 
     /// The (index, rank) entries, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, u8)> + '_ {
-        self.slots
-            .iter()
-            .filter(|&&s| s != 0)
-            .map(|&s| (s >> 6, (s & 63) as u8))
+        self.table.occupied().map(|s| (s >> 6, (s & 63) as u8))
+    }
+}
+
+impl PartialEq for SparseMap {
+    /// The same entries, whatever the tables' capacities and slot order.
+    fn eq(&self, other: &SparseMap) -> bool {
+        self.len() == other.len() && sorted(self.iter()) == sorted(other.iter())
     }
 }
 

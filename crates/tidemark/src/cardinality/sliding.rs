@@ -10,7 +10,7 @@
 //! has a rank at least as high, because any window holding the older pair also holds the
 //! newer one. A window `(now − w, now]` then reads, per register, the rank of its oldest pair
 //! inside the window — the highest rank inside — and the registers go to the plain estimator
-//! ([`super::estimate_registers`]).
+//! ([`super::registers::estimate_registers`]).
 //!
 //! Adding `(t, r)` when `t` is the newest tick drops trailing pairs of rank ≤ `r` and appends.
 //! An out-of-order pair (older than the newest) is placed correctly: it is dropped if a newer
@@ -64,8 +64,8 @@
 //! assert!(s.count(119, 61).is_err()); // longer than the retention
 //! ```
 
-use super::registers::{estimate_registers, max_rank, split, z_score, DEFAULT_CONFIDENCE};
-use super::{MAX_PRECISION, MIN_PRECISION};
+use super::registers::{estimate_registers, index_and_rank, max_rank, z_score, DEFAULT_CONFIDENCE};
+use super::registers::{MAX_PRECISION, MIN_PRECISION};
 use crate::estimate::Estimate;
 use crate::hash::ItemHasher;
 use crate::ParamError;
@@ -76,9 +76,6 @@ const BLOCK_BITS: u8 = 4;
 const BLOCK: usize = 1 << BLOCK_BITS;
 // Every sketch has whole blocks: the smallest precision has one.
 const _: () = assert!(BLOCK_BITS <= MIN_PRECISION);
-/// The longest retention, in ticks: tick offsets take 26 bits.
-pub const MAX_RETENTION: u64 = (1 << TICK_BITS) - 1;
-
 const TICK_BITS: u32 = 26;
 const RANK_BITS: u32 = 6;
 const RANK_MASK: u32 = (1 << RANK_BITS) - 1;
@@ -212,6 +209,9 @@ fn offset_of(pair: u32) -> u64 {
 }
 
 impl SlidingHll {
+    /// The longest retention, in ticks: tick offsets take 26 bits (777 days of seconds).
+    pub const MAX_RETENTION: u64 = (1 << TICK_BITS) - 1;
+
     /// A sliding sketch of precision `p` answering windows of up to `retention` ticks.
     pub fn new(p: u8, retention: u64) -> Result<Self, ParamError> {
         Self::with_hasher(p, retention, ItemHasher::default())
@@ -222,7 +222,7 @@ impl SlidingHll {
         if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
             return Err(ParamError::new("precision", "in 4..=18", p));
         }
-        if !(1..=MAX_RETENTION).contains(&retention) {
+        if !(1..=Self::MAX_RETENTION).contains(&retention) {
             return Err(ParamError::new(
                 "retention",
                 "in 1..=67108863 ticks (use coarser ticks for longer retentions)",
@@ -303,13 +303,13 @@ impl SlidingHll {
         if tick < oldest {
             return Err(SlidingError::TooOld { tick, oldest });
         }
-        if tick - self.base > MAX_RETENTION {
+        if tick - self.base > Self::MAX_RETENTION {
             self.rebase(tick);
         }
         if self.newest.is_none_or(|n| tick > n) {
             self.newest = Some(tick);
         }
-        let (index, rank) = split(hash, self.p);
+        let (index, rank) = index_and_rank(hash, self.p);
         self.add_pair(index, tick - self.base, rank);
         Ok(())
     }
@@ -488,7 +488,7 @@ impl SlidingHll {
         }
         let mut regs = vec![0u8; self.lens.len()];
         // `from ≥ horizon ≥ base` (checked above; rebasing keeps the base at most the horizon).
-        if from - self.base > MAX_RETENTION {
+        if from - self.base > Self::MAX_RETENTION {
             return Ok(regs); // the whole window is newer than anything held
         }
         let cut = from.saturating_sub(self.base);
@@ -585,7 +585,7 @@ impl SlidingHll {
     }
 
     /// Rebuilds from validated parts: lists in tick order with ranks strictly decreasing,
-    /// ticks within `[base, base + MAX_RETENTION]`.
+    /// ticks within `[base, base + SlidingHll::MAX_RETENTION]`.
     pub(crate) fn from_parts(
         mut sketch: SlidingHll,
         base: u64,
@@ -805,7 +805,7 @@ mod tests {
         assert!(s.count(500, 51).is_ok());
         assert!(SlidingHll::new(3, 10).is_err());
         assert!(SlidingHll::new(12, 0).is_err());
-        assert!(SlidingHll::new(12, MAX_RETENTION + 1).is_err());
+        assert!(SlidingHll::new(12, SlidingHll::MAX_RETENTION + 1).is_err());
     }
 
     #[test]

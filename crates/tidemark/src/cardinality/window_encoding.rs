@@ -18,20 +18,11 @@
 //! ```
 
 use super::registers::max_rank;
+use super::registers::{MAX_PRECISION, MIN_PRECISION};
 use super::ring::{BucketSketch, Held, Slot};
-use super::sliding::MAX_RETENTION;
-use super::{Hll, RingWindow, SlidingHll, MAX_PRECISION, MIN_PRECISION};
+use super::{Hll, RingWindow, SlidingHll};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
-
-fn read_precision(r: &mut Reader<'_>) -> Result<u8, DecodeError> {
-    let off = r.offset();
-    let p = r.u8("precision")?;
-    if !(MIN_PRECISION..=MAX_PRECISION).contains(&p) {
-        return Err(Reader::invalid("precision", off, "in 4..=18", p as u64));
-    }
-    Ok(p)
-}
 
 impl SlidingHll {
     /// Encodes the sketch in the envelope.
@@ -64,21 +55,14 @@ impl SlidingHll {
     /// Decodes a sketch, checking every pair before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, Family::SlidingHll)?;
-        if env.flags != 0 {
-            return Err(Reader::invalid("flags", 6, "0", env.flags as u64));
-        }
+        env.flags_within(0, "0")?;
         let mut params = env.params();
-        let p = read_precision(&mut params)?;
-        let roff = params.offset();
-        let retention = params.u64("retention")?;
-        if !(1..=MAX_RETENTION).contains(&retention) {
-            return Err(Reader::invalid(
-                "retention",
-                roff,
-                "in 1..=2^26 − 1",
-                retention,
-            ));
-        }
+        let p = params.u8_in("precision", MIN_PRECISION..=MAX_PRECISION, "in 4..=18")?;
+        let retention = params.u64_in(
+            "retention",
+            1..=SlidingHll::MAX_RETENTION,
+            "in 1..=2^26 − 1",
+        )?;
         let coff = params.offset();
         let confidence = params.f64("confidence")?;
         params.finish()?;
@@ -89,56 +73,34 @@ impl SlidingHll {
         let mut r = env.payload();
         let base = r.u64("base")?;
         let has_newest = r.bool("has newest")?;
-        let noff = r.offset();
-        let newest_tick = r.u64("newest")?;
-        let newest = has_newest.then_some(newest_tick);
         // With no event the field is written as 0: anything else would decode to a sketch
         // that re-encodes to other bytes (found by the decode_sliding_hll fuzz target).
-        if newest.is_some_and(|n| n < base || n - base > MAX_RETENTION)
-            || (!has_newest && newest_tick != 0)
-        {
-            return Err(Reader::invalid(
-                "newest",
-                noff,
-                "within 2^26 − 1 ticks after the base, and 0 before any event",
-                newest_tick,
-            ));
-        }
-        let hoff = r.offset();
-        let horizon = r.u64("horizon")?;
+        let newest_tick = r.u64_if(
+            "newest",
+            "within 2^26 − 1 ticks after the base, and 0 before any event",
+            |n| {
+                if has_newest {
+                    n >= base && n - base <= SlidingHll::MAX_RETENTION
+                } else {
+                    n == 0
+                }
+            },
+        )?;
+        let newest = has_newest.then_some(newest_tick);
         // Expiring moves the horizon, rebasing moves the base only up to it: an encoding
         // with the base past the horizon was not written by a sketch, and its offsets would
         // be measured from the wrong end.
-        if horizon < base {
-            return Err(Reader::invalid(
-                "horizon",
-                hoff,
-                "at or after the base",
-                horizon,
-            ));
-        }
+        let horizon = r.u64_in("horizon", base.., "at or after the base")?;
         let m = 1usize << p;
-        if r.remaining() < m {
-            return Err(DecodeError::Truncated {
-                field: "registers",
-                offset: r.offset(),
-                needed: m as u64,
-                available: r.remaining(),
-            });
-        }
+        r.expect_left("registers", m as u64, 1)?;
         let top = max_rank(p);
         let mut lists = Vec::with_capacity(m);
         for _ in 0..m {
-            let loff = r.offset();
-            let len = r.u8("pairs")?;
-            if len > top || (len > 0 && !has_newest) {
-                return Err(Reader::invalid(
-                    "pairs",
-                    loff,
-                    "at most 65 − p pairs, and none before any event",
-                    len as u64,
-                ));
-            }
+            let len = r.u8_if(
+                "pairs",
+                "at most 65 − p pairs, and none before any event",
+                |len| len <= top && (len == 0 || has_newest),
+            )?;
             let mut list = Vec::with_capacity(len as usize);
             let mut prev: Option<(u32, u8)> = None;
             for _ in 0..len {
@@ -205,9 +167,7 @@ impl<S: BucketSketch> RingWindow<S> {
     /// [`RingWindow::from_bytes`]).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, S::RING_FAMILY)?;
-        if env.flags != 0 {
-            return Err(Reader::invalid("flags", 6, "0", env.flags as u64));
-        }
+        env.flags_within(0, "0")?;
         let mut params = env.params();
         let empty = S::read_shape(&mut params, env.hasher)?;
         let woff = params.offset();
@@ -226,59 +186,38 @@ impl<S: BucketSketch> RingWindow<S> {
         let n = n as u64;
         let mut r = env.payload();
         let has_newest = r.bool("has newest")?;
-        let noff = r.offset();
-        let newest = r.u64("newest bucket")?;
         // With no bucket the field is written as 0: anything else would decode to a ring
         // that re-encodes to other bytes (found by the decode_ring_window fuzz target).
-        if !has_newest && newest != 0 {
-            return Err(Reader::invalid(
-                "newest bucket",
-                noff,
-                "0 when the ring has no bucket",
-                newest,
-            ));
-        }
+        let newest = r.u64_if("newest bucket", "0 when the ring has no bucket", |b| {
+            has_newest || b == 0
+        })?;
         let newest = has_newest.then_some(newest);
-        if (r.remaining() as u64) < n {
-            return Err(DecodeError::Truncated {
-                field: "slots",
-                offset: r.offset(),
-                needed: n,
-                available: r.remaining(),
-            });
-        }
+        r.expect_left("slots", n, 1)?;
         let mut slots = Vec::with_capacity(n as usize);
         for i in 0..n {
             if !r.bool("slot present")? {
                 slots.push(None);
                 continue;
             }
-            let off = r.offset();
-            let bucket = r.u64("bucket")?;
             // A slot keeps its bucket until a newer one reuses it, so a slot older than the
             // ring reaches is a state the ring is in (and writes) after a quiet spell: kept,
             // as it was. A bucket newer than the newest is not.
-            let in_slot = newest.is_some_and(|nb| bucket <= nb) && bucket % n == i;
-            if !in_slot {
-                return Err(Reader::invalid(
-                    "bucket",
-                    off,
-                    "its slot's bucket, no newer than the newest",
-                    bucket,
-                ));
-            }
+            let bucket = r.u64_if(
+                "bucket",
+                "its slot's bucket, no newer than the newest",
+                |b| newest.is_some_and(|nb| b <= nb) && b % n == i,
+            )?;
             let len = r.u64("sketch length")?;
             let soff = r.offset();
             let inner = r.bytes(len, "bucket sketch")?;
             let sketch = S::from_bytes(inner)?;
-            if sketch.shape() != shape || sketch.hasher() != env.hasher {
-                return Err(Reader::invalid(
-                    "bucket sketch",
-                    soff,
-                    "the ring's shape (precision, and t and d for ExaLogLog) and hash",
-                    sketch.precision() as u64,
-                ));
-            }
+            Reader::ensure(
+                sketch.shape() == shape && sketch.hasher() == env.hasher,
+                "bucket sketch",
+                soff,
+                "the ring's shape (precision, and t and d for ExaLogLog) and hash",
+                sketch.precision() as u64,
+            )?;
             slots.push(Some(Slot {
                 bucket,
                 sketch: Held::Live(Box::new(sketch)),

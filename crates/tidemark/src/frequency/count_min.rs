@@ -102,7 +102,30 @@ pub(crate) fn add_mass(mass: u64, c: i64) -> Result<u64, FrequencyError> {
     }
 }
 
+/// The mass after another sketch's stream (of `other_mass`, total `other_total`) is added to
+/// or subtracted from one of `mass`: the masses add either way, and the sum may not pass
+/// `i64::MAX` (the error names the other sketch's total as the count).
+pub(crate) fn combined_mass(
+    mass: u64,
+    other_mass: u64,
+    other_total: i64,
+) -> Result<u64, FrequencyError> {
+    mass.checked_add(other_mass)
+        .filter(|&m| m <= i64::MAX as u64)
+        .ok_or(FrequencyError::Overflow {
+            mass,
+            count: other_total,
+        })
+}
+
 impl CountMin {
+    /// The most rows a sketch may have.
+    pub const MAX_DEPTH: usize = MAX_DEPTH;
+    /// The most columns a sketch may have.
+    pub const MAX_WIDTH: usize = MAX_WIDTH;
+    /// The most counters a sketch may have (1 GiB of `i64`).
+    pub const MAX_COUNTERS: usize = MAX_COUNTERS;
+
     /// A sketch whose point queries are within `ε‖a‖₁` with probability `1 − δ`:
     /// `w = ⌈e/ε⌉`, `d = ⌈ln(1/δ)⌉`, hashed with the default [`ItemHasher`].
     pub fn new(epsilon: f64, delta: f64, model: Model) -> Result<CountMin, ParamError> {
@@ -405,14 +428,7 @@ impl CountMin {
     /// have the same hasher, width, depth, model and update rule.
     pub fn merge(&mut self, other: &CountMin) -> Result<(), FrequencyError> {
         self.compatible(other)?;
-        let mass = self
-            .mass
-            .checked_add(other.mass)
-            .filter(|&m| m <= i64::MAX as u64)
-            .ok_or(FrequencyError::Overflow {
-                mass: self.mass,
-                count: other.total,
-            })?;
+        let mass = combined_mass(self.mass, other.mass, other.total)?;
         for (a, b) in self.table.counters.iter_mut().zip(&other.table.counters) {
             *a += b;
         }
@@ -433,14 +449,7 @@ impl CountMin {
                 reason: "conservative counters do not hold the sum of their items",
             });
         }
-        let mass = self
-            .mass
-            .checked_add(other.mass)
-            .filter(|&m| m <= i64::MAX as u64)
-            .ok_or(FrequencyError::Overflow {
-                mass: self.mass,
-                count: other.total,
-            })?;
+        let mass = combined_mass(self.mass, other.mass, other.total)?;
         if self.model != Model::GeneralTurnstile {
             let below = self
                 .table

@@ -2,7 +2,9 @@
 
 use std::collections::BinaryHeap;
 
-use super::count_min::{add_mass, check_dimensions, delta_of, dimensions, epsilon_of};
+use super::count_min::{
+    add_mass, check_dimensions, combined_mass, delta_of, dimensions, epsilon_of,
+};
 use super::table::RowFamily;
 use super::table::{Table, MAX_COUNTERS};
 use super::{FrequencyError, Model};
@@ -10,9 +12,8 @@ use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
 use crate::hash::{ItemHasher, PairwiseHash};
 
-/// The widest universe: items below `2^60` (ample for integer items, and far from the shifts'
-/// and sums' 64-bit limits).
-pub const MAX_BITS: u32 = 60;
+/// The widest universe ([`DyadicCountMin::MAX_BITS`]).
+pub(crate) const MAX_BITS: u32 = 60;
 
 /// One dyadic layer: the counts of the prefixes `x >> l`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +79,10 @@ pub(crate) fn layer_rows(seed: u64, l: u32, depth: usize) -> Vec<PairwiseHash> {
 }
 
 impl DyadicCountMin {
+    /// The widest universe: items below `2^60` (ample for integer items, and far from the
+    /// shifts' and sums' 64-bit limits).
+    pub const MAX_BITS: u32 = MAX_BITS;
+
     /// Layers with `w = ⌈e/ε⌉`, `d = ⌈ln 1/δ⌉` over `[0, 2^bits)`. A range then errs by at
     /// most `k·ε‖a‖₁` with `k ≤ 2·bits` sketched intervals: for a range error `ε′‖a‖₁`, pass
     /// `ε = ε′/(2·bits)`, as the paper does.
@@ -439,14 +444,7 @@ impl DyadicCountMin {
     /// Adds (`sign = 1`) or subtracts (`sign = −1`) `other`'s counters.
     fn combine(&mut self, other: &DyadicCountMin, sign: i64) -> Result<(), FrequencyError> {
         self.compatible(other)?;
-        let mass = self
-            .mass
-            .checked_add(other.mass)
-            .filter(|&m| m <= i64::MAX as u64)
-            .ok_or(FrequencyError::Overflow {
-                mass: self.mass,
-                count: other.total,
-            })?;
+        let mass = combined_mass(self.mass, other.mass, other.total)?;
         let pairs = || {
             self.layers.iter().zip(&other.layers).flat_map(|(a, b)| {
                 let (a, b) = match (a, b) {

@@ -37,10 +37,11 @@ const FLAG_CONSERVATIVE: u8 = 1;
 const KIND_PLAIN: u8 = 0;
 const KIND_DYADIC: u8 = 1;
 
-/// A decoded Count-Min summary of either kind.
+/// A Count-Min sketch of either kind, as the Count-Min envelope (family 32) holds it: what
+/// [`AnyCountMin::from_bytes`] gives for bytes that may be either.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(clippy::large_enum_variant)]
-pub enum Decoded {
+pub enum AnyCountMin {
     /// A plain sketch.
     CountMin(CountMin),
     /// A dyadic sketch.
@@ -94,14 +95,9 @@ impl CountMin {
 
     /// Decodes a plain sketch, checking every field and invariant before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<CountMin, DecodeError> {
-        match decode(bytes)? {
-            Decoded::CountMin(cm) => Ok(cm),
-            Decoded::Dyadic(_) => Err(Reader::invalid(
-                "kind",
-                codec::HEADER_LEN,
-                "0 (a plain Count-Min sketch)",
-                KIND_DYADIC as u64,
-            )),
+        match AnyCountMin::from_bytes(bytes)? {
+            AnyCountMin::CountMin(cm) => Ok(cm),
+            AnyCountMin::Dyadic(_) => Err(other_kind("0 (a plain Count-Min sketch)", KIND_DYADIC)),
         }
     }
 }
@@ -138,16 +134,19 @@ impl DyadicCountMin {
 
     /// Decodes a dyadic sketch, checking every field and invariant before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<DyadicCountMin, DecodeError> {
-        match decode(bytes)? {
-            Decoded::Dyadic(s) => Ok(s),
-            Decoded::CountMin(_) => Err(Reader::invalid(
-                "kind",
-                codec::HEADER_LEN,
-                "1 (a dyadic Count-Min sketch)",
-                KIND_PLAIN as u64,
-            )),
+        match AnyCountMin::from_bytes(bytes)? {
+            AnyCountMin::Dyadic(s) => Ok(s),
+            AnyCountMin::CountMin(_) => {
+                Err(other_kind("1 (a dyadic Count-Min sketch)", KIND_PLAIN))
+            }
         }
     }
+}
+
+/// A valid Count-Min envelope of the other kind than the one asked for (`got`), refused at
+/// its kind byte, the first of the parameters.
+fn other_kind(expected: &'static str, got: u8) -> DecodeError {
+    Reader::invalid("kind", codec::HEADER_LEN, expected, got as u64)
 }
 
 /// Reads `n` counters after checking they are present; each within `±mass`, and `≥ 0` when
@@ -158,31 +157,17 @@ fn read_counters(
     mass: u64,
     non_negative: bool,
 ) -> Result<Vec<i64>, DecodeError> {
-    if n as u64 > r.remaining() as u64 / 8 {
-        return Err(DecodeError::Truncated {
-            field: "counters",
-            offset: r.offset(),
-            needed: n as u64 * 8,
-            available: r.remaining(),
-        });
-    }
+    r.expect_left("counters", n as u64, 8)?;
+    let expected = if non_negative {
+        "in [0, mass] (non-negative model)"
+    } else {
+        "within ±mass"
+    };
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        let off = r.offset();
-        let c = r.i64("counter")?;
-        if c.unsigned_abs() > mass || (non_negative && c < 0) {
-            return Err(Reader::invalid(
-                "counter",
-                off,
-                if non_negative {
-                    "in [0, mass] (non-negative model)"
-                } else {
-                    "within ±mass"
-                },
-                c as u64,
-            ));
-        }
-        out.push(c);
+        out.push(r.i64_if("counter", expected, |c| {
+            c.unsigned_abs() <= mass && (!non_negative || c >= 0)
+        })?);
     }
     Ok(out)
 }
@@ -202,101 +187,70 @@ fn check_sums(
         } else {
             sum == total as i128
         };
-        if !ok {
-            return Err(Reader::invalid(
-                "counters",
-                offset + i * len * 8,
-                "rows that sum to the total (a linear sketch)",
-                sum as u64,
-            ));
-        }
+        Reader::ensure(
+            ok,
+            "counters",
+            offset + i * len * 8,
+            "rows that sum to the total (a linear sketch)",
+            sum as u64,
+        )?;
     }
     Ok(())
 }
 
+impl AnyCountMin {
+    /// Decodes a Count-Min summary of either kind, checking every field and invariant before
+    /// building it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<AnyCountMin, DecodeError> {
+        decode(bytes)
+    }
+}
+
 /// Decodes a Count-Min summary of either kind.
-pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+fn decode(bytes: &[u8]) -> Result<AnyCountMin, DecodeError> {
     let env = codec::decode_family(bytes, Family::CountMin)?;
     let mut p = env.params();
-    let koff = p.offset();
-    let kind = p.u8("kind")?;
-    if kind != KIND_PLAIN && kind != KIND_DYADIC {
-        return Err(Reader::invalid(
-            "kind",
-            koff,
-            "0 (plain) or 1 (dyadic)",
-            kind as u64,
-        ));
-    }
-    if env.flags & !FLAG_CONSERVATIVE != 0 || (kind == KIND_DYADIC && env.flags != 0) {
-        return Err(Reader::invalid(
-            "flags",
-            6,
-            "only bit 0 (conservative update, plain sketches)",
-            env.flags as u64,
-        ));
-    }
+    let kind = p.u8_in("kind", KIND_PLAIN..=KIND_DYADIC, "0 (plain) or 1 (dyadic)")?;
+    Reader::ensure(
+        env.flags & !FLAG_CONSERVATIVE == 0 && (kind == KIND_PLAIN || env.flags == 0),
+        "flags",
+        6,
+        "only bit 0 (conservative update, plain sketches)",
+        env.flags as u64,
+    )?;
     let conservative = env.flags & FLAG_CONSERVATIVE != 0;
-    let foff = p.offset();
-    let family_byte = p.u8("row-hash family")?;
-    let family = match (RowFamily::from_id(family_byte), kind) {
-        (Some(RowFamily::Pairwise), _) => RowFamily::Pairwise,
-        (Some(RowFamily::MultiplyShift), KIND_PLAIN) => RowFamily::MultiplyShift,
-        _ => {
-            return Err(Reader::invalid(
-                "row-hash family",
-                foff,
-                "2 (multiply-add-shift), or 3 (multiply-shift) for a plain sketch; 1 was \
-                 Carter–Wegman, no longer read",
-                family_byte as u64,
-            ))
-        }
-    };
+    let family = p.u8_as(
+        "row-hash family",
+        "2 (multiply-add-shift), or 3 (multiply-shift) for a plain sketch; 1 was \
+         Carter–Wegman, no longer read",
+        |b| match (RowFamily::from_id(b), kind) {
+            (Some(RowFamily::Pairwise), _) => Some(RowFamily::Pairwise),
+            (Some(RowFamily::MultiplyShift), KIND_PLAIN) => Some(RowFamily::MultiplyShift),
+            _ => None,
+        },
+    )?;
     let moff = p.offset();
-    let model_byte = p.u8("model")?;
-    let model = Model::from_byte(model_byte).ok_or(Reader::invalid(
+    let model = p.u8_as("model", "0, 1 or 2", Model::from_byte)?;
+    Reader::ensure(
+        !conservative || model == Model::CashRegister,
         "model",
         moff,
-        "0, 1 or 2",
-        model_byte as u64,
-    ))?;
-    if conservative && model != Model::CashRegister {
-        return Err(Reader::invalid(
+        "0 (cash register) under conservative update",
+        model as u64,
+    )?;
+    let width = p.u32_in("width", 1..=MAX_WIDTH as u32, "in 1..=2^26")? as usize;
+    let depth = p.u8_if("depth", "in 1..=64 with width × depth ≤ 2^27", |d| {
+        (1..=MAX_DEPTH).contains(&(d as usize)) && width * d as usize <= MAX_COUNTERS
+    })? as usize;
+    let bits = if kind == KIND_DYADIC {
+        let bits = p.u8_in("bits", 1..=MAX_BITS as u8, "in 1..=60")? as u32;
+        Reader::ensure(
+            model != Model::GeneralTurnstile,
             "model",
             moff,
-            "0 (cash register) under conservative update",
-            model_byte as u64,
-        ));
-    }
-    let woff = p.offset();
-    let width = p.u32("width")? as usize;
-    if !(1..=MAX_WIDTH).contains(&width) {
-        return Err(Reader::invalid("width", woff, "in 1..=2^26", width as u64));
-    }
-    let doff = p.offset();
-    let depth = p.u8("depth")? as usize;
-    if !(1..=MAX_DEPTH).contains(&depth) || width * depth > MAX_COUNTERS {
-        return Err(Reader::invalid(
-            "depth",
-            doff,
-            "in 1..=64 with width × depth ≤ 2^27",
-            depth as u64,
-        ));
-    }
-    let bits = if kind == KIND_DYADIC {
-        let boff = p.offset();
-        let bits = p.u8("bits")? as u32;
-        if !(1..=MAX_BITS).contains(&bits) {
-            return Err(Reader::invalid("bits", boff, "in 1..=60", bits as u64));
-        }
-        if model == Model::GeneralTurnstile {
-            return Err(Reader::invalid(
-                "model",
-                moff,
-                "0 or 1 (dyadic sketches are non-negative)",
-                model_byte as u64,
-            ));
-        }
+            "0 or 1 (dyadic sketches are non-negative)",
+            model as u64,
+        )?;
         bits
     } else {
         0
@@ -306,27 +260,22 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     let mut r = env.payload();
     let toff = r.offset();
     let total = r.i64("total")?;
-    let moff = r.offset();
-    let mass = r.u64("mass")?;
-    if mass > i64::MAX as u64 {
-        return Err(Reader::invalid("mass", moff, "at most 2^63 − 1", mass));
-    }
+    let mass = r.u64_in("mass", ..=i64::MAX as u64, "at most 2^63 − 1")?;
     let non_negative = model != Model::GeneralTurnstile;
-    if total.unsigned_abs() > mass || (non_negative && total < 0) {
-        return Err(Reader::invalid(
-            "total",
-            toff,
-            "within ±mass, and non-negative in the non-negative models",
-            total as u64,
-        ));
-    }
+    Reader::ensure(
+        total.unsigned_abs() <= mass && (!non_negative || total >= 0),
+        "total",
+        toff,
+        "within ±mass, and non-negative in the non-negative models",
+        total as u64,
+    )?;
     let hasher = env.hasher;
     if kind == KIND_PLAIN {
         let coff = r.offset();
         let counters = read_counters(&mut r, width * depth, mass, non_negative)?;
         check_sums(&counters, width, total, conservative, coff)?;
         r.finish()?;
-        return Ok(Decoded::CountMin(CountMin {
+        return Ok(AnyCountMin::CountMin(CountMin {
             hasher,
             model,
             conservative,
@@ -360,7 +309,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         }
     }
     r.finish()?;
-    Ok(Decoded::Dyadic(DyadicCountMin {
+    Ok(AnyCountMin::Dyadic(DyadicCountMin {
         hasher,
         model,
         bits,

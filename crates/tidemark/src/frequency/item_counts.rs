@@ -82,8 +82,8 @@ fn table_slots(capacity: usize) -> usize {
     }
 }
 
-/// The longest item kept, bytes (longer items are counted but named by their first bytes).
-pub const MAX_ITEM_LEN: usize = 1 << 16;
+/// The longest item kept, bytes ([`ItemCounts::MAX_ITEM_LEN`]).
+const MAX_ITEM_LEN: usize = 1 << 16;
 
 /// Exact item counts promoted to a Count-Min sketch with heavy-hitter candidates. See the
 /// [module docs](self).
@@ -122,8 +122,9 @@ fn sweep_floor(phi: f64) -> usize {
 /// sketch's signed counters.
 const MAX_TOTAL: u64 = 1 << 62;
 
-/// An item as the summary knows it: its first [`MAX_ITEM_LEN`] bytes, and their hash. Items
-/// that agree on those bytes are one item, so what is stored can be hashed again on decode.
+/// An item as the summary knows it: its first [`ItemCounts::MAX_ITEM_LEN`] bytes, and their
+/// hash. Items that agree on those bytes are one item, so what is stored can be hashed again
+/// on decode.
 #[inline]
 fn identify(h: u64, item: &[u8]) -> (u64, &[u8]) {
     if item.len() <= MAX_ITEM_LEN {
@@ -135,6 +136,10 @@ fn identify(h: u64, item: &[u8]) -> (u64, &[u8]) {
 }
 
 impl ItemCounts {
+    /// The longest item kept, bytes: longer items are counted as, and named by, their first
+    /// `MAX_ITEM_LEN` bytes.
+    pub const MAX_ITEM_LEN: usize = MAX_ITEM_LEN;
+
     /// An empty summary: exact until it holds more than `w·d/8` items, then a cash-register
     /// Count-Min of `(ε, δ)` (`w = ⌈e/ε⌉`, `d = ⌈ln 1/δ⌉`) keeping the items that reach `φ`
     /// of the total. `φ` must exceed ε (below it, the reported items are noise).
@@ -193,8 +198,8 @@ impl ItemCounts {
 
     /// Adds `count` occurrences of `item`, whose hash `h` is `ItemHasher::default().hash(item)`
     /// (callers that already hashed it save the second hash). An item longer than
-    /// [`MAX_ITEM_LEN`] bytes counts as its first [`MAX_ITEM_LEN`]. Counts saturate at 2^62
-    /// in total, far beyond any real stream.
+    /// [`Self::MAX_ITEM_LEN`] bytes counts as its first [`Self::MAX_ITEM_LEN`]. Counts saturate
+    /// at 2^62 in total, far beyond any real stream.
     #[inline]
     pub fn insert_hashed(&mut self, h: u64, item: &[u8], count: u64) {
         let (h, item) = identify(h, item);
@@ -272,7 +277,7 @@ impl ItemCounts {
         self.held = self.count_bytes();
     }
 
-    /// The count of `item` (of its first [`MAX_ITEM_LEN`] bytes).
+    /// The count of `item` (of its first [`Self::MAX_ITEM_LEN`] bytes).
     pub fn point(&self, item: &[u8]) -> Estimate {
         let item = &item[..item.len().min(MAX_ITEM_LEN)];
         self.point_hashed(ItemHasher::default().hash(item))
@@ -535,22 +540,19 @@ impl ItemCounts {
 
     /// Decodes a summary, checking every field before trusting it: parameters, the hash
     /// (tidemark's native hash only), each count positive and the counts summing to the total,
-    /// items distinct and at most [`MAX_ITEM_LEN`] bytes, the table within its limit; in sketch
-    /// mode the nested sketch's shape, model, total and mass, the sweep point, the candidates
-    /// distinct.
+    /// items distinct and at most [`Self::MAX_ITEM_LEN`] bytes, the table within its limit; in
+    /// sketch mode the nested sketch's shape, model, total and mass, the sweep point, the
+    /// candidates distinct.
     pub fn from_bytes(bytes: &[u8]) -> Result<ItemCounts, DecodeError> {
         let env = codec::decode_family(bytes, Family::ItemCounts)?;
-        if env.hasher != ItemHasher::default() {
-            return Err(Reader::invalid(
-                "hash",
-                7,
-                "tidemark's native hash (xxh3, default seed)",
-                env.hasher.seed(),
-            ));
-        }
-        if env.flags & !FLAG_SKETCH != 0 {
-            return Err(Reader::invalid("flags", 6, "0 or 1", env.flags as u64));
-        }
+        Reader::ensure(
+            env.hasher == ItemHasher::default(),
+            "hash",
+            7,
+            "tidemark's native hash (xxh3, default seed)",
+            env.hasher.seed(),
+        )?;
+        env.flags_within(FLAG_SKETCH, "0 or 1")?;
         let mut r = env.params();
         let off = r.offset();
         let (epsilon, delta, phi) = (r.f64("epsilon")?, r.f64("delta")?, r.f64("phi")?);
@@ -566,21 +568,13 @@ impl ItemCounts {
         let hasher = ItemHasher::default();
         let mut r = env.payload();
         let off = r.offset();
-        let total = r.u64("total")?;
-        if total > 1 << 62 {
-            return Err(Reader::invalid("total", off, "at most 2^62", total));
-        }
+        let total = r.u64_in("total", ..=MAX_TOTAL, "at most 2^62")?;
         let item = |r: &mut Reader<'_>| -> Result<Box<[u8]>, DecodeError> {
-            let off = r.offset();
-            let len = r.u32("item length")?;
-            if len as usize > MAX_ITEM_LEN {
-                return Err(Reader::invalid(
-                    "item length",
-                    off,
-                    "at most 65,536 bytes",
-                    len as u64,
-                ));
-            }
+            let len = r.u32_in(
+                "item length",
+                ..=MAX_ITEM_LEN as u32,
+                "at most 65,536 bytes",
+            )?;
             Ok(r.bytes(len as u64, "item")?.into())
         };
         if env.flags & FLAG_SKETCH == 0 {
@@ -589,94 +583,66 @@ impl ItemCounts {
             let mut sum = 0u64;
             let mut previous: Option<Box<[u8]>> = None;
             for _ in 0..n {
-                let off = r.offset();
-                let c = r.u64("count")?;
-                if c == 0 || c > 1 << 62 {
-                    return Err(Reader::invalid("count", off, "in 1..=2^62", c));
-                }
+                let c = r.u64_in("count", 1..=MAX_TOTAL, "in 1..=2^62")?;
                 sum = sum.saturating_add(c);
                 let off = r.offset();
                 let i = item(&mut r)?;
-                if previous.as_ref().is_some_and(|p| *p >= i) {
-                    return Err(Reader::invalid(
-                        "item",
-                        off,
-                        "items in increasing byte order, each once",
-                        i.len() as u64,
-                    ));
-                }
+                Reader::ensure(
+                    previous.as_ref().is_none_or(|p| *p < i),
+                    "item",
+                    off,
+                    "items in increasing byte order, each once",
+                    i.len() as u64,
+                )?;
                 previous = Some(i.clone());
                 items.insert(hasher.hash(&i), (i, c));
             }
-            if items.len() != n {
-                return Err(Reader::invalid(
-                    "items",
-                    off,
-                    "items of distinct hashes",
-                    n as u64,
-                ));
-            }
-            if sum != total {
-                return Err(Reader::invalid(
-                    "total",
-                    off,
-                    "the sum of the items' counts",
-                    total,
-                ));
-            }
+            Reader::ensure(
+                items.len() == n,
+                "items",
+                off,
+                "items of distinct hashes",
+                n as u64,
+            )?;
+            Reader::ensure(
+                sum == total,
+                "total",
+                off,
+                "the sum of the items' counts",
+                total,
+            )?;
             s.repr = Repr::Exact(items);
         } else {
             let len_off = r.offset();
             let n = r.count("sketch length", 1, u64::MAX)?;
             let nested = r.bytes(n as u64, "sketch")?;
-            let cm = CountMin::from_bytes(nested).map_err(|e| match e {
-                DecodeError::Invalid {
-                    field,
-                    offset,
-                    expected,
-                    got,
-                } => DecodeError::Invalid {
-                    field,
-                    offset: offset + len_off + 8,
-                    expected,
-                    got,
-                },
-                e => e,
-            })?;
-            if cm.width() != s.width
-                || cm.depth() != s.depth
-                || cm.model() != Model::CashRegister
-                || cm.is_conservative()
-                || cm.hasher() != hasher
-                || cm.row_family() != RowFamily::Pairwise
-            {
-                return Err(Reader::invalid(
-                    "sketch",
-                    len_off,
-                    "a plain cash-register Count-Min of the summary's ε and δ, native hash, \
-                     pairwise rows",
-                    cm.width() as u64,
-                ));
-            }
+            let cm = CountMin::from_bytes(nested).map_err(|e| e.nested_at(len_off + 8))?;
+            Reader::ensure(
+                cm.width() == s.width
+                    && cm.depth() == s.depth
+                    && cm.model() == Model::CashRegister
+                    && !cm.is_conservative()
+                    && cm.hasher() == hasher
+                    && cm.row_family() == RowFamily::Pairwise,
+                "sketch",
+                len_off,
+                "a plain cash-register Count-Min of the summary's ε and δ, native hash, \
+                 pairwise rows",
+                cm.width() as u64,
+            )?;
             // A cash register's mass is its total: a larger one would overflow later updates.
-            if cm.total() as u64 != total || cm.mass != total {
-                return Err(Reader::invalid(
-                    "total",
-                    off,
-                    "the nested sketch's total and mass",
-                    total,
-                ));
-            }
-            let sweep_off = r.offset();
-            let sweep_at = r.u64("sweep at")?;
-            if sweep_at < sweep_floor(phi) as u64 || sweep_at > 1 << 21 {
-                return Err(Reader::invalid(
-                    "sweep at",
-                    sweep_off,
-                    "at least ⌈4/φ⌉ and at most 2^21",
-                    sweep_at,
-                ));
-            }
+            Reader::ensure(
+                cm.total() as u64 == total && cm.mass == total,
+                "total",
+                off,
+                "the nested sketch's total and mass",
+                total,
+            )?;
+            let sweep_at = r.u64_in(
+                "sweep at",
+                sweep_floor(phi) as u64..=1 << 21,
+                "at least ⌈4/φ⌉ and at most 2^21",
+            )?;
             let cand_off = r.offset();
             let n = r.count("candidates", 4, 1 << 20)?;
             let mut candidates = HashMap::with_capacity(n);
@@ -685,25 +651,23 @@ impl ItemCounts {
                 let off = r.offset();
                 let i = item(&mut r)?;
                 let h = hasher.hash(&i);
-                if previous.as_ref().is_some_and(|p| *p >= i) {
-                    return Err(Reader::invalid(
-                        "candidate",
-                        off,
-                        "candidates in increasing byte order, each once",
-                        i.len() as u64,
-                    ));
-                }
+                Reader::ensure(
+                    previous.as_ref().is_none_or(|p| *p < i),
+                    "candidate",
+                    off,
+                    "candidates in increasing byte order, each once",
+                    i.len() as u64,
+                )?;
                 previous = Some(i.clone());
                 candidates.insert(h, i);
             }
-            if candidates.len() != n {
-                return Err(Reader::invalid(
-                    "candidates",
-                    cand_off,
-                    "candidates of distinct hashes",
-                    n as u64,
-                ));
-            }
+            Reader::ensure(
+                candidates.len() == n,
+                "candidates",
+                cand_off,
+                "candidates of distinct hashes",
+                n as u64,
+            )?;
             s.repr = Repr::Sketch {
                 cm,
                 candidates,

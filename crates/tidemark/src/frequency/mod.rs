@@ -108,11 +108,11 @@ mod item_counts;
 mod table;
 
 pub use count_min::CountMin;
-pub use dyadic::{DyadicCountMin, MAX_BITS};
-pub use encoding::{decode, Decoded};
+pub use dyadic::DyadicCountMin;
+pub use encoding::AnyCountMin;
 pub use heavy::{HeavyHitters, TopK};
-pub use item_counts::{ItemCounts, MAX_ITEM_LEN};
-pub use table::{RowFamily, MAX_COUNTERS, MAX_DEPTH, MAX_WIDTH};
+pub use item_counts::ItemCounts;
+pub use table::RowFamily;
 
 use core::fmt;
 

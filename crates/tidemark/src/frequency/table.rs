@@ -6,11 +6,11 @@
 use crate::hash::{PairwiseHash, MULTIPLY_SHIFT_FAMILY_ID, PAIRWISE_FAMILY_ID};
 
 /// The most rows a table may have.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 /// The most columns a table may have.
-pub const MAX_WIDTH: usize = 1 << 26;
+pub(crate) const MAX_WIDTH: usize = 1 << 26;
 /// The most counters a table may have (1 GiB of `i64`).
-pub const MAX_COUNTERS: usize = 1 << 27;
+pub(crate) const MAX_COUNTERS: usize = 1 << 27;
 
 /// How a key picks its column in each row: the row functions' family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

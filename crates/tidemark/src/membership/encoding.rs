@@ -31,13 +31,6 @@ use super::stacked::StackedFilter;
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
 
-fn check_flags(flags: u8) -> Result<(), DecodeError> {
-    if flags != 0 {
-        return Err(Reader::invalid("flags", 6, "0", flags as u64));
-    }
-    Ok(())
-}
-
 fn read_words(r: &mut Reader<'_>, n: usize, field: &'static str) -> Result<Vec<u64>, DecodeError> {
     let bytes = r.bytes(n as u64 * 8, field)?;
     Ok(bytes
@@ -98,61 +91,29 @@ impl QuotientFilter {
     /// Decodes a filter, checking every field and the whole table's structure.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, Family::QuotientFilter)?;
-        check_flags(env.flags)?;
+        env.flags_within(0, "0")?;
         let mut params = env.params();
-        let poff = params.offset();
-        let p = params.u8("fingerprint bits")? as u32;
-        if !(2..=64).contains(&p) {
-            return Err(Reader::invalid(
-                "fingerprint bits",
-                poff,
-                "in 2..=64",
-                p as u64,
-            ));
-        }
-        let qoff = params.offset();
-        let q0 = params.u8("initial quotient bits")? as u32;
-        if q0 == 0 || q0 > MAX_QUOTIENT_BITS || q0 >= p || p - q0 > MAX_WIDTH {
-            return Err(Reader::invalid(
-                "initial quotient bits",
-                qoff,
-                "in 1..=40, below p, at most 58 below p",
-                q0 as u64,
-            ));
-        }
-        let roff = params.offset();
-        let reserve = params.u8("reserve")? as u32;
-        if reserve > p {
-            return Err(Reader::invalid(
-                "reserve",
-                roff,
-                "at most p",
-                reserve as u64,
-            ));
-        }
+        let p = params.u8_in("fingerprint bits", 2..=64, "in 2..=64")? as u32;
+        let q0 = params.u8_if(
+            "initial quotient bits",
+            "in 1..=40, below p, at most 58 below p",
+            |q0| {
+                let q0 = q0 as u32;
+                (1..=MAX_QUOTIENT_BITS).contains(&q0) && q0 < p && p - q0 <= MAX_WIDTH
+            },
+        )? as u32;
+        let reserve = params.u8_in("reserve", ..=p as u8, "at most p")? as u32;
         params.finish()?;
 
         let mut r = env.payload();
-        let qoff = r.offset();
-        let q = r.u8("quotient bits")? as u32;
-        if q < q0 || q >= p || q > MAX_QUOTIENT_BITS {
-            return Err(Reader::invalid(
-                "quotient bits",
-                qoff,
-                "between q0 and p − 1, at most 40",
-                q as u64,
-            ));
-        }
-        let loff = r.offset();
-        let len = r.u64("keys")?;
-        if len >= grow_at(q) {
-            return Err(Reader::invalid(
-                "keys",
-                loff,
-                "below the table's load limit ⌈3·2^q/4⌉",
-                len,
-            ));
-        }
+        let q = r.u8_if("quotient bits", "between q0 and p − 1, at most 40", |q| {
+            (q0..p).contains(&(q as u32)) && q as u32 <= MAX_QUOTIENT_BITS
+        })? as u32;
+        let len = r.u64_in(
+            "keys",
+            ..grow_at(q),
+            "below the table's load limit ⌈3·2^q/4⌉",
+        )?;
         let slots = 1usize << q;
         let width = p - q;
         let flag_words = Meta::word_count(slots);
@@ -221,7 +182,7 @@ impl StackedFilter {
     /// Decodes a stack, checking its schedule and every layer.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, Family::StackedFilter)?;
-        check_flags(env.flags)?;
+        env.flags_within(0, "0")?;
         let mut params = env.params();
         let off = params.offset();
         let capacity = params.u64("capacity")?;
@@ -238,28 +199,23 @@ impl StackedFilter {
         let coff = r.offset();
         // Each layer takes at least its two u64 headers.
         let n = r.count("layers", 16, u64::MAX)?;
-        if n == 0 {
-            return Err(Reader::invalid("layers", coff, "at least 1", 0));
-        }
+        Reader::ensure(n > 0, "layers", coff, "at least 1", 0)?;
         for i in 0..n {
-            let foff = r.offset();
-            let forecast = r.u64("layer forecast")?;
-            if forecast != s.layer_params(i).0 {
-                return Err(Reader::invalid(
-                    "layer forecast",
-                    foff,
-                    "capacity · growth^i",
-                    forecast,
-                ));
-            }
+            let scheduled = s.layer_params(i).0;
+            let forecast =
+                r.u64_if("layer forecast", "capacity · growth^i", |f| f == scheduled)?;
             let blen = r.u64("layer length")?;
             let boff = r.offset();
             let b = r.bytes(blen, "layer")?;
             let layer = QuotientFilter::from_bytes(b)
                 .map_err(|_| Reader::invalid("layer", boff, "a valid quotient filter", i as u64))?;
-            if layer.hasher != env.hasher {
-                return Err(Reader::invalid("layer", boff, "the stack's hash", i as u64));
-            }
+            Reader::ensure(
+                layer.hasher == env.hasher,
+                "layer",
+                boff,
+                "the stack's hash",
+                i as u64,
+            )?;
             s.layers.push(layer);
             s.forecasts.push(forecast);
         }
@@ -301,41 +257,31 @@ impl LengtheningFilter {
     /// Decodes the model, checking every field.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, Family::LengtheningFilter)?;
-        check_flags(env.flags)?;
+        env.flags_within(0, "0")?;
         let mut params = env.params();
         let off = params.offset();
         let p0 = params.u8("fingerprint bits")? as u32;
         let q0 = params.u8("quotient bits")? as u32;
         let step = params.u8("step")? as u32;
         params.finish()?;
-        if !(1..=2).contains(&step) {
-            return Err(Reader::invalid("step", off + 2, "1 or 2", step as u64));
-        }
+        Reader::ensure(
+            (1..=2).contains(&step),
+            "step",
+            off + 2,
+            "1 or 2",
+            step as u64,
+        )?;
         let mut t = LengtheningFilter::with_bits(p0, q0, step).map_err(|_| {
             Reader::invalid("fingerprint bits", off, "a valid table shape", p0 as u64)
         })?;
         t.hasher = env.hasher;
         let mut r = env.payload();
-        let qoff = r.offset();
-        let q = r.u8("quotient bits")? as u32;
-        if q < q0 || q >= p0 {
-            return Err(Reader::invalid(
-                "quotient bits",
-                qoff,
-                "in q0..p0",
-                q as u64,
-            ));
-        }
+        let q = r.u8_if("quotient bits", "in q0..p0", |q| {
+            (q0..p0).contains(&(q as u32))
+        })? as u32;
         let loff = r.offset();
-        let len = r.u64("keys")?;
-        if len >= grow_at(q) {
-            return Err(Reader::invalid("keys", loff, "below the load limit", len));
-        }
-        let goff = r.offset();
-        let gens = r.u64("generations")?;
-        if gens != (q - q0 + 1) as u64 {
-            return Err(Reader::invalid("generations", goff, "q − q0 + 1", gens));
-        }
+        let len = r.u64_in("keys", ..grow_at(q), "below the load limit")?;
+        let gens = r.u64_if("generations", "q − q0 + 1", |g| g == (q - q0 + 1) as u64)?;
         t.q = q;
         t.gens.clear();
         t.counts.clear();
@@ -354,25 +300,18 @@ impl LengtheningFilter {
             let mut set = HashSet::with_capacity(n);
             let mut prev: Option<u64> = None;
             for _ in 0..n {
-                let foff = r.offset();
-                let fp = r.u64("fingerprint")?;
-                if prev.is_some_and(|p| fp <= p) || (bits < 64 && fp >> bits != 0) {
-                    return Err(Reader::invalid(
-                        "fingerprint",
-                        foff,
-                        "increasing and within the generation's bits",
-                        fp,
-                    ));
-                }
+                let fp = r.u64_if(
+                    "fingerprint",
+                    "increasing and within the generation's bits",
+                    |fp| prev.is_none_or(|p| fp > p) && (bits >= 64 || fp >> bits == 0),
+                )?;
                 prev = Some(fp);
                 set.insert(fp);
             }
             t.gens.push(set);
             t.counts.push(count);
         }
-        if total != len {
-            return Err(Reader::invalid("keys", loff, "the generations' sum", len));
-        }
+        Reader::ensure(total == len, "keys", loff, "the generations' sum", len)?;
         r.finish()?;
         t.len = len;
         Ok(t)

@@ -90,6 +90,6 @@ mod rebuild;
 mod stacked;
 
 pub use lengthening::LengtheningFilter;
-pub use quotient::{Exhausted, QuotientFilter, LOAD_FACTOR, MAX_QUOTIENT_BITS};
+pub use quotient::{Exhausted, QuotientFilter};
 pub use rebuild::{RebuildError, Rebuilt};
 pub use stacked::StackedFilter;

@@ -7,11 +7,8 @@ use crate::error::ParamError;
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
 
-/// The load factor λ at which a table doubles: 3/4, the design's sizing rule.
-pub const LOAD_FACTOR: f64 = 0.75;
-
-/// The largest quotient a table may have (2^40 slots is far beyond any memory).
-pub const MAX_QUOTIENT_BITS: u32 = 40;
+/// The largest quotient a table may have ([`QuotientFilter::MAX_QUOTIENT_BITS`]).
+pub(crate) const MAX_QUOTIENT_BITS: u32 = 40;
 
 /// An insert refused because the table cannot double again: the doubling would leave the
 /// oldest (every) remainder with zero bits. The filter is unchanged and still answers
@@ -119,6 +116,12 @@ pub struct QuotientFilter {
 }
 
 impl QuotientFilter {
+    /// The load factor λ at which a table doubles: 3/4, the design's sizing rule.
+    pub const LOAD_FACTOR: f64 = 0.75;
+
+    /// The largest quotient a table may have (2^40 slots is far beyond any memory).
+    pub const MAX_QUOTIENT_BITS: u32 = MAX_QUOTIENT_BITS;
+
     /// A filter sized for a forecast of `capacity` keys at false-positive rate `fpr`, with
     /// no reserve: `p = ⌈log2(n/ε)⌉`, `q = ⌈log2(n/λ)⌉`.
     pub fn new(capacity: u64, fpr: f64) -> Result<Self, ParamError> {

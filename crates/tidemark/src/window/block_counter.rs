@@ -20,17 +20,17 @@
 use std::collections::VecDeque;
 
 use super::exp_histogram::ceil_log2;
-use super::{ClockError, Span};
+use super::{ClockError, Window};
 use crate::estimate::{Estimate, Method};
 use crate::ParamError;
 
 /// Counts of fixed blocks over a sliding window.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockCounter {
-    span: Span,
+    window: Window,
     block: u64,
     /// (block index, count), oldest first; index `i` covers times `[i·B, (i+1)·B)`.
-    ring: VecDeque<(u64, u64)>,
+    blocks: VecDeque<(u64, u64)>,
     now: u64,
     started: bool,
 }
@@ -38,48 +38,48 @@ pub struct BlockCounter {
 impl BlockCounter {
     /// Blocks of `⌈window/k⌉` arrivals over the last `window` arrivals.
     pub fn arrivals(window: u64, k: u32) -> Result<Self, ParamError> {
-        Self::new(Span::Arrivals(window), k)
+        Self::new(Window::Arrivals(window), k)
     }
 
     /// Blocks of `⌈window/k⌉` ticks over the last `window` ticks.
     pub fn ticks(window: u64, k: u32) -> Result<Self, ParamError> {
-        Self::new(Span::Ticks(window), k)
+        Self::new(Window::Ticks(window), k)
     }
 
-    /// Blocks of `⌈W/k⌉` over `span`.
-    pub fn new(span: Span, k: u32) -> Result<Self, ParamError> {
-        let span = span.validate()?;
-        if k == 0 || k as u64 > span.length() {
+    /// Blocks of `⌈W/k⌉` over `window`.
+    pub fn new(window: Window, k: u32) -> Result<Self, ParamError> {
+        let window = window.validate()?;
+        if k == 0 || k as u64 > window.length() {
             return Err(ParamError::new("k", "in 1..=window", k));
         }
-        Self::with_block(span, span.length().div_ceil(k as u64))
+        Self::with_block(window, window.length().div_ceil(k as u64))
     }
 
     /// Blocks of exactly `block` arrivals or ticks.
-    pub fn with_block(span: Span, block: u64) -> Result<Self, ParamError> {
-        let span = span.validate()?;
-        if block == 0 || block > span.length() {
+    pub fn with_block(window: Window, block: u64) -> Result<Self, ParamError> {
+        let window = window.validate()?;
+        if block == 0 || block > window.length() {
             return Err(ParamError::new("block", "in 1..=window", block));
         }
         Ok(BlockCounter {
-            span,
+            window,
             block,
-            // Grown as blocks with events arrive (at most `ring_len` of them): a window of
+            // Grown as blocks with events arrive (at most `max_blocks` of them): a window of
             // 2^60 one-tick blocks is a valid counter, not a 16 EiB reservation.
-            ring: VecDeque::new(),
+            blocks: VecDeque::new(),
             now: 0,
             started: false,
         })
     }
 
     /// The most blocks that can overlap a window.
-    pub(crate) fn ring_len(window: u64, block: u64) -> usize {
+    pub(crate) fn max_blocks(window: u64, block: u64) -> usize {
         usize::try_from(window.div_ceil(block).saturating_add(1)).unwrap_or(usize::MAX)
     }
 
     /// The window.
-    pub fn span(&self) -> Span {
-        self.span
+    pub fn window(&self) -> Window {
+        self.window
     }
 
     /// The block length.
@@ -98,20 +98,18 @@ impl BlockCounter {
 
     /// (block index, count) pairs, oldest first.
     pub fn blocks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.ring.iter().copied()
+        self.blocks.iter().copied()
     }
 
     pub(crate) fn restore(&mut self, now: u64, started: bool, blocks: &[(u64, u64)]) {
         self.now = now;
         self.started = started;
-        self.ring = blocks.iter().copied().collect();
+        self.blocks = blocks.iter().copied().collect();
     }
 
     /// One arrival of an arrivals window.
     pub fn push(&mut self, one: bool) -> Result<(), ClockError> {
-        if let Span::Ticks(_) = self.span {
-            return Err(ClockError::NotAnArrivalWindow);
-        }
+        self.window.check_arrival()?;
         self.now += 1;
         self.started = true;
         self.expire();
@@ -123,15 +121,7 @@ impl BlockCounter {
 
     /// An event at `tick` in a ticks window, carrying `value`.
     pub fn record_value(&mut self, tick: u64, value: u64) -> Result<(), ClockError> {
-        if let Span::Arrivals(_) = self.span {
-            return Err(ClockError::NotATickWindow);
-        }
-        if self.started && tick < self.now {
-            return Err(ClockError::Backwards {
-                now: self.now,
-                got: tick,
-            });
-        }
+        self.window.check_tick(self.started, self.now, tick)?;
         self.now = tick;
         self.started = true;
         self.expire();
@@ -149,9 +139,9 @@ impl BlockCounter {
             return;
         }
         let index = t / self.block;
-        match self.ring.back_mut() {
+        match self.blocks.back_mut() {
             Some((i, count)) if *i == index => *count += value,
-            _ => self.ring.push_back((index, value)),
+            _ => self.blocks.push_back((index, value)),
         }
     }
 
@@ -161,9 +151,9 @@ impl BlockCounter {
     }
 
     fn expire(&mut self) {
-        while let Some(&(index, _)) = self.ring.front() {
-            if self.span.expired(self.last_time(index), self.now) {
-                self.ring.pop_front();
+        while let Some(&(index, _)) = self.blocks.front() {
+            if self.window.expired(self.last_time(index), self.now) {
+                self.blocks.pop_front();
             } else {
                 break;
             }
@@ -175,11 +165,11 @@ impl BlockCounter {
         let mut whole = 0u64;
         let mut partial = 0u64;
         let mut share = 0.0;
-        for &(index, count) in &self.ring {
+        for &(index, count) in &self.blocks {
             let first = index * self.block;
-            if self.span.expired(first, self.now) {
+            if self.window.expired(first, self.now) {
                 // Times inside are > now − W; this block's inside part is (now − W, last].
-                let inside = self.last_time(index) - (self.now - self.span.length());
+                let inside = self.last_time(index) - (self.now - self.window.length());
                 partial = count;
                 share = inside as f64 / self.block as f64;
             } else {
@@ -205,7 +195,7 @@ impl BlockCounter {
     /// Bits held, as the design charges blocks: `⌈W/B⌉ + 1` counters of `⌈log2(W + 1)⌉`
     /// bits, whatever the density.
     pub fn bits(&self) -> u64 {
-        (Self::ring_len(self.span.length(), self.block) as u64)
-            .saturating_mul(ceil_log2(self.span.length().saturating_add(1)).max(1) as u64)
+        (Self::max_blocks(self.window.length(), self.block) as u64)
+            .saturating_mul(ceil_log2(self.window.length().saturating_add(1)).max(1) as u64)
     }
 }

@@ -1,7 +1,7 @@
 //! The exponential histogram itself; the theory is in the [module docs](super).
 
 use super::stamps::Stamps;
-use super::{k_from_epsilon, ClockError, Span};
+use super::{k_from_epsilon, ClockError, Window};
 use crate::estimate::{Estimate, Method};
 use crate::ParamError;
 
@@ -33,7 +33,7 @@ pub(crate) const MAX_CLASSES: usize = 64;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpHistogram {
-    span: Span,
+    window: Window,
     k: u32,
     interpolate: bool,
     /// `classes[j]`: timestamps of the buckets of size 2^j, oldest first (32 bits each for
@@ -105,28 +105,28 @@ impl ExpHistogram {
     /// A histogram over the last `window` arrivals, within relative error `epsilon / 2`
     /// (`k = ⌈1/ε⌉`).
     pub fn arrivals(window: u64, epsilon: f64) -> Result<Self, ParamError> {
-        Self::new(Span::Arrivals(window), k_from_epsilon(epsilon)?)
+        Self::new(Window::Arrivals(window), k_from_epsilon(epsilon)?)
     }
 
     /// A histogram over the last `window` ticks, within relative error `epsilon / 2`.
     pub fn ticks(window: u64, epsilon: f64) -> Result<Self, ParamError> {
-        Self::new(Span::Ticks(window), k_from_epsilon(epsilon)?)
+        Self::new(Window::Ticks(window), k_from_epsilon(epsilon)?)
     }
 
     /// A histogram over the last `window` arrivals with `k` given directly (at most `k + 1`
     /// buckets of a size).
     pub fn arrivals_with_k(window: u64, k: u32) -> Result<Self, ParamError> {
-        Self::new(Span::Arrivals(window), k)
+        Self::new(Window::Arrivals(window), k)
     }
 
-    /// A histogram over `span` with `k` given directly.
-    pub fn new(span: Span, k: u32) -> Result<Self, ParamError> {
-        let span = span.validate()?;
+    /// A histogram over `window` with `k` given directly.
+    pub fn new(window: Window, k: u32) -> Result<Self, ParamError> {
+        let window = window.validate()?;
         if !(1..=1_000_000).contains(&k) {
             return Err(ParamError::new("k", "in 1..=1000000", k));
         }
         Ok(ExpHistogram {
-            span,
+            window,
             k,
             interpolate: false,
             classes: Vec::new(),
@@ -150,8 +150,8 @@ impl ExpHistogram {
     }
 
     /// The window.
-    pub fn span(&self) -> Span {
-        self.span
+    pub fn window(&self) -> Window {
+        self.window
     }
 
     /// `k`: at most `k + 1` buckets share a size.
@@ -184,9 +184,7 @@ impl ExpHistogram {
     /// [`Self::MAX_ARRIVALS`], or when `value` would carry the total past 2^64 − 1.
     #[inline]
     pub fn push_value(&mut self, value: u64) -> Result<(), ClockError> {
-        if let Span::Ticks(_) = self.span {
-            return Err(ClockError::NotAnArrivalWindow);
-        }
+        self.window.check_arrival()?;
         if self.now >= Self::MAX_ARRIVALS {
             return Err(ClockError::ArrivalsExhausted {
                 limit: Self::MAX_ARRIVALS,
@@ -232,16 +230,7 @@ impl ExpHistogram {
     /// Whether a ticks window's clock may move to `tick`.
     #[inline]
     fn check_tick(&self, tick: u64) -> Result<(), ClockError> {
-        if let Span::Arrivals(_) = self.span {
-            return Err(ClockError::NotATickWindow);
-        }
-        if self.started && tick < self.now {
-            return Err(ClockError::Backwards {
-                now: self.now,
-                got: tick,
-            });
-        }
-        Ok(())
+        self.window.check_tick(self.started, self.now, tick)
     }
 
     /// Whether `value` more fits the total. Checked against the total before the event's
@@ -276,14 +265,14 @@ impl ExpHistogram {
             let newest = self.newest;
             let class = &mut self.classes[top];
             match class.front(newest) {
-                Some(t) if self.span.expired(t, self.now) => {
+                Some(t) if self.window.expired(t, self.now) => {
                     class.pop_front(newest);
                     self.total -= 1 << top;
                     // The next oldest bucket's ones all came after this one's newest (in an
                     // arrivals window, strictly after).
-                    self.span_start = match self.span {
-                        Span::Arrivals(_) => t + 1,
-                        Span::Ticks(_) => t,
+                    self.span_start = match self.window {
+                        Window::Arrivals(_) => t + 1,
+                        Window::Ticks(_) => t,
                     };
                     if class.is_empty() {
                         self.drop_empty_top();
@@ -305,7 +294,7 @@ impl ExpHistogram {
             0 => u64::MAX,
             used => self.classes[used - 1]
                 .front(self.newest)
-                .map_or(u64::MAX, |t| t.saturating_add(self.span.length())),
+                .map_or(u64::MAX, |t| t.saturating_add(self.window.length())),
         };
     }
 
@@ -318,8 +307,8 @@ impl ExpHistogram {
     #[inline]
     fn class_mut(&mut self, j: usize) -> &mut Stamps {
         if j >= self.classes.len() {
-            let (cap, span) = (self.k as usize + 2, self.span.length());
-            self.classes.resize_with(j + 1, || Stamps::new(span, cap));
+            let (cap, length) = (self.k as usize + 2, self.window.length());
+            self.classes.resize_with(j + 1, || Stamps::new(length, cap));
         }
         if j >= self.used {
             self.used = j + 1;
@@ -480,13 +469,13 @@ impl ExpHistogram {
             .front(self.newest)
             .expect("the top class is not empty");
         // Times inside the window are > edge.
-        let edge = self.now.saturating_sub(self.span.length());
+        let edge = self.now.saturating_sub(self.window.length());
         let start = self.span_start.min(newest);
-        let inside_share = if self.now < self.span.length() || start > edge {
+        let inside_share = if self.now < self.window.length() || start > edge {
             1.0
         } else {
-            let span = (newest - start) as f64 + 1.0;
-            (newest.saturating_sub(edge)) as f64 / span
+            let covered = (newest - start) as f64 + 1.0;
+            (newest.saturating_sub(edge)) as f64 / covered
         };
         let inside = (size as f64 * inside_share).clamp(1.0, size as f64);
         let value = (self.total - size) as f64 + inside;
@@ -516,7 +505,7 @@ impl ExpHistogram {
         self.classes[..self.used].iter().map(Stamps::len).sum()
     }
 
-    /// Heap bytes held: every class's ring buffer at its capacity (emptied classes keep
+    /// Heap bytes held: every class's deque at its capacity (emptied classes keep
     /// theirs), and the list of classes.
     pub fn heap_bytes(&self) -> usize {
         self.classes.iter().map(Stamps::heap_bytes).sum::<usize>()
@@ -526,8 +515,8 @@ impl ExpHistogram {
     /// Buckets, merges and bits held.
     pub fn stats(&self) -> HistogramStats {
         let buckets = self.bucket_count();
-        let ts_bits = ceil_log2(self.span.length()).max(1) as u64;
-        let max_exponent = (ceil_log2(self.span.length()) as u64).max(self.used as u64);
+        let ts_bits = ceil_log2(self.window.length()).max(1) as u64;
+        let max_exponent = (ceil_log2(self.window.length()) as u64).max(self.used as u64);
         let size_bits = ceil_log2(max_exponent + 1).max(1) as u64;
         let extra = if self.interpolate { ts_bits } else { 0 };
         HistogramStats {
@@ -542,7 +531,7 @@ impl ExpHistogram {
 
     pub(crate) fn parts(&self) -> Parts {
         Parts {
-            span: self.span,
+            window: self.window,
             k: self.k,
             interpolate: self.interpolate,
             now: self.now,
@@ -557,7 +546,7 @@ impl ExpHistogram {
         }
     }
 
-    pub(crate) fn from_parts(parts: OwnedParts) -> Self {
+    pub(crate) fn from_parts(parts: Parts) -> Self {
         let used = parts.classes.len();
         let total = parts
             .classes
@@ -566,18 +555,18 @@ impl ExpHistogram {
             .map(|(j, c)| (c.len() as u64) << j)
             .sum();
         let newest = parts.classes.iter().flatten().copied().max().unwrap_or(0);
-        let (cap, span) = (parts.k as usize + 2, parts.span.length());
+        let (cap, length) = (parts.k as usize + 2, parts.window.length());
         let classes = parts
             .classes
             .iter()
             .map(|c| {
-                let mut stamps = Stamps::new(span, cap.max(c.len()));
+                let mut stamps = Stamps::new(length, cap.max(c.len()));
                 c.iter().for_each(|&t| stamps.push_back(t));
                 stamps
             })
             .collect();
         ExpHistogram {
-            span: parts.span,
+            window: parts.window,
             k: parts.k,
             interpolate: parts.interpolate,
             classes,
@@ -600,9 +589,10 @@ impl ExpHistogram {
     }
 }
 
-/// A view of the state, for encoding.
+/// The state as the encoding keeps it: what [`ExpHistogram::parts`] gives the encoder, and
+/// what the decoder hands [`ExpHistogram::from_parts`] once it has validated it.
 pub(crate) struct Parts {
-    pub span: Span,
+    pub window: Window,
     pub k: u32,
     pub interpolate: bool,
     pub now: u64,
@@ -610,20 +600,7 @@ pub(crate) struct Parts {
     pub merges: u64,
     pub worst_merges: u64,
     pub span_start: u64,
-    /// Each class's stamps, whole, oldest first.
-    pub classes: Vec<Vec<u64>>,
-}
-
-/// Validated state, for decoding.
-pub(crate) struct OwnedParts {
-    pub span: Span,
-    pub k: u32,
-    pub interpolate: bool,
-    pub now: u64,
-    pub started: bool,
-    pub merges: u64,
-    pub worst_merges: u64,
-    pub span_start: u64,
-    /// Each class's stamps, whole, oldest first (validated: within the window, in order).
+    /// Each class's stamps, whole, oldest first (when decoded, validated: within the window,
+    /// in order).
     pub classes: Vec<Vec<u64>>,
 }

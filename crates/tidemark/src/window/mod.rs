@@ -94,9 +94,10 @@ pub use multi::MultiWindow;
 
 use core::fmt;
 
-/// What a window counts over.
+/// The window a structure counts over, and its length: the last `W` arrivals or the last `T`
+/// ticks ([`ExpHistogram::window`], [`BlockCounter::window`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Span {
+pub enum Window {
     /// The last `W` arrivals of a bit stream (a 0 advances the clock by one).
     Arrivals(u64),
     /// The last `T` ticks: events at ticks `t` with `now − T < t ≤ now`, where `now` is the
@@ -104,19 +105,43 @@ pub enum Span {
     Ticks(u64),
 }
 
-impl Span {
+impl Window {
     /// The window length `W` or `T`.
     pub fn length(self) -> u64 {
         match self {
-            Span::Arrivals(w) | Span::Ticks(w) => w,
+            Window::Arrivals(w) | Window::Ticks(w) => w,
         }
     }
 
-    pub(crate) fn validate(self) -> Result<Span, crate::ParamError> {
+    pub(crate) fn validate(self) -> Result<Window, crate::ParamError> {
         if self.length() == 0 {
             return Err(crate::ParamError::new("window", "at least 1", 0));
         }
         Ok(self)
+    }
+
+    /// Whether a window of this kind takes a bare arrival: an arrivals window does; a ticks
+    /// window's events need their tick.
+    #[inline]
+    pub(crate) fn check_arrival(self) -> Result<(), ClockError> {
+        match self {
+            Window::Arrivals(_) => Ok(()),
+            Window::Ticks(_) => Err(ClockError::NotAnArrivalWindow),
+        }
+    }
+
+    /// Whether a window of this kind, whose clock reads `now`, may move its clock to `tick`
+    /// (`started`: it has seen an event or a tick, tick 0 being a real one). Only a ticks
+    /// window takes ticks, and its ticks never decrease: a tick before the latest is refused.
+    #[inline]
+    pub(crate) fn check_tick(self, started: bool, now: u64, tick: u64) -> Result<(), ClockError> {
+        if let Window::Arrivals(_) = self {
+            return Err(ClockError::NotATickWindow);
+        }
+        if started && tick < now {
+            return Err(ClockError::Backwards { now, got: tick });
+        }
+        Ok(())
     }
 
     /// Whether timestamp `t` has left the window when the clock reads `now`.
@@ -128,11 +153,11 @@ impl Span {
     }
 }
 
-impl fmt::Display for Span {
+impl fmt::Display for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Span::Arrivals(w) => write!(f, "last {w} arrivals"),
-            Span::Ticks(t) => write!(f, "last {t} ticks"),
+            Window::Arrivals(w) => write!(f, "last {w} arrivals"),
+            Window::Ticks(t) => write!(f, "last {t} ticks"),
         }
     }
 }

@@ -15,7 +15,7 @@
 //! assert!(e[0].contains(60.0) && e[1].contains(3_600.0) && e[2].contains(7_200.0));
 //! ```
 
-use super::{k_from_epsilon, ClockError, ExpHistogram, Span};
+use super::{k_from_epsilon, ClockError, ExpHistogram, Window};
 use crate::estimate::Estimate;
 use crate::ParamError;
 
@@ -28,17 +28,17 @@ pub struct MultiWindow {
 impl MultiWindow {
     /// Tick windows of the given lengths, each within `epsilon / 2`.
     pub fn ticks(lengths: &[u64], epsilon: f64) -> Result<Self, ParamError> {
-        Self::new(lengths.iter().map(|&t| Span::Ticks(t)), epsilon)
+        Self::new(lengths.iter().map(|&t| Window::Ticks(t)), epsilon)
     }
 
     /// Arrival windows of the given lengths, each within `epsilon / 2`.
     pub fn arrivals(lengths: &[u64], epsilon: f64) -> Result<Self, ParamError> {
-        Self::new(lengths.iter().map(|&w| Span::Arrivals(w)), epsilon)
+        Self::new(lengths.iter().map(|&w| Window::Arrivals(w)), epsilon)
     }
 
-    fn new(spans: impl Iterator<Item = Span>, epsilon: f64) -> Result<Self, ParamError> {
+    fn new(windows: impl Iterator<Item = Window>, epsilon: f64) -> Result<Self, ParamError> {
         let k = k_from_epsilon(epsilon)?;
-        let windows = spans
+        let windows = windows
             .map(|s| ExpHistogram::new(s, k))
             .collect::<Result<Vec<_>, _>>()?;
         if windows.is_empty() {

@@ -104,7 +104,7 @@ impl Stamps {
             .chain(wide.into_iter().flatten())
     }
 
-    /// Heap bytes: the ring buffer's whole capacity.
+    /// Heap bytes: the deque's whole capacity.
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {
             Stamps::Narrow(s) => 4 * s.capacity(),

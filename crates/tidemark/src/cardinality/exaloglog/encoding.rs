@@ -28,6 +28,7 @@
 use super::coded;
 use super::register::Shape;
 use super::{check_params, ExaLogLog, Repr};
+use crate::cardinality::encoding::{check_exact_martingale, read_confidence, read_martingale};
 use crate::cardinality::sets::{read_hashes, write_hashes};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::DecodeError;
@@ -116,76 +117,27 @@ impl ExaLogLog {
     /// Decodes a sketch, checking every field before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<ExaLogLog, DecodeError> {
         let env = codec::decode_family(bytes, Family::ExaLogLog)?;
-        if env.flags & !FLAG_MARTINGALE != 0 {
-            return Err(Reader::invalid(
-                "flags",
-                6,
-                "only bit 0 (martingale)",
-                env.flags as u64,
-            ));
-        }
+        env.flags_within(FLAG_MARTINGALE, "only bit 0 (martingale)")?;
         let mut params = env.params();
-        let toff = params.offset();
-        let t = params.u8("t")?;
-        let d = params.u8("d")?;
-        let p = params.u8("precision")?;
-        let shape = check_params(t, d, p).map_err(|e| {
-            let (field, off, got) = match e.name {
-                "t" => ("t", toff, t),
-                "d" => ("d", toff + 1, d),
-                _ => ("precision", toff + 2, p),
-            };
-            Reader::invalid(field, off, e.expected, got as u64)
-        })?;
+        let shape = read_shape(&mut params)?;
+        let (t, d, p) = (shape.t, shape.d, shape.p);
         let coff = params.offset();
-        let confidence = params.f64("confidence")?;
-        if !(confidence > 0.0 && confidence < 1.0) {
-            return Err(Reader::invalid(
-                "confidence",
-                coff,
-                "in (0, 1)",
-                confidence.to_bits(),
-            ));
-        }
+        let confidence = read_confidence(&mut params)?;
         params.finish()?;
 
         let mut r = env.payload();
-        let roff = r.offset();
-        let kind = r.u8("representation")?;
-        if kind > REPR_CODED {
-            return Err(Reader::invalid(
-                "representation",
-                roff,
-                "0 (exact), 1 (dense) or 2 (coded)",
-                kind as u64,
-            ));
-        }
+        let kind = r.u8_in(
+            "representation",
+            ..=REPR_CODED,
+            "0 (exact), 1 (dense) or 2 (coded)",
+        )?;
         let moff = r.offset();
-        let martingale = if env.flags & FLAG_MARTINGALE != 0 {
-            let v = r.f64("martingale value")?;
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(Reader::invalid(
-                    "martingale value",
-                    moff,
-                    "finite and at least 0",
-                    v.to_bits(),
-                ));
-            }
-            Some(v)
-        } else {
-            None
-        };
+        let martingale =
+            read_martingale(&mut r, env.flags & FLAG_MARTINGALE != 0, "martingale value")?;
         let repr = if kind == REPR_EXACT {
             // The table may take no more than the dense registers do in memory.
             let set = read_hashes(&mut r, 4 << p)?;
-            if let Some(v) = martingale.filter(|&v| v != set.len() as f64) {
-                return Err(Reader::invalid(
-                    "martingale value",
-                    moff,
-                    "the exact form's count",
-                    v.to_bits(),
-                ));
-            }
+            check_exact_martingale(martingale, &set, "martingale value", moff)?;
             Repr::Exact(set)
         } else if kind == REPR_CODED {
             Repr::Dense(read_coded(&mut r, shape)?)
@@ -197,25 +149,20 @@ impl ExaLogLog {
             let mut regs = Vec::with_capacity(m);
             for i in 0..m {
                 let reg = unpack_at(packed, i, bits);
-                if let Err(why) = check_register(shape, reg) {
-                    return Err(Reader::invalid(
-                        "registers",
-                        off + i * bits as usize / 8,
-                        why,
-                        reg as u64,
-                    ));
-                }
+                check_register(shape, reg).map_err(|why| {
+                    Reader::invalid("registers", off + i * bits as usize / 8, why, reg as u64)
+                })?;
                 regs.push(reg);
             }
             let tail_bits = (m * bits as usize) % 8;
-            if tail_bits != 0 && packed[packed.len() - 1] >> tail_bits != 0 {
-                return Err(Reader::invalid(
-                    "registers",
-                    off + packed.len() - 1,
-                    "unused bits of the last byte zero",
-                    packed[packed.len() - 1] as u64,
-                ));
-            }
+            let last = packed[packed.len() - 1];
+            Reader::ensure(
+                tail_bits == 0 || last >> tail_bits == 0,
+                "registers",
+                off + packed.len() - 1,
+                "unused bits of the last byte zero",
+                last as u64,
+            )?;
             Repr::Dense(regs)
         };
         r.finish()?;
@@ -224,19 +171,35 @@ impl ExaLogLog {
     }
 }
 
+/// The shape `(t, d, p)`, one byte each, checked as [`ExaLogLog::with_params`] checks it: an
+/// error names the first field refused.
+pub(crate) fn read_shape(r: &mut Reader<'_>) -> Result<Shape, DecodeError> {
+    let off = r.offset();
+    let t = r.u8("t")?;
+    let d = r.u8("d")?;
+    let p = r.u8("precision")?;
+    check_params(t, d, p).map_err(|e| {
+        let (field, at, got) = match e.name {
+            "t" => ("t", off, t),
+            "d" => ("d", off + 1, d),
+            _ => ("precision", off + 2, p),
+        };
+        Reader::invalid(field, at, e.expected, got as u64)
+    })
+}
+
 /// The coded form's registers: the stream to the payload's end, decoded and checked to be
 /// exactly what the coder writes for them.
 fn read_coded(r: &mut Reader<'_>, shape: Shape) -> Result<Vec<u32>, DecodeError> {
     let off = r.offset();
     let stream = r.bytes(r.remaining() as u64, "coded registers")?;
-    if !coded::fits(shape, stream.len()) {
-        return Err(Reader::invalid(
-            "coded registers",
-            off,
-            "a length of at least one byte per 8 registers and below the packed registers' bytes",
-            stream.len() as u64,
-        ));
-    }
+    Reader::ensure(
+        coded::fits(shape, stream.len()),
+        "coded registers",
+        off,
+        "a length of at least one byte per 8 registers and below the packed registers' bytes",
+        stream.len() as u64,
+    )?;
     let refuse = || {
         Reader::invalid(
             "coded registers",

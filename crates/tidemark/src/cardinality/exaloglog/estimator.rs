@@ -8,7 +8,7 @@
 //! `ln L(λ) = −α·λ + Σ_j β_j · ln(1 − e^(−λ·2^−j))`
 //!
 //! with `α` the summed probability of the values known unseen and `β_j` the number of values
-//! seen whose probability is `2^−j`. `L` has one maximum: [`solve`] finds it by Newton's
+//! seen whose probability is `2^−j`. `L` has one maximum, which the sketch finds by Newton's
 //! method on the convex, decreasing `g(λ) = Σ_j β_j·φ(λ·2^−j) − α·λ` (`g = λ·dlnL/dλ`,
 //! `φ(z) = z/(e^z − 1)`), started at the lower bound Jensen's inequality gives, from where
 //! the iterates rise monotonically to the root.

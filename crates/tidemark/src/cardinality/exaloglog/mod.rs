@@ -77,8 +77,10 @@ mod register;
 use core::fmt;
 use std::borrow::Cow;
 
+pub(crate) use self::encoding::read_shape;
 use self::estimator::{martingale_rse_constant, ml_bias_constant, ml_rse_constant, solve};
 use self::register::{Shape, MAX_D, MAX_T};
+use super::martingale::Martingale;
 use super::registers::{bracket, z_score, DEFAULT_CONFIDENCE, MAX_PRECISION, MIN_PRECISION, Z_95};
 use super::sets::{capacity_for, ExactSet};
 use super::Representation;
@@ -86,22 +88,10 @@ use crate::error::{MergeError, ParamError};
 use crate::estimate::{Estimate, Method};
 use crate::hash::ItemHasher;
 
-/// The recommended `t`: update values with base `2^(1/4)`.
-pub const DEFAULT_T: u8 = 2;
-/// The recommended `d`: 20 history bits, 28 bits a register, the smallest MVP (3.67).
-pub const DEFAULT_D: u8 = 20;
-
 #[derive(Clone, Debug)]
 pub(crate) enum Repr {
     Exact(ExactSet),
     Dense(Vec<u32>),
-}
-
-/// The martingale state: the running estimate and `Σ P(change of register i)·2^63`.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Martingale {
-    pub(crate) value: f64,
-    pub(crate) sum: u128,
 }
 
 /// An ExaLogLog sketch: `2^p` registers of `6 + t + d` bits once dense.
@@ -141,9 +131,14 @@ fn check_params(t: u8, d: u8, p: u8) -> Result<Shape, ParamError> {
 }
 
 impl ExaLogLog {
+    /// The recommended `t`: update values with base `2^(1/4)`.
+    pub const DEFAULT_T: u8 = 2;
+    /// The recommended `d`: 20 history bits, 28 bits a register, the smallest MVP (3.67).
+    pub const DEFAULT_D: u8 = 20;
+
     /// The recommended `(t, d) = (2, 20)` at precision `p` (4..=18), hashing with xxh3.
     pub fn new(p: u8) -> Result<ExaLogLog, ParamError> {
-        ExaLogLog::with_params(DEFAULT_T, DEFAULT_D, p)
+        ExaLogLog::with_params(Self::DEFAULT_T, Self::DEFAULT_D, p)
     }
 
     /// Parameters `(t, d, p)`: `t` in 0..=3, `d` in `0..=26 − t` (registers of at most 32
@@ -324,7 +319,7 @@ impl ExaLogLog {
         };
         regs[i] = new;
         if let Some(mart) = &mut self.martingale {
-            mart.value += increment(1usize << shape.p, mart.sum);
+            mart.value += Martingale::increment((1usize << shape.p) as f64, TWO_63, mart.sum);
             mart.sum = if new >> shape.d == old >> shape.d {
                 // Filling the window takes only this value's probability away.
                 mart.sum - shape.weight(k) as u128
@@ -372,24 +367,8 @@ impl ExaLogLog {
     /// Recomputes the martingale's change probability from the registers (after the form or
     /// the registers changed other than by an insert); its running value carries on.
     fn resync_martingale(&mut self) {
-        if self.martingale.is_some() {
-            let sum = self.fresh_sum();
-            if let Some(mart) = &mut self.martingale {
-                mart.sum = sum;
-            }
-        }
-    }
-
-    /// `Σ P(change of register i)·2^63` over the registers of the current form (unused by
-    /// the exact form, where every new hash is a change).
-    pub(crate) fn fresh_sum(&self) -> u128 {
-        match &self.repr {
-            Repr::Exact(_) => 0,
-            Repr::Dense(regs) => regs
-                .iter()
-                .map(|&r| self.shape.change_weight(r) as u128)
-                .sum(),
-        }
+        let shape = self.shape;
+        Martingale::resync(&mut self.martingale, || martingale_sum(&self.repr, shape));
     }
 
     /// The `2^p` registers (`u << d | history`), whatever the representation.
@@ -584,28 +563,24 @@ impl ExaLogLog {
     }
 }
 
-/// 2^63, the scale of the exact probability sums.
-const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-
-/// `m / P(change)` = `m·2^63 / sum`, the 128-bit sum converted as two 64-bit halves.
-#[inline]
-fn increment(m: usize, sum: u128) -> f64 {
-    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
-    let s = (sum >> 64) as u64 as f64 * TWO_64 + sum as u64 as f64;
-    m as f64 * TWO_63 / s
+/// `Σ P(change of register i)·2^63` over the registers of a form of `shape` (unused by the
+/// exact form, where every new hash is a change).
+fn martingale_sum(repr: &Repr, shape: Shape) -> u128 {
+    match repr {
+        Repr::Exact(_) => 0,
+        Repr::Dense(regs) => regs.iter().map(|&r| shape.change_weight(r) as u128).sum(),
+    }
 }
+
+/// 2^63, the scale of the exact probability sums (the martingale's `Σ P(change of register
+/// i)·2^63`, and the maximum-likelihood estimate's `α`).
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
 impl PartialEq for ExaLogLog {
     /// Equal parameters, martingale state and contents (exact tables compared as sets).
     fn eq(&self, other: &ExaLogLog) -> bool {
         let same = match (&self.repr, &other.repr) {
-            (Repr::Exact(a), Repr::Exact(b)) => {
-                let mut x: Vec<u64> = a.iter().collect();
-                let mut y: Vec<u64> = b.iter().collect();
-                x.sort_unstable();
-                y.sort_unstable();
-                x == y
-            }
+            (Repr::Exact(a), Repr::Exact(b)) => a == b,
             (Repr::Dense(a), Repr::Dense(b)) => a == b,
             _ => false,
         };

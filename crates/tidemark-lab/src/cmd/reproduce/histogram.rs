@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::window::{BlockCounter, ExpHistogram};
 
-use crate::output::{Output, Record};
+use tidemark_cli::output::{Output, Record};
 
 fn sizes(h: &ExpHistogram) -> String {
     h.buckets()

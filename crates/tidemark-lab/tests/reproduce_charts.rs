@@ -1,20 +1,19 @@
-//! `tidemark reproduce --out`: a plate's CSV and charts are written and are what they say.
+//! `tidemark-lab reproduce --out`: a plate's CSV and charts are written and are what they say.
 
 mod common;
 
-use std::process::Command;
-
-use common::ok;
+use common::{dir, lab, ok};
 
 #[test]
 fn a_small_plate_writes_csv_svg_and_png_with_its_series() {
-    let dir = std::env::temp_dir().join(format!("tidemark-charts-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["reproduce", "histogram-twenty", "--json", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let dir = dir("charts");
+    let out = lab(&[
+        "reproduce",
+        "histogram-twenty",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     ok(&out);
 
     // The CSV holds the same twenty rows the command printed, with a header.
@@ -41,15 +40,14 @@ fn a_small_plate_writes_csv_svg_and_png_with_its_series() {
 
 #[test]
 fn an_unwritable_out_dir_is_a_usage_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "reproduce",
-            "histogram-twenty",
-            "--out",
-            "/proc/no-such-dir",
-        ])
-        .output()
-        .unwrap();
+    let out = lab(&[
+        "reproduce",
+        "histogram-twenty",
+        "--out",
+        "/proc/no-such-dir",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/proc/no-such-dir"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/proc/no-such-dir"), "{err}");
+    assert!(err.starts_with("tidemark-lab: error:"), "{err}");
 }

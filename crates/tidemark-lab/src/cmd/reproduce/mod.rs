@@ -1,4 +1,4 @@
-//! `tidemark reproduce <plate>`: regenerate a structure's measured tables from this
+//! `tidemark-lab reproduce <plate>`: regenerate a structure's measured tables from this
 //! implementation.
 //!
 //! Each plate is seeded and deterministic; the deterministic ones are also tests.
@@ -14,8 +14,9 @@ mod plates;
 
 use std::path::PathBuf;
 
-use crate::output::{self, Output};
-use crate::UsageError;
+use tidemark_cli::error::UsageError;
+use tidemark_cli::outln;
+use tidemark_cli::output::{self, Output};
 
 /// The plates.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +63,7 @@ pub enum Plate {
     All,
 }
 
-/// Arguments of `tidemark reproduce`.
+/// Arguments of `tidemark-lab reproduce`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Which plate.
@@ -83,7 +84,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
 }
 
-/// Runs `tidemark reproduce`.
+/// Runs `tidemark-lab reproduce`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).map_err(|e| UsageError::file(dir.display(), e))?;
@@ -103,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .get_name()
             .to_string();
         if args.plate == Plate::All && !args.json {
-            println!("\n== {name}");
+            outln!("\n== {name}");
         }
         output::start_recording();
         let result = run_plate(plate, &args);

@@ -1,9 +1,10 @@
 //! HyperLogLog's plate (Flajolet, Fusy, Gandouet, Meunier 2007): accuracy from 1 to 10^7
 //! distinct items.
 
-use tidemark::cardinality::{Hll, Representation, ERTL_RSE};
+use tidemark::cardinality::registers::ERTL_RSE;
+use tidemark::cardinality::{Hll, Representation};
 
-use crate::output::{Output, Record};
+use tidemark_cli::output::{Output, Record};
 
 /// The checkpoints: 1, 2, 5, 10, 20, 50, … up to `max` (log-spaced, 1-2-5).
 pub fn checkpoints(max: u64) -> Vec<u64> {
@@ -46,7 +47,7 @@ fn trial(p: u8, seed: u64, points: &[u64], accs: &mut [Acc]) {
         let e = h.estimate_ertl().value / truth - 1.0;
         a.ertl.0 += e;
         a.ertl.1 += e * e;
-        let hip = h.estimate_hip().expect("never merged").value / truth - 1.0;
+        let hip = h.estimate_martingale().expect("never merged").value / truth - 1.0;
         a.hip.0 += hip;
         a.hip.1 += hip * hip;
         let r = h.representation();

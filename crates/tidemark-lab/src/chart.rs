@@ -1,5 +1,5 @@
-//! Charts for `tidemark reproduce --out`: a plate's records drawn as line charts, in SVG and
-//! PNG, with an embedded font (no system font libraries are linked).
+//! Charts for `tidemark-lab reproduce --out` and `bench-report`: records drawn as line
+//! charts, in SVG and PNG, with an embedded font (no system font libraries are linked).
 //!
 //! A [`Chart`] names the record fields to draw: one x field, one or more y fields, an
 //! optional field to split the rows into series, an optional (low, high) pair drawn as error
@@ -14,7 +14,7 @@ use anyhow::Context;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::output::Record;
+use tidemark_cli::output::Record;
 
 /// The embedded font: DejaVu Sans (see assets/DejaVuSans-LICENSE.txt).
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");

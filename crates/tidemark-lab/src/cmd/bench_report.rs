@@ -1,4 +1,4 @@
-//! `tidemark bench-report`: run the divan suites and write their figures as ratios.
+//! `tidemark-lab bench-report`: run the divan suites and write their figures as ratios.
 //!
 //! A developer's command, run from the repository: for each suite it runs
 //! `cargo bench -p tidemark-bench --bench <suite> -- --sample-count N`, reads divan's tree of
@@ -9,20 +9,20 @@
 //! `BENCHMARKS.md` (the hand-written sections above them are left alone), with the command and
 //! a machine line, and draws one chart of ratios per suite into `docs/benchmarks/`.
 
-use crate::output::out;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tidemark_cli::out;
 
 use anyhow::Context;
 
 use crate::chart::{self, Chart};
-use crate::output::Record;
-use crate::UsageError;
+use tidemark_cli::error::UsageError;
+use tidemark_cli::output::Record;
 
 const BEGIN: &str = "<!-- bench-report:begin -->";
 const END: &str = "<!-- bench-report:end -->";
 
-/// Arguments of `tidemark bench-report`.
+/// Arguments of `tidemark-lab bench-report`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Suites to run (default: every file in benches/benches/).
@@ -223,7 +223,7 @@ fn run_suite(repo: &Path, suite: &str, samples: u32) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Runs `tidemark bench-report`.
+/// Runs `tidemark-lab bench-report`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut suites = args.suites.clone();
     if suites.is_empty() {
@@ -243,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     let mut md = format!(
-        "{BEGIN}\n\n## Latest full run (generated)\n\nCommand: `cargo run --release -p tidemark-cli -- bench-report --sample-count {}`. Machine: {}. Ratio = the peer's median / tidemark's median for the same case (above 1: tidemark is faster).\n\n",
+        "{BEGIN}\n\n## Latest full run (generated)\n\nCommand: `cargo run --release -p tidemark-lab -- bench-report --sample-count {}`. Machine: {}. Ratio = the peer's median / tidemark's median for the same case (above 1: tidemark is faster).\n\n",
         args.sample_count,
         machine()
     );

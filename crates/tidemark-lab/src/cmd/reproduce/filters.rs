@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::membership::{LengtheningFilter, QuotientFilter, StackedFilter};
 
-use crate::output::{Output, Record};
+use tidemark_cli::output::{Output, Record};
 
 const FORECAST: u64 = 2_000;
 const FPR: f64 = 0.01;

@@ -10,7 +10,8 @@ use rand_pcg::Pcg64;
 use tidemark::frequency::{CountMin, DyadicCountMin, HeavyHitters, Model};
 use tidemark::ItemHasher;
 
-use crate::output::{Output, Record};
+use tidemark_cli::outln;
+use tidemark_cli::output::{Output, Record};
 
 /// A seeded stream distribution.
 #[derive(Clone, Copy, Debug)]
@@ -67,10 +68,11 @@ fn counts(items: &[u64]) -> HashMap<u64, i64> {
     m
 }
 
-fn title(json: bool, t: &str) {
+fn title(json: bool, t: &str) -> anyhow::Result<()> {
     if !json {
-        println!("\n## {t}");
+        outln!("\n## {t}");
     }
+    Ok(())
 }
 
 const N: u64 = 100_000;
@@ -89,7 +91,7 @@ pub fn accuracy(json: bool) -> anyhow::Result<()> {
 }
 
 fn points(json: bool) -> anyhow::Result<()> {
-    title(json, "point queries (Theorem 1): failures = error > ε‖a‖₁");
+    title(json, "point queries (Theorem 1): failures = error > ε‖a‖₁")?;
     let mut out = Output::new(json);
     for dist in DISTS {
         for (eps, delta) in [(0.01, 0.1), (0.01, 0.01), (0.001, 0.01)] {
@@ -147,7 +149,7 @@ fn median(json: bool) -> anyhow::Result<()> {
     title(
         json,
         "general turnstile median (Theorem 2): failures = |error| > 3ε‖a‖₁",
-    );
+    )?;
     let mut out = Output::new(json);
     for (w, d) in [(272usize, 5usize), (272, 9), (2719, 5)] {
         let (mut fails, mut queries, mut worst) = (0u64, 0u64, 0.0f64);
@@ -193,7 +195,7 @@ fn inner(json: bool) -> anyhow::Result<()> {
     title(
         json,
         "inner products (Theorem 3): error in units of ε‖a‖₁‖b‖₁",
-    );
+    )?;
     let mut out = Output::new(json);
     for (da, db) in [
         (Dist::Zipf(1.1), Dist::Zipf(0.8)),
@@ -245,7 +247,7 @@ fn ranges(json: bool) -> anyhow::Result<()> {
     title(
         json,
         "dyadic ranges (Theorem 4) and quantiles (Theorem 5), universe 2^17, ε = 0.001",
-    );
+    )?;
     let mut out = Output::new(json);
     let bits = 17; // N = 100,000 < 2^17
     for dist in DISTS {
@@ -329,7 +331,7 @@ fn heavy(json: bool) -> anyhow::Result<()> {
     title(
         json,
         "heavy hitters, φ = 0.005, ε = 0.001: cash register (candidates) and turnstile (dyadic)",
-    );
+    )?;
     let mut out = Output::new(json);
     let (phi, eps) = (0.005, 0.001);
     for dist in DISTS {

@@ -15,7 +15,7 @@
 use tidemark::cardinality::{DistinctSketch, ExaLogLog, Hll, Representation};
 
 use super::hll::{checkpoints, on_every_core};
-use crate::output::{Output, Record};
+use tidemark_cli::output::{Output, Record};
 
 /// One sketch of the plate.
 #[derive(Clone, Copy)]

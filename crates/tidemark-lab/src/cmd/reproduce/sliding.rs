@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::cardinality::{Hll, RingWindow, SlidingHll};
 
-use crate::output::{Output, Record};
+use tidemark_cli::output::{Output, Record};
 
 /// p = 12, 2,000 events a minute for 180 minutes (ticks are seconds), the population of users
 /// 50,000 until minute 120 and 10,000 after; a 60-minute window checked every ten minutes.

@@ -1,0 +1,368 @@
+//! Compact integer codes for the encoding: LEB128 varints, zigzag, and the adaptive Rice code
+//! of a store's bin counts.
+//!
+//! Neighbouring bins of a smooth distribution hold similar counts, so a store's counts are
+//! coded as differences from the bin before (mod 2^64, zigzagged: 0, −1, 1, −2, … ↦ 0, 1,
+//! 2, 3, …). Each difference `d` is Rice-coded with a parameter `k` that follows the
+//! differences' running mean (as in LOCO-I, M. Weinberger, G. Seroussi, G. Sapiro, IEEE
+//! Trans. Image Processing 9(8), 2000): `q = d >> k` one-bits, a zero-bit, then the low `k`
+//! bits of `d`; a quotient of 16 or more is written as 16 one-bits and the 64 bits of `d`.
+//! `k` is the smallest with `N·2^k ≥ A`, where `A` sums the differences so far (starting at
+//! 4) and `N` counts them (starting at 1), both halved when `N` reaches 16. Bits fill each
+//! byte from its least significant bit; the last byte is padded with zeros.
+//!
+//! A count of `c ± √c` costs about `log₂ √c + 2` bits instead of a varint's `⌈log₂ c / 7⌉`
+//! bytes: a bin of 10,000 about 9 bits, an empty bin in a sparse tail about 1.
+//!
+//! Every code here has exactly one form: a decoder refuses an overlong varint, an escape
+//! whose quotient would have fit, non-zero padding and bytes past the last count, so what
+//! decodes re-encodes to the same bytes.
+
+use crate::codec::Reader;
+use crate::DecodeError;
+
+/// Quotients from this up are escaped.
+const ESCAPE: u64 = 16;
+/// `N` at which `A` and `N` are halved.
+const RESET: u64 = 16;
+
+/// Appends `v` as a LEB128 varint (7 bits a byte, low first).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a varint written by [`put_varint`]: at most 10 bytes, no bits past 64, and no
+/// trailing zero byte (an overlong form).
+pub(crate) fn read_varint(r: &mut Reader<'_>, field: &'static str) -> Result<u64, DecodeError> {
+    let offset = r.offset();
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = r.u8(field)?;
+        let bits = (b & 0x7f) as u64;
+        if i == 9 && b > 1 {
+            return Err(Reader::invalid(
+                field,
+                offset,
+                "a varint of at most 64 bits",
+                v,
+            ));
+        }
+        v |= bits << (7 * i);
+        if b < 0x80 {
+            if b == 0 && i > 0 {
+                return Err(Reader::invalid(
+                    field,
+                    offset,
+                    "a varint in its shortest form",
+                    v,
+                ));
+            }
+            return Ok(v);
+        }
+    }
+    unreachable!("the tenth byte either ends the varint or is refused")
+}
+
+/// `0, −1, 1, −2, …` ↦ `0, 1, 2, 3, …`.
+pub(crate) fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The inverse of [`zigzag`].
+pub(crate) fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// The Rice parameter's state: the sum of the differences so far and their number.
+struct Adaptive {
+    sum: u128,
+    n: u64,
+}
+
+impl Adaptive {
+    fn new() -> Adaptive {
+        Adaptive { sum: 4, n: 1 }
+    }
+
+    /// The smallest `k ≤ 63` with `n·2^k ≥ sum`.
+    fn k(&self) -> u32 {
+        let n = self.n as u128;
+        if self.sum <= n {
+            return 0;
+        }
+        let q = self.sum.div_ceil(n);
+        (128 - (q - 1).leading_zeros()).min(63)
+    }
+
+    fn update(&mut self, d: u64) {
+        self.sum += d as u128;
+        self.n += 1;
+        if self.n == RESET {
+            self.sum /= 2;
+            self.n /= 2;
+        }
+    }
+}
+
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u64,
+    filled: u32,
+}
+
+impl BitWriter<'_> {
+    /// Appends the low `n ≤ 32` bits of `v`.
+    fn bits(&mut self, v: u64, n: u32) {
+        debug_assert!(n <= 32);
+        if n == 0 {
+            return;
+        }
+        self.acc |= (v & ((1u64 << n) - 1)) << self.filled;
+        self.filled += n;
+        while self.filled >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.filled -= 8;
+        }
+    }
+
+    fn wide(&mut self, v: u64, n: u32) {
+        if n > 32 {
+            self.bits(v, 32);
+            self.bits(v >> 32, n - 32);
+        } else {
+            self.bits(v, n);
+        }
+    }
+
+    fn finish(mut self) {
+        if self.filled > 0 {
+            self.out.push(self.acc as u8);
+            self.filled = 0;
+        }
+    }
+}
+
+/// Appends the Rice code of `counts` (see the module documentation).
+pub(crate) fn write_counts(out: &mut Vec<u8>, counts: impl Iterator<Item = u64>) {
+    let mut w = BitWriter {
+        out,
+        acc: 0,
+        filled: 0,
+    };
+    let mut state = Adaptive::new();
+    let mut prev = 0u64;
+    for c in counts {
+        let d = zigzag(c.wrapping_sub(prev) as i64);
+        prev = c;
+        let k = state.k();
+        let q = d >> k;
+        if q < ESCAPE {
+            // q ones then a zero, at most 16 bits.
+            w.bits((1u64 << q) - 1, q as u32 + 1);
+            w.wide(d, k);
+        } else {
+            w.bits((1u64 << ESCAPE) - 1, ESCAPE as u32);
+            w.wide(d, 64);
+        }
+        state.update(d);
+    }
+    w.finish();
+}
+
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    /// The next bit's position.
+    at: u64,
+    /// The offset of `bytes[0]` in the whole encoding.
+    base: usize,
+}
+
+impl BitReader<'_> {
+    fn bit(&mut self) -> Result<u64, DecodeError> {
+        let byte = (self.at / 8) as usize;
+        let Some(&b) = self.bytes.get(byte) else {
+            return Err(DecodeError::Truncated {
+                field: "bin counts",
+                offset: self.base + self.bytes.len(),
+                needed: 1,
+                available: 0,
+            });
+        };
+        let v = (b >> (self.at % 8)) & 1;
+        self.at += 1;
+        Ok(v as u64)
+    }
+
+    fn bits(&mut self, n: u32) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for i in 0..n {
+            v |= self.bit()? << i;
+        }
+        Ok(v)
+    }
+}
+
+/// Decodes `n` counts from `bytes`, a whole Rice stream starting at offset `base` of the
+/// encoding: every byte must be needed, and the padding zero.
+pub(crate) fn read_counts(bytes: &[u8], n: usize, base: usize) -> Result<Vec<u64>, DecodeError> {
+    // Each count takes at least one bit: the caller checked n ≤ 8·len before this
+    // allocation.
+    debug_assert!(n as u64 <= 8 * bytes.len() as u64);
+    let mut r = BitReader { bytes, at: 0, base };
+    let mut out = Vec::with_capacity(n);
+    let mut state = Adaptive::new();
+    let mut prev = 0u64;
+    for _ in 0..n {
+        let start = base + (r.at / 8) as usize;
+        let k = state.k();
+        let mut q = 0;
+        while q < ESCAPE && r.bit()? == 1 {
+            q += 1;
+        }
+        let d = if q < ESCAPE {
+            let low = r.bits(k)?;
+            (q << k) | low
+        } else {
+            let d = r.bits(64)?;
+            if d >> k < ESCAPE {
+                return Err(Reader::invalid(
+                    "bin counts",
+                    start,
+                    "an escape only for a quotient of 16 or more",
+                    d,
+                ));
+            }
+            d
+        };
+        state.update(d);
+        prev = prev.wrapping_add(unzigzag(d) as u64);
+        out.push(prev);
+    }
+    let used = r.at.div_ceil(8);
+    if used != bytes.len() as u64 {
+        return Err(DecodeError::TrailingBytes {
+            offset: base + used as usize,
+            extra: bytes.len() - used as usize,
+        });
+    }
+    if r.at % 8 != 0 && bytes[bytes.len() - 1] >> (r.at % 8) != 0 {
+        return Err(Reader::invalid(
+            "bin counts",
+            base + bytes.len() - 1,
+            "zero bits after the last count",
+            bytes[bytes.len() - 1] as u64,
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn varint_round_trip(v: u64) {
+        let mut out = Vec::new();
+        put_varint(&mut out, v);
+        let mut r = Reader::new(&out);
+        assert_eq!(read_varint(&mut r, "v").unwrap(), v);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn varints_round_trip_and_refuse_other_forms() {
+        for v in [0, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
+            varint_round_trip(v);
+        }
+        // Overlong: 0 as two bytes.
+        assert!(read_varint(&mut Reader::new(&[0x80, 0x00]), "v").is_err());
+        // Past 64 bits.
+        let mut b = vec![0xff; 9];
+        b.push(0x02);
+        assert!(read_varint(&mut Reader::new(&b), "v").is_err());
+        // Cut.
+        assert!(read_varint(&mut Reader::new(&[0x80]), "v").is_err());
+    }
+
+    #[test]
+    fn zigzag_is_a_bijection_at_the_ends() {
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+    }
+
+    fn coded(counts: &[u64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_counts(&mut out, counts.iter().copied());
+        out
+    }
+
+    #[test]
+    fn smooth_counts_take_about_log_sqrt_bits() {
+        // A bell of peak 10,000 over 500 bins: well under two bytes a bin.
+        let counts: Vec<u64> = (0..500)
+            .map(|i| {
+                let z = (i as f64 - 250.0) / 60.0;
+                (10_000.0 * (-z * z / 2.0).exp()) as u64 + 1
+            })
+            .collect();
+        let bytes = coded(&counts);
+        assert!(bytes.len() < 500, "{} bytes", bytes.len());
+        assert_eq!(read_counts(&bytes, counts.len(), 0).unwrap(), counts);
+    }
+
+    #[test]
+    fn the_decoder_refuses_padding_extra_bytes_and_needless_escapes() {
+        let bytes = coded(&[5, 3]);
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(matches!(
+            read_counts(&extra, 2, 0),
+            Err(DecodeError::TrailingBytes { .. })
+        ));
+        let mut padded = bytes.clone();
+        *padded.last_mut().unwrap() |= 0x80;
+        assert!(read_counts(&padded, 2, 0).is_err());
+        // An escape for d = 1: 16 ones, then 64 bits of 1.
+        let mut esc = Vec::new();
+        let mut w = BitWriter {
+            out: &mut esc,
+            acc: 0,
+            filled: 0,
+        };
+        w.bits(0xffff, 16);
+        w.wide(1, 64);
+        w.finish();
+        assert!(matches!(
+            read_counts(&esc, 1, 0),
+            Err(DecodeError::Invalid { .. })
+        ));
+        assert!(read_counts(&bytes[..bytes.len() - 1], 2, 0).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn counts_round_trip(counts in proptest::collection::vec(any::<u64>(), 0..40),
+                             small in proptest::collection::vec(0u64..50, 0..200)) {
+            for c in [&counts, &small] {
+                let bytes = coded(c);
+                prop_assert_eq!(&read_counts(&bytes, c.len(), 0).unwrap(), c);
+            }
+        }
+
+        #[test]
+        fn any_bytes_decode_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..64), n in 0usize..64) {
+            let n = n.min(8 * bytes.len());
+            if let Ok(counts) = read_counts(&bytes, n, 0) {
+                prop_assert_eq!(coded(&counts), bytes);
+            }
+        }
+    }
+}
