@@ -1,6 +1,6 @@
-//! tidemark as a Redis module: windowed counters, distinct counts, frequencies and filters as
-//! native types that Redis persists, replicates and shards, under one-dot command names every
-//! client routes (`TMCOUNT.ADD`, `TMDISTINCT.COUNT`, …).
+//! tidemark as a Redis module: windowed counters, distinct counts, frequencies, quantiles and
+//! filters as native types that Redis persists, replicates and shards, under one-dot command
+//! names every client routes (`TMCOUNT.ADD`, `TMDISTINCT.COUNT`, `TMQUANTILE.QUANTILE`, …).
 //!
 //! Three layers:
 //!

@@ -27,7 +27,7 @@ fn lines(g: u32) -> Vec<String> {
 
 /// Every key the script makes in group `g`.
 fn keys(g: u32) -> Vec<String> {
-    ["c", "d", "s", "h", "f", "q", "e"]
+    ["c", "d", "s", "h", "f", "q", "e", "p", "ps"]
         .iter()
         .map(|k| format!("{{g{g}}}:{k}"))
         .collect()

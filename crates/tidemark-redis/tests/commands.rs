@@ -176,6 +176,31 @@ fn star_is_resolved_before_replication() {
         run(&mut ks, ENV, &argv("TMCOUNT.GET c")).replicate,
         Replicate::Nothing
     );
+    // A quantile key's ADD: the same.
+    ok(&mut ks, "TMQUANTILE.CREATE p WINDOW 60000");
+    let o = run(&mut ks, ENV, &argv("TMQUANTILE.ADD p * 1.5 2"));
+    assert_eq!(o.reply, Ok(Reply::Integer(2)));
+    assert_eq!(
+        o.replicate,
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_000
+        }
+    );
+    let o = run(&mut ks, Env::at(5), &argv("TMQUANTILE.ADD p * 3"));
+    assert_eq!(
+        o.replicate,
+        Replicate::WithTime {
+            pos: 2,
+            time: 1_000_000
+        },
+        "the ring's latest time: its newest bucket's start"
+    );
+    let o = run(&mut ks, ENV, &argv("TMQUANTILE.ADD p 1000001 3"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    for read in ["TMQUANTILE.QUANTILE p 0.5 AT *", "TMQUANTILE.CDF p 2"] {
+        assert_eq!(run(&mut ks, ENV, &argv(read)).replicate, Replicate::Nothing);
+    }
     // An expiring filter's ADD replicates as ADDAT with the time.
     ok(
         &mut ks,
@@ -218,6 +243,16 @@ fn a_stamped_clock_replicates_as_it_stands() {
     assert_eq!(o.replicate, Replicate::Verbatim);
     let info = format!("{:?}", ok(&mut ks, "TM.INFO f"));
     assert!(info.contains("(\"latest_ms\", Integer(7000))"), "{info}");
+    ok(&mut ks, "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000");
+    let o = run(&mut ks, ENV, &argv("TMQUANTILE.ADD p *7000 0.25"));
+    assert_eq!(o.replicate, Replicate::Verbatim);
+    assert_eq!(info_field(&mut ks, "p", "latest_ms"), Reply::Integer(7000));
+    // Behind the latest time: resolved to it (into the newest bucket), not refused.
+    ok(&mut ks, "TMQUANTILE.ADD p *10 0.5");
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.QUANTILE p 1 WINDOW 1000"),
+        Reply::Array(vec![Reply::estimate(0.5, 0.5, 0.5)])
+    );
     ok(
         &mut ks,
         "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
@@ -533,10 +568,15 @@ fn dump_and_load_round_trip_every_type() {
         "TMFILTER.ADD q a b",
         "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 STACKED EXPIRE 60000",
         "TMFILTER.ADDAT e 1000 a b",
+        "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000",
+        "TMQUANTILE.ADD p 1000 1 2.5 -3 0",
+        "TMQUANTILE.ADD p 9000 1e6",
+        "TMQUANTILE.CREATE ps WINDOW 60000 SCHEMA 3 BINS 64",
+        "TMQUANTILE.ADD ps 1000 1 2 3",
     ] {
         ok(&mut ks, s);
     }
-    for key in ["c", "r", "s", "f", "q", "e"] {
+    for key in ["c", "r", "s", "f", "q", "e", "p", "ps"] {
         let Reply::Bulk(bytes) = ok(&mut ks, &format!("TM.DUMP {key}")) else {
             panic!()
         };
@@ -823,6 +863,7 @@ fn create_takes_the_servers_defaults_and_replicates_them_written_out() {
     env.defaults.epsilon = 0.05;
     env.defaults.precision = 10;
     env.defaults.phi = 0.2;
+    env.defaults.alpha = 0.02;
     let o = run(&mut ks, env, &argv("TMCOUNT.CREATE c WINDOW 1000"));
     assert_eq!(o.reply, Ok(Reply::Ok));
     assert_eq!(
@@ -858,14 +899,34 @@ fn create_takes_the_servers_defaults_and_replicates_them_written_out() {
             "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 EPSILON 0.05 DELTA 0.1 PHI 0.2"
         ))
     );
+    let o = run(&mut ks, env, &argv("TMQUANTILE.CREATE p WINDOW 60000"));
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv(
+            "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000 ALPHA 0.02 BINS 4096"
+        ))
+    );
+    let o = run(
+        &mut ks,
+        env,
+        &argv("TMQUANTILE.CREATE ps WINDOW 60000 BUCKET 2000 SCHEMA -2 BINS 100"),
+    );
+    assert_eq!(
+        o.replicate,
+        Replicate::Rewritten(argv(
+            "TMQUANTILE.CREATE ps WINDOW 60000 BUCKET 2000 SCHEMA -2 BINS 100"
+        ))
+    );
     // What replicates builds, on a server with the built-in defaults, the same bytes.
     let mut replica = MemKeyspace::default();
-    for key in ["c", "d", "s", "f"] {
+    for key in ["c", "d", "s", "f", "p", "ps"] {
         let mut master_dump = ok(&mut ks, &format!("TM.DUMP {key}"));
         let o = match key {
             "c" => "TMCOUNT.CREATE c WINDOW 1000 EPSILON 0.05",
             "d" => "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000 PRECISION 10",
             "s" => "TMDISTINCT.CREATE s WINDOW 60000 SLIDING PRECISION 10",
+            "p" => "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000 ALPHA 0.02 BINS 4096",
+            "ps" => "TMQUANTILE.CREATE ps WINDOW 60000 BUCKET 2000 SCHEMA -2 BINS 100",
             _ => "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000 EPSILON 0.05 DELTA 0.1 PHI 0.2",
         };
         ok(&mut replica, o);
@@ -890,6 +951,7 @@ fn info_is_the_same_for_a_value_and_its_bytes_loaded_back() {
         "TMDISTINCT.CREATE s WINDOW 60000 SLIDING",
         "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
         "TMFILTER.CREATE e CAPACITY 20 FPR 0.01 EXPIRE 60000",
+        "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000 BINS 32",
     ] {
         ok(&mut ks, s);
     }
@@ -907,8 +969,20 @@ fn info_is_the_same_for_a_value_and_its_bytes_loaded_back() {
             &format!("TMFREQ.ADD f {} i{}", 1000 + i * 50, i % 40),
         );
         ok(&mut ks, &format!("TMFILTER.ADDAT e {} k{i}", 1000 + i * 50));
+        ok(
+            &mut ks,
+            &format!(
+                "TMQUANTILE.ADD p {} {} -{i}",
+                1000 + i * 50,
+                1.5f64.powi(i as i32 % 90)
+            ),
+        );
+        if i % 10 == 0 {
+            // Reads fill the ring's window cache, which the bytes do not hold.
+            ok(&mut ks, "TMQUANTILE.QUANTILE p 0.5");
+        }
     }
-    for key in ["q", "c", "r", "s", "f", "e"] {
+    for key in ["q", "c", "r", "s", "f", "e", "p"] {
         let info = ok(&mut ks, &format!("TM.INFO {key}"));
         let Reply::Bulk(bytes) = ok(&mut ks, &format!("TM.DUMP {key}")) else {
             panic!("a dump is bytes")
@@ -943,4 +1017,569 @@ fn the_users_guide_quotes_every_commands_usage_line() {
             "docs/redis.md lacks the line `{line}`"
         );
     }
+}
+
+/// A field of `TM.INFO key`.
+fn info_field(ks: &mut MemKeyspace, key: &str, field: &str) -> Reply {
+    let Reply::Map(m) = ok(ks, &format!("TM.INFO {key}")) else {
+        panic!("TM.INFO is a map")
+    };
+    m.into_iter()
+        .find(|(k, _)| *k == field)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("TM.INFO {key} has no {field}"))
+}
+
+/// The exact model of a quantile key: every value with its bucket; a window is the values
+/// whose bucket is among the `w` ending with the bucket of its end.
+struct QuantileModel {
+    bucket_ms: u64,
+    buckets: u64,
+    newest: Option<u64>,
+    events: Vec<(u64, f64)>,
+}
+
+impl QuantileModel {
+    /// Whether the ring takes a value at `t`: its bucket is still held.
+    fn takes(&self, t: u64) -> bool {
+        self.newest
+            .is_none_or(|nb| t / self.bucket_ms + self.buckets > nb)
+    }
+
+    fn add(&mut self, t: u64, values: &[f64]) {
+        let b = t / self.bucket_ms;
+        self.newest = Some(self.newest.map_or(b, |nb| nb.max(b)));
+        self.events.extend(values.iter().map(|&v| (b, v)));
+    }
+
+    /// The window's values, sorted.
+    fn window(&self, window_ms: u64, at: u64) -> Vec<f64> {
+        let (w, end) = (window_ms / self.bucket_ms, at / self.bucket_ms);
+        let mut v: Vec<f64> = self
+            .events
+            .iter()
+            .filter(|&&(b, _)| b <= end && b + w > end)
+            .map(|&(_, v)| v)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    }
+}
+
+/// A value of a heavy-tailed stream: latencies over nine decades, some negative, some zero,
+/// some repeated.
+fn stream_value(rng: &mut Pcg64) -> f64 {
+    match rng.random_range(0..20) {
+        0 => 0.0,
+        1 | 2 => -(rng.random_range(-3.0f64..6.0)).exp(),
+        3 | 4 => rng.random_range(1..20u32) as f64,
+        _ => rng.random_range(-4.0f64..16.0).exp(),
+    }
+}
+
+#[test]
+fn quantiles_are_within_alpha_and_brackets_hold_the_nearest_rank_value() {
+    use tidemark::quantile::nearest_rank;
+    for (seed, shape) in [
+        "WINDOW 60000",
+        "WINDOW 10000 BUCKET 500 ALPHA 0.05",
+        "WINDOW 30000 BUCKET 1000 SCHEMA 2",
+        "WINDOW 8000 BUCKET 1000 ALPHA 0.001 BINS 16384",
+        "WINDOW 5000 BUCKET 5000 SCHEMA 7",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seed = seed as u64;
+        let mut rng = Pcg64::seed_from_u64(300 + seed);
+        let mut ks = MemKeyspace::default();
+        ok(&mut ks, &format!("TMQUANTILE.CREATE k {shape}"));
+        let Reply::Double(alpha) = info_field(&mut ks, "k", "alpha") else {
+            panic!("alpha is a double")
+        };
+        let (Reply::Integer(bucket_ms), Reply::Integer(buckets)) = (
+            info_field(&mut ks, "k", "bucket_ms"),
+            info_field(&mut ks, "k", "buckets"),
+        ) else {
+            panic!("integers")
+        };
+        let (bucket_ms, buckets) = (bucket_ms as u64, buckets as u64);
+        let window_ms = bucket_ms * buckets;
+        let mut model = QuantileModel {
+            bucket_ms,
+            buckets,
+            newest: None,
+            events: Vec::new(),
+        };
+        let mut t = 1_700_000_000_000u64;
+        let (mut checked, mut refused) = (0u32, 0u32);
+        for step in 0..1_500 {
+            t += rng.random_range(0..bucket_ms / 2 + 1);
+            // Now and then a late value: into its own bucket while the ring holds it.
+            let at = if rng.random_bool(0.1) {
+                t.saturating_sub(rng.random_range(0..window_ms * 3 / 2))
+            } else {
+                t
+            };
+            let values: Vec<f64> = (0..rng.random_range(1..6))
+                .map(|_| stream_value(&mut rng))
+                .collect();
+            let list: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let cmd = format!("TMQUANTILE.ADD k {at} {}", list.join(" "));
+            let got = run(&mut ks, ENV, &argv(&cmd)).reply;
+            if model.takes(at) {
+                assert_eq!(got, Ok(Reply::Integer(values.len() as i64)), "{cmd}");
+                model.add(at, &values);
+            } else {
+                let e = got.expect_err(&cmd).to_string();
+                assert!(e.contains("older than the ring"), "{e}");
+                refused += 1;
+            }
+            if step % 7 != 0 {
+                continue;
+            }
+            let latest = model.newest.unwrap_or(0) * bucket_ms;
+            let w = bucket_ms * rng.random_range(1..=buckets);
+            let (end, at_arg) = if rng.random_bool(0.3) {
+                let end = latest + rng.random_range(0..window_ms);
+                (end, format!(" AT {end}"))
+            } else {
+                (latest, String::new())
+            };
+            let truth = model.window(w, end);
+            let qs = [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0, rng.random()];
+            let list: Vec<String> = qs.iter().map(|q| q.to_string()).collect();
+            let r = ok(
+                &mut ks,
+                &format!(
+                    "TMQUANTILE.QUANTILE k {} WINDOW {w}{at_arg}",
+                    list.join(" ")
+                ),
+            );
+            let Reply::Array(rows) = r else {
+                panic!("an array: {r:?}")
+            };
+            assert_eq!(rows.len(), qs.len());
+            for (&q, row) in qs.iter().zip(&rows) {
+                if truth.is_empty() {
+                    assert_eq!(*row, Reply::Null, "an empty window has no quantile");
+                    continue;
+                }
+                let x = truth[nearest_rank(q, truth.len() as u64) as usize - 1];
+                let (v, lo, hi) = triple(row);
+                assert!(
+                    lo <= x && x <= hi,
+                    "{shape}, q {q}: {x} outside [{lo}, {hi}]"
+                );
+                assert!(
+                    (v - x).abs() <= alpha * x.abs() * (1.0 + 1e-12),
+                    "{shape}, q {q}: estimate {v}, truth {x}, alpha {alpha}"
+                );
+                checked += 1;
+            }
+            // The CDF at a value of the window and at one beside it.
+            let probe = if truth.is_empty() || rng.random_bool(0.3) {
+                stream_value(&mut rng)
+            } else {
+                truth[rng.random_range(0..truth.len())]
+            };
+            let r = ok(
+                &mut ks,
+                &format!("TMQUANTILE.CDF k {probe} WINDOW {w}{at_arg}"),
+            );
+            if truth.is_empty() {
+                assert_eq!(r, Reply::Null);
+            } else {
+                let frac =
+                    truth.iter().filter(|&&v| v <= probe).count() as f64 / truth.len() as f64;
+                let (v, lo, hi) = triple(&r);
+                assert!(
+                    lo <= frac && frac <= hi && lo <= v && v <= hi,
+                    "{shape}: CDF({probe}) = {frac} outside [{lo}, {hi}]"
+                );
+            }
+        }
+        assert!(
+            checked > 1_000 && refused > 0,
+            "{shape}: {checked} checked, {refused} refused"
+        );
+        // The count in TM.INFO is the whole ring's window ending at the latest time.
+        let latest = model.newest.unwrap_or(0) * bucket_ms;
+        assert_eq!(
+            info_field(&mut ks, "k", "count"),
+            Reply::Integer(model.window(window_ms, latest).len() as i64)
+        );
+    }
+}
+
+/// Under a small `BINS` a store collapses its lowest bins: the answers in the collapsed bin
+/// lose the α bound, never the bracket, and `TM.INFO` says how many buckets collapsed.
+#[test]
+fn quantile_brackets_hold_when_bins_collapse() {
+    use tidemark::quantile::nearest_rank;
+    let mut rng = Pcg64::seed_from_u64(77);
+    let mut ks = MemKeyspace::default();
+    ok(
+        &mut ks,
+        "TMQUANTILE.CREATE k WINDOW 10000 BUCKET 1000 ALPHA 0.02 BINS 16",
+    );
+    let mut values: Vec<(u64, f64)> = Vec::new();
+    let mut wide = 0;
+    for i in 0..400u64 {
+        let t = 1_000_000 + i * 50;
+        let v = rng.random_range(-7.0f64..9.0).exp();
+        ok(&mut ks, &format!("TMQUANTILE.ADD k {t} {v}"));
+        values.push((t / 1000, v));
+        let end = t / 1000;
+        let mut truth: Vec<f64> = values
+            .iter()
+            .filter(|&&(b, _)| b + 10 > end)
+            .map(|&(_, v)| v)
+            .collect();
+        truth.sort_by(f64::total_cmp);
+        for q in [0.01, 0.1, 0.5, 0.9] {
+            let Reply::Array(rows) = ok(&mut ks, &format!("TMQUANTILE.QUANTILE k {q}")) else {
+                panic!()
+            };
+            let x = truth[nearest_rank(q, truth.len() as u64) as usize - 1];
+            let (_, lo, hi) = triple(&rows[0]);
+            assert!(lo <= x && x <= hi, "q {q}: {x} outside [{lo}, {hi}]");
+            if hi / lo > 1.02 / 0.98 * 1.000_001 {
+                wide += 1;
+            }
+        }
+    }
+    assert!(wide > 0, "no answer fell in a collapsed bin");
+    let Reply::Integer(c) = info_field(&mut ks, "k", "collapsed_buckets") else {
+        panic!()
+    };
+    assert!(c > 0, "collapsed_buckets {c}");
+}
+
+/// The ring keeps its window merged and slides it by merges and exact subtractions; a key
+/// loaded from its bytes has no such cache. Both answer every query the same, to the bit, so
+/// a replica, a reload or a `RESTORE` answers as the key it copies.
+#[test]
+fn quantile_answers_do_not_depend_on_the_window_cache() {
+    for (seed, shape) in [
+        "WINDOW 20000 BUCKET 1000",
+        "WINDOW 20000 BUCKET 1000 ALPHA 0.05 BINS 24",
+        "WINDOW 6000 BUCKET 200 SCHEMA 0 BINS 8",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut rng = Pcg64::seed_from_u64(900 + seed as u64);
+        let mut ks = MemKeyspace::default();
+        ok(&mut ks, &format!("TMQUANTILE.CREATE k {shape}"));
+        let Reply::Integer(bucket_ms) = info_field(&mut ks, "k", "bucket_ms") else {
+            panic!()
+        };
+        let bucket_ms = bucket_ms as u64;
+        let mut t = 5_000_000u64;
+        let mut answered = 0;
+        for step in 0..2_000 {
+            t += rng.random_range(0..bucket_ms);
+            let at = if rng.random_bool(0.15) {
+                t.saturating_sub(rng.random_range(0..bucket_ms * 25))
+            } else {
+                t
+            };
+            let values: Vec<String> = (0..rng.random_range(1..4))
+                .map(|_| stream_value(&mut rng).to_string())
+                .collect();
+            let _ = run(
+                &mut ks,
+                ENV,
+                &argv(&format!("TMQUANTILE.ADD k {at} {}", values.join(" "))),
+            );
+            // Queries of a few windows, so the cache slides, is rebuilt, and takes late values.
+            let w = bucket_ms * [1, 5, 10, 30][rng.random_range(0..4)];
+            let w = w.min(if shape.starts_with("WINDOW 6000") {
+                6000
+            } else {
+                20000
+            });
+            let tail = match rng.random_range(0..4) {
+                0 => format!(" WINDOW {w} AT {}", t + rng.random_range(0..bucket_ms * 3)),
+                1 => String::new(),
+                _ => format!(" WINDOW {w}"),
+            };
+            let queries = [
+                format!("TMQUANTILE.QUANTILE {{}} 0 0.05 0.5 0.95 1{tail}"),
+                format!("TMQUANTILE.CDF {{}} {}{tail}", stream_value(&mut rng)),
+            ];
+            let live: Vec<_> = queries
+                .iter()
+                .map(|q| run(&mut ks, ENV, &argv(&q.replace("{}", "k"))).reply)
+                .collect();
+            answered += live
+                .iter()
+                .filter(|r| matches!(r, Ok(x) if *x != Reply::Null))
+                .count();
+            if step % 3 != 0 {
+                continue;
+            }
+            let Reply::Bulk(bytes) = ok(&mut ks, "TM.DUMP k") else {
+                panic!()
+            };
+            let mut fresh = MemKeyspace::default();
+            let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), bytes];
+            run(&mut fresh, ENV, &load).reply.unwrap();
+            for (q, want) in queries.iter().zip(&live) {
+                let got = run(&mut fresh, ENV, &argv(&q.replace("{}", "k"))).reply;
+                assert_eq!(&got, want, "{shape}, step {step}: {q}");
+            }
+        }
+        assert!(answered > 3_000, "{shape}: {answered} answers");
+        let collapsed = info_field(&mut ks, "k", "collapsed_buckets");
+        if shape.contains("BINS") {
+            assert_ne!(collapsed, Reply::Integer(0), "{shape}: no bucket collapsed");
+        }
+    }
+}
+
+#[test]
+fn quantile_errors_name_the_argument_and_refused_adds_add_nothing() {
+    let mut ks = MemKeyspace::default();
+    ks.keys.insert(b"s".to_vec(), Slot::Str(b"x".to_vec()));
+    for (cmd, says) in [
+        ("TMQUANTILE.CREATE q BUCKET 1000", "WINDOW ms is required"),
+        ("TMQUANTILE.CREATE q WINDOW 61", "multiple of 60"),
+        (
+            "TMQUANTILE.CREATE q WINDOW 1000 BUCKET 300",
+            "WINDOW (1000 ms) must be a multiple of BUCKET (300 ms)",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 ALPHA 0",
+            "ALPHA must be a relative accuracy in [1e-9, 1), got '0'",
+        ),
+        ("TMQUANTILE.CREATE q WINDOW 60000 ALPHA 1", "got '1'"),
+        ("TMQUANTILE.CREATE q WINDOW 60000 ALPHA nan", "got 'nan'"),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 SCHEMA 9",
+            "SCHEMA must be an integer in -4..=8",
+        ),
+        ("TMQUANTILE.CREATE q WINDOW 60000 SCHEMA -5", "got '-5'"),
+        ("TMQUANTILE.CREATE q WINDOW 60000 SCHEMA 1.5", "got '1.5'"),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 ALPHA 0.01 SCHEMA 3",
+            "give one of ALPHA and SCHEMA",
+        ),
+        ("TMQUANTILE.CREATE q WINDOW 60000 BINS 0", "BINS must be"),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 BINS 16777217",
+            "BINS must be",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 BINS",
+            "BINS needs a value",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 ALPHA",
+            "ALPHA needs a value",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 SCHEMA",
+            "SCHEMA needs a value",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 ALPHA 0.1 ALPHA 0.2",
+            "ALPHA is given twice",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 SLIDING",
+            "syntax error at 'SLIDING'",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 100000 BUCKET 1",
+            "WINDOW/BUCKET must be at most 65536",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 20000 BUCKET 1",
+            "above the 1073741824 byte limit",
+        ),
+        (
+            "TMQUANTILE.CREATE q WINDOW 60000 BINS 16777216",
+            "above the 1073741824 byte limit",
+        ),
+    ] {
+        let e = err(&mut ks, cmd);
+        assert!(e.contains(says), "{cmd}: {e}");
+        assert!(
+            !ks.keys.contains_key(b"q".as_slice()),
+            "{cmd} created a key"
+        );
+    }
+    // The bounds are the module's limits: refused as such (INFO tidemark counts them).
+    let e = run(
+        &mut ks,
+        ENV,
+        &argv("TMQUANTILE.CREATE q WINDOW 100000 BUCKET 1"),
+    )
+    .reply
+    .unwrap_err();
+    assert!(e.is_limit(), "{e}");
+    // A fine small BINS with many buckets is within the bound.
+    ok(
+        &mut ks,
+        "TMQUANTILE.CREATE big WINDOW 65536 BUCKET 1 BINS 512",
+    );
+
+    ok(&mut ks, "TMQUANTILE.CREATE q WINDOW 10000 BUCKET 1000");
+    ok(&mut ks, "TMCOUNT.CREATE c WINDOW 1000");
+    assert_eq!(
+        err(&mut ks, "TMQUANTILE.CREATE q WINDOW 60000"),
+        "ERR TMQUANTILE.CREATE: key 'q' already exists"
+    );
+    for (cmd, says) in [
+        (
+            "TMQUANTILE.ADD q 1000 1 abc 3",
+            "ERR TMQUANTILE.ADD: value 2 must be a finite number (NaN, inf and numbers beyond +-1.8e308 are refused), got 'abc'",
+        ),
+        ("TMQUANTILE.ADD q 1000 NaN", "value 1 must be a finite number"),
+        ("TMQUANTILE.ADD q 1000 1 2 inf", "value 3 must be a finite number"),
+        ("TMQUANTILE.ADD q 1000 -inf", "got '-inf'"),
+        ("TMQUANTILE.ADD q 1000 5 1e400", "value 2 must be a finite number"),
+        ("TMQUANTILE.ADD q 1000 -1e309", "got '-1e309'"),
+        ("TMQUANTILE.ADD q 1000 0x10", "got '0x10'"),
+        ("TMQUANTILE.ADD q abc 1", "time must be a non-negative integer"),
+        ("TMQUANTILE.ADD q 1000", "wrong number of arguments"),
+        (
+            "TMQUANTILE.ADD nokey 1000 1",
+            "no such key 'nokey'; create it with TMQUANTILE.CREATE",
+        ),
+        ("TMQUANTILE.ADD s 1000 1", "WRONGTYPE TMQUANTILE.ADD: key 's'"),
+        ("TMQUANTILE.ADD c 1000 1", "holds a TM count value"),
+        ("TMCOUNT.GET q", "WRONGTYPE TMCOUNT.GET: key 'q' holds a TM quantile value"),
+        (
+            "TMQUANTILE.QUANTILE q 0.5 1.5",
+            "ERR TMQUANTILE.QUANTILE: q 2 must be a number in [0, 1], got '1.5'",
+        ),
+        ("TMQUANTILE.QUANTILE q -0.1", "q 1 must be a number in [0, 1]"),
+        ("TMQUANTILE.QUANTILE q nan", "got 'nan'"),
+        ("TMQUANTILE.QUANTILE q WINDOW 1000", "give at least one q"),
+        ("TMQUANTILE.QUANTILE q", "wrong number of arguments"),
+        ("TMQUANTILE.QUANTILE q 0.5 WINDOW", "WINDOW needs a value"),
+        ("TMQUANTILE.QUANTILE q 0.5 AT", "AT needs a value"),
+        ("TMQUANTILE.QUANTILE q 0.5 WINDOW 1000 WINDOW 1000", "WINDOW is given twice"),
+        ("TMQUANTILE.QUANTILE q 0.5 WINDOW 1500", "multiple of the bucket (1000 ms)"),
+        ("TMQUANTILE.QUANTILE q 0.5 WINDOW 20000", "up to the key's window (10000 ms)"),
+        ("TMQUANTILE.QUANTILE q 0.5 EXTRA", "q 2 must be a number"),
+        ("TMQUANTILE.QUANTILE q 0.5 AT 1 EXTRA", "syntax error at 'EXTRA'"),
+        ("TMQUANTILE.CDF q NaN", "value must be a number"),
+        ("TMQUANTILE.CDF q x", "got 'x'"),
+        ("TMQUANTILE.CDF q", "wrong number of arguments"),
+        ("TMQUANTILE.CDF q 1 WINDOW 0", "WINDOW must be a positive integer"),
+    ] {
+        let e = err(&mut ks, cmd);
+        assert!(e.contains(says), "{cmd}: {e}");
+    }
+    // Nothing of a refused ADD was added, not even the values before the bad one.
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.QUANTILE q 0.5"),
+        Reply::Array(vec![Reply::Null])
+    );
+    assert_eq!(ok(&mut ks, "TMQUANTILE.CDF q 1"), Reply::Null);
+    assert_eq!(info_field(&mut ks, "q", "latest_ms"), Reply::Null);
+    // Numbers as Redis reads them: signs, exponents, a leading dot; -0 and 1e-400 are zero.
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.ADD q 5000 +2 -3.5e2 .5 -0 1e-400 7"),
+        Reply::Integer(6)
+    );
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.QUANTILE q 0 1"),
+        Reply::Array(vec![
+            Reply::estimate(-350.0, -350.0, -350.0),
+            Reply::estimate(7.0, 7.0, 7.0)
+        ])
+    );
+    let (v, lo, hi) = triple(&ok(&mut ks, "TMQUANTILE.CDF q 0"));
+    assert!(lo <= 3.0 / 6.0 && 3.0 / 6.0 <= hi && lo <= v && v <= hi);
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.CDF q inf"),
+        Reply::estimate(1.0, 1.0, 1.0)
+    );
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.CDF q -inf"),
+        Reply::estimate(0.0, 0.0, 0.0)
+    );
+    // Times: a late value goes to its own bucket; one older than the ring is refused.
+    ok(&mut ks, "TMQUANTILE.ADD q 14000 1");
+    ok(&mut ks, "TMQUANTILE.ADD q 5000 1");
+    let e = err(&mut ks, "TMQUANTILE.ADD q 4999 1");
+    assert!(
+        e.contains("time 4999 is older than the ring, which starts at 5000"),
+        "{e}"
+    );
+    let e = err(&mut ks, "TMQUANTILE.QUANTILE q 0.5 AT 13999");
+    assert!(
+        e.contains("AT 13999 is before the key's latest time 14000"),
+        "{e}"
+    );
+    // The window of the last bucket holds only the 1 at 14000; ten buckets on, nothing.
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.QUANTILE q 0.5 WINDOW 1000"),
+        Reply::Array(vec![Reply::estimate(1.0, 1.0, 1.0)])
+    );
+    assert_eq!(
+        ok(&mut ks, "TMQUANTILE.QUANTILE q 0.5 0.9 AT 24000"),
+        Reply::Array(vec![Reply::Null, Reply::Null])
+    );
+    // A bare DDSketch (no window) is not a value a key holds.
+    let mut s = tidemark::quantile::DdSketch::new(0.01).unwrap();
+    s.insert(1.0).unwrap();
+    let load = vec![b"TM.LOAD".to_vec(), b"bare".to_vec(), s.to_bytes()];
+    let e = run(&mut ks, ENV, &load).reply.unwrap_err().to_string();
+    assert!(e.contains("is not a value a TM key holds"), "{e}");
+}
+
+/// A ring the core takes but a `CREATE` would refuse (more buckets, more bytes) is refused by
+/// `TM.LOAD` too, naming the bound; a ring the CLI's library writes loads and answers.
+#[test]
+fn quantile_load_checks_the_bounds_a_create_checks() {
+    use tidemark::quantile::{DdSketch, QuantileRing};
+    let mut ks = MemKeyspace::default();
+    for (ring, says) in [
+        (
+            QuantileRing::new(0.01, 1, 1_000_000).unwrap(),
+            "beyond what TMQUANTILE.CREATE allows",
+        ),
+        (
+            QuantileRing::of(
+                DdSketch::new(0.01)
+                    .unwrap()
+                    .with_bin_limit(1 << 24)
+                    .unwrap(),
+                1000,
+                60,
+            )
+            .unwrap(),
+            "beyond what TMQUANTILE.CREATE allows",
+        ),
+        (
+            QuantileRing::new(0.01, 1 << 40, 1_000).unwrap(),
+            "window longer than 2^48 ms",
+        ),
+    ] {
+        let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), ring.to_bytes()];
+        let e = run(&mut ks, ENV, &load).reply.unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    let mut ring = QuantileRing::new(0.02, 1000, 60).unwrap();
+    for i in 1..=100u32 {
+        ring.insert(i as f64, 7_000).unwrap();
+    }
+    let load = vec![b"TM.LOAD".to_vec(), b"k".to_vec(), ring.to_bytes()];
+    assert_eq!(run(&mut ks, ENV, &load).reply, Ok(Reply::Ok));
+    let Reply::Array(rows) = ok(&mut ks, "TMQUANTILE.QUANTILE k 0.5") else {
+        panic!()
+    };
+    let (v, lo, hi) = triple(&rows[0]);
+    assert!((v - 50.0).abs() <= 0.02 * 50.0 && lo <= 50.0 && 50.0 <= hi);
+    assert_eq!(info_field(&mut ks, "k", "latest_ms"), Reply::Integer(7_000));
+    let Reply::Bulk(bytes) = ok(&mut ks, "TM.DUMP k") else {
+        panic!()
+    };
+    assert_eq!(bytes, ring.to_bytes(), "a key dumps as the ring's envelope");
 }

@@ -57,13 +57,37 @@ const SCRIPT: &[&str] = &[
     "TMFILTER.ADDAT ex 1000 a b",
     "TMFILTER.ADDAT st 1000 a b",
     "TMFILTER.CREATE bad CAPACITY 0 FPR 0.01",
+    "TMQUANTILE.CREATE p WINDOW 10000 BUCKET 1000 ALPHA 0.02",
+    "TMQUANTILE.CREATE ps WINDOW 60000 SCHEMA 5 BINS 128",
+    "TMQUANTILE.ADD p 1000 12.5 8.25 230 15 -4 0",
+    "TMQUANTILE.ADD p 3000 1e-3 4e9 7",
+    "TMQUANTILE.ADD ps 1500 1 2 3 5 8 13",
+    "TMQUANTILE.ADD p 1000 nan",
+    "TMQUANTILE.ADD p 1000 1 1e400",
+    "TMQUANTILE.ADD p 1000",
+    "TMQUANTILE.QUANTILE p 0 0.25 0.5 0.99 1",
+    "TMQUANTILE.QUANTILE p 0.5 WINDOW 1000",
+    "TMQUANTILE.QUANTILE p 0.5 0.9 AT 30000",
+    "TMQUANTILE.QUANTILE p 1.5",
+    "TMQUANTILE.QUANTILE p",
+    "TMQUANTILE.CDF p 15",
+    "TMQUANTILE.CDF p inf WINDOW 2000",
+    "TMQUANTILE.CDF p 15 AT 30000",
+    "TMQUANTILE.CDF ps 4",
+    "TMQUANTILE.ADD p 100000 1",
+    "TMQUANTILE.ADD p 1 1",
+    "TMQUANTILE.CREATE bad WINDOW 61",
+    "TMQUANTILE.QUANTILE c 0.5",
     "TM.INFO c",
     "TM.INFO {v}r",
     "TM.INFO {v}s",
     "TM.INFO f",
     "TM.INFO q",
     "TM.INFO ex",
+    "TM.INFO p",
+    "TM.INFO ps",
     "TM.DUMP c",
+    "TM.DUMP p",
     "TM.DUMP f",
     "TM.DUMP ex",
     "TMCOUNT.GET",
@@ -195,6 +219,10 @@ fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
         "TMFREQ.CREATE fq WINDOW 1000 BUCKET 10",
         "TMFREQ.ADD fq 1000000 x 1",
         "TMFREQ.ADD fq 1005000 y 1",
+        "TMQUANTILE.CREATE p WINDOW 3600000",
+        "TMQUANTILE.CREATE pq WINDOW 1200 BUCKET 20 SCHEMA 3 BINS 64",
+        "TMQUANTILE.ADD pq 1000000 1 2",
+        "TMQUANTILE.ADD pq 1005000 3",
     ] {
         q(c, s).unwrap();
     }
@@ -205,8 +233,17 @@ fn fill(c: &mut redis::Connection) -> Vec<&'static str> {
         q(c, &format!("TMFILTER.ADD q k{i}")).unwrap();
         q(c, &format!("TMFILTER.ADD st k{i}")).unwrap();
         q(c, &format!("TMFILTER.ADD e k{i}")).unwrap();
+        q(
+            c,
+            &format!("TMQUANTILE.ADD p * {i} {} -{i}.5", 1.0 / (i + 1) as f64),
+        )
+        .unwrap();
+        if i % 50 == 0 {
+            // Fills the ring's window cache, which its bytes do not hold.
+            q(c, "TMQUANTILE.QUANTILE p 0.5").unwrap();
+        }
     }
-    vec!["c", "r", "s", "f", "q", "st", "e", "rq", "fq"]
+    vec!["c", "r", "s", "f", "q", "st", "e", "rq", "fq", "p", "pq"]
 }
 
 fn dumps(c: &mut redis::Connection, keys: &[&str]) -> Vec<Vec<u8>> {
@@ -368,6 +405,7 @@ fn live_star_is_stamped_as_it_arrives() {
         "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
         "TMFILTER.CREATE e CAPACITY 100 FPR 0.01 EXPIRE 60000",
         "TMFILTER.CREATE g CAPACITY 100 FPR 0.01",
+        "TMQUANTILE.CREATE p WINDOW 60000",
         "CONFIG SET slowlog-log-slower-than 0",
         "SLOWLOG RESET",
     ] {
@@ -381,6 +419,8 @@ fn live_star_is_stamped_as_it_arrives() {
         "TmFreq.Add f * a 3",
         "TMFILTER.ADDAT e * x",
         "TMFILTER.ADD g *",
+        "TMQUANTILE.ADD p * 2.5",
+        "TMQUANTILE.QUANTILE p 0.5 AT *",
         "TMCOUNT.GET c AT *",
         "MULTI",
         "TMCOUNT.ADD c *",
@@ -407,13 +447,19 @@ fn live_star_is_stamped_as_it_arrives() {
     assert!(adds.iter().all(|w| stamped(&w[2])), "{adds:?}");
     // A key named `*` is a key: only the time is stamped.
     assert!(adds.iter().any(|w| w[1] == "*"), "{adds:?}");
-    for name in ["TMDISTINCT.ADD", "TMFREQ.ADD", "TMFILTER.ADDAT"] {
+    for name in [
+        "TMDISTINCT.ADD",
+        "TMFREQ.ADD",
+        "TMFILTER.ADDAT",
+        "TMQUANTILE.ADD",
+    ] {
         let w = find(name);
         assert!(w.len() == 1 && stamped(&w[0][2]), "{name}: {w:?}");
     }
     // An item `*` and a read's `AT *` are left as sent.
     assert_eq!(find("TMFILTER.ADD")[0][2], "*");
     assert_eq!(find("TMCOUNT.GET")[0][3], "*");
+    assert_eq!(find("TMQUANTILE.QUANTILE")[0][4], "*");
     // The stamped counts are in the window: 2 + 1 at c, 1 at `*`.
     let Value::Array(e) = q(&mut c, "TMCOUNT.GET c").unwrap() else {
         panic!("an estimate is an array");
@@ -449,6 +495,7 @@ fn live_replica_answers_the_same() {
         q(&mut m, &format!("TMDISTINCT.ADD r * late{i}")).unwrap();
         q(&mut m, &format!("TMFREQ.ADD f * late{}", i % 5)).unwrap();
         q(&mut m, &format!("TMFILTER.ADD e late{i}")).unwrap();
+        q(&mut m, &format!("TMQUANTILE.ADD p * {i}.25 1e{}", i % 30)).unwrap();
     }
     q(&mut m, "TMFILTER.DEL q k1").unwrap();
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut m).unwrap();
@@ -460,6 +507,8 @@ fn live_replica_answers_the_same() {
         "TMDISTINCT.COUNT s WINDOW 60000",
         "TMFREQ.TOP f 3",
         "TMFILTER.EXISTS e late3 k1 nope",
+        "TMQUANTILE.QUANTILE p 0 0.5 0.99 1",
+        "TMQUANTILE.CDF p 100 WINDOW 60000",
     ] {
         assert_eq!(q(&mut r, s).unwrap(), q(&mut m, s).unwrap(), "{s}");
     }
@@ -665,10 +714,23 @@ fn live_info_digests_and_topf_answer_as_redis_users_expect() {
         "TMFILTER.CREATE q CAPACITY 20 FPR 0.01 RESERVE 4",
         "TMCOUNT.CREATE c WINDOW 600000",
         "TMDISTINCT.CREATE d WINDOW 60000 BUCKET 1000",
+        "TMQUANTILE.CREATE p WINDOW 60000 BUCKET 1000 BINS 32",
     ] {
         q(&mut m, s).unwrap();
     }
     for i in 0..700 {
+        q(
+            &mut m,
+            &format!(
+                "TMQUANTILE.ADD p {} {} -{i}",
+                1000 + i * 50,
+                1.5f64.powi(i % 90)
+            ),
+        )
+        .unwrap();
+        if i % 10 == 0 {
+            q(&mut m, "TMQUANTILE.QUANTILE p 0.5").unwrap();
+        }
         q(&mut m, &format!("TMFILTER.ADD q k{i}")).unwrap();
         q(&mut m, &format!("TMCOUNT.ADD c {} {}", 1000 + i * 3, i % 5)).unwrap();
         q(&mut m, &format!("TMDISTINCT.ADD d {} u{i}", 1000 + i * 50)).unwrap();
@@ -676,7 +738,7 @@ fn live_info_digests_and_topf_answer_as_redis_users_expect() {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let info = |c: &mut redis::Connection, k: &str| q(c, &format!("TM.INFO {k}")).unwrap();
-    let keys = ["q", "c", "d"];
+    let keys = ["q", "c", "d", "p"];
     let want: Vec<Value> = keys.iter().map(|k| info(&mut m, k)).collect();
     let on_replica: Vec<Value> = keys.iter().map(|k| info(&mut r, k)).collect();
     assert_eq!(on_replica, want, "replica");

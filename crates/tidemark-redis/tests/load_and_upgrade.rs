@@ -43,7 +43,16 @@ fn live_load_arguments_set_defaults_that_replicate_written_out() {
         return;
     }
     let (dm, dr) = (TempDir::new("defaults-m"), TempDir::new("defaults-r"));
-    let args = ["EPSILON", "0.05", "PRECISION", "12", "PHI", "0.2"];
+    let args = [
+        "EPSILON",
+        "0.05",
+        "PRECISION",
+        "12",
+        "PHI",
+        "0.2",
+        "ALPHA",
+        "0.03",
+    ];
     let master = Server::try_start_with(free_port(), &dm.0, &args, &[]).expect("master");
     // The replica keeps the built-in defaults.
     let replica = Server::start(&dr.0, &[]);
@@ -61,9 +70,11 @@ fn live_load_arguments_set_defaults_that_replicate_written_out() {
         "TMCOUNT.CREATE c WINDOW 60000",
         "TMDISTINCT.CREATE d WINDOW 60000",
         "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMQUANTILE.CREATE p WINDOW 60000",
         "TMCOUNT.ADD c 1000 7",
         "TMDISTINCT.ADD d 1000 a b",
         "TMFREQ.ADD f 1000 a 3",
+        "TMQUANTILE.ADD p 1000 1.5 2 1e6",
     ] {
         q(&mut m, s).unwrap();
     }
@@ -75,17 +86,20 @@ fn live_load_arguments_set_defaults_that_replicate_written_out() {
     env.defaults.epsilon = 0.05;
     env.defaults.precision = 12;
     env.defaults.phi = 0.2;
+    env.defaults.alpha = 0.03;
     for s in [
         "TMCOUNT.CREATE c WINDOW 60000",
         "TMDISTINCT.CREATE d WINDOW 60000",
         "TMFREQ.CREATE f WINDOW 60000 BUCKET 1000",
+        "TMQUANTILE.CREATE p WINDOW 60000",
         "TMCOUNT.ADD c 1000 7",
         "TMDISTINCT.ADD d 1000 a b",
         "TMFREQ.ADD f 1000 a 3",
+        "TMQUANTILE.ADD p 1000 1.5 2 1e6",
     ] {
         run(&mut model, env, &words(s)).reply.unwrap();
     }
-    for key in ["c", "d", "f"] {
+    for key in ["c", "d", "f", "p"] {
         let Ok(Reply::Bulk(want)) = run(&mut model, env, &words(&format!("TM.DUMP {key}"))).reply
         else {
             panic!("{key}: no dump")
@@ -98,6 +112,7 @@ fn live_load_arguments_set_defaults_that_replicate_written_out() {
         "tidemark_epsilon:0.05",
         "tidemark_precision:12",
         "tidemark_phi:0.2",
+        "tidemark_alpha:0.03",
         "tidemark_legacy_names:no",
     ] {
         assert!(info.contains(line), "{line} not in {info}");
@@ -262,6 +277,11 @@ fn live_info_counts_keys_bytes_and_refusals_per_type() {
             &format!("TMFILTER.CREATE q{i} CAPACITY 100 FPR 0.01"),
         )
         .unwrap();
+        q(
+            &mut c,
+            &format!("TMQUANTILE.CREATE p{i} WINDOW 10000 BUCKET 1000"),
+        )
+        .unwrap();
     }
     // Writes that grow the values in place: the counts follow them.
     for t in 0..400u64 {
@@ -282,6 +302,16 @@ fn live_info_counts_keys_bytes_and_refusals_per_type() {
             )
             .unwrap();
             q(&mut c, &format!("TMFILTER.ADD q{i} k{t}")).unwrap();
+            q(
+                &mut c,
+                &format!(
+                    "TMQUANTILE.ADD p{i} {} {} {}",
+                    1000 + t * 11,
+                    t,
+                    0.5 + t as f64
+                ),
+            )
+            .unwrap();
         }
     }
     for (ty, prefix) in [
@@ -289,6 +319,7 @@ fn live_info_counts_keys_bytes_and_refusals_per_type() {
         ("distinct", "d"),
         ("freq", "f"),
         ("filter", "q"),
+        ("quantile", "p"),
     ] {
         let (keys, bytes) = stat(&mut c, ty);
         assert_eq!(keys, 50, "{ty}");
@@ -312,7 +343,7 @@ fn live_info_counts_keys_bytes_and_refusals_per_type() {
     }
     // Gone keys take their bytes with them, to the byte.
     q(&mut c, "FLUSHALL").unwrap();
-    for ty in ["count", "distinct", "freq", "filter"] {
+    for ty in ["count", "distinct", "freq", "filter", "quantile"] {
         assert_eq!(stat(&mut c, ty), (0, 0), "{ty}");
     }
     // Refusals for the module's bounds are counted; other errors are not.

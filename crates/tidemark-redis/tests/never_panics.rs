@@ -25,6 +25,11 @@ fn seeded() -> MemKeyspace {
         "TMFILTER.ADD q a",
         "TMFILTER.CREATE e CAPACITY 4 FPR 0.2 STACKED EXPIRE 1000",
         "TMFILTER.ADD e a",
+        "TMQUANTILE.CREATE p WINDOW 4000 BUCKET 1000 ALPHA 0.05 BINS 16",
+        "TMQUANTILE.ADD p 40000 1 2.5 -3 0 1e300 -1e-300",
+        "TMQUANTILE.ADD p 38000 1e-9 7",
+        "TMQUANTILE.CREATE ps WINDOW 4000 BUCKET 4000 SCHEMA -4",
+        "TMQUANTILE.ADD ps 40000 5e-324 -1.7e308 1.7e308",
     ] {
         let argv: Vec<Vec<u8>> = s.split(' ').map(|a| a.as_bytes().to_vec()).collect();
         run(&mut ks, env, &argv).reply.expect(s);
@@ -42,6 +47,8 @@ fn arg() -> impl Strategy<Value = Vec<u8>> {
             "1000", "4000", "6000", "40000", "40001", "99999999", "0.5", "0.01", "1e-9", "1.0",
             "-1", "NaN", "inf", "18446744073709551615", "18446744073709551616",
             "4503599627370496", "281474976710656", "",
+            "p", "ps", "ALPHA", "SCHEMA", "BINS", "-4", "8", "9", "-5", "0.99", "1e400", "-inf",
+            "-0", "5e-324", "1e308", "-1e308", "16777216", "65536", "1e-10",
         ])
         .prop_map(|s| s.as_bytes().to_vec()),
         1 => any::<u64>().prop_map(|n| n.to_string().into_bytes()),
@@ -109,7 +116,7 @@ proptest! {
 
     #[test]
     fn mutated_load_payloads_never_panic(
-        key in prop::sample::select(vec!["c", "r", "s", "f", "q", "e"]),
+        key in prop::sample::select(vec!["c", "r", "s", "f", "q", "e", "p", "ps"]),
         flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
         cut in any::<prop::sample::Index>(),
         truncate in any::<bool>(),
@@ -139,7 +146,10 @@ proptest! {
             for q in ["TM.INFO k", "TM.DUMP k", "TMCOUNT.GET k", "TMDISTINCT.COUNT k",
                       "TMFREQ.TOP k 5", "TMFREQ.QUERY k a", "TMFILTER.EXISTS k a",
                       "TMCOUNT.ADD k 50000", "TMDISTINCT.ADD k 50000 z", "TMFREQ.ADD k 50000 z",
-                      "TMFILTER.ADD k z", "TMDISTINCT.TOPF k h"] {
+                      "TMFILTER.ADD k z", "TMDISTINCT.TOPF k h",
+                      "TMQUANTILE.QUANTILE k 0 0.5 1", "TMQUANTILE.CDF k 1",
+                      "TMQUANTILE.ADD k 50000 3 -1e300", "TMQUANTILE.QUANTILE k 0.5 AT 99999999",
+                      "TMQUANTILE.CDF k -inf WINDOW 1000"] {
                 let argv: Vec<Vec<u8>> = q.split(' ').map(|a| a.as_bytes().to_vec()).collect();
                 if let Ok(r) = run(&mut ks, Env::at(50_000), &argv).reply {
                     check(&r);

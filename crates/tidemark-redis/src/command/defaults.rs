@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! loadmodule /path/to/libtidemark_redis.so EPSILON 0.005 PRECISION 12 DELTA 0.01 PHI 0.05
+//! loadmodule /path/to/libtidemark_redis.so ALPHA 0.005
 //! loadmodule /path/to/libtidemark_redis.so LEGACY-NAMES
 //! ```
 //!
 //! `EPSILON` is the relative error of counters and frequency keys, `PRECISION` that of
 //! distinct keys, `DELTA` and `PHI` the failure probability and heavy-item fraction of
-//! frequency keys; each is checked as a `CREATE` checks it. `LEGACY-NAMES` also registers the
+//! frequency keys, `ALPHA` the relative accuracy of quantile keys; each is checked as a
+//! `CREATE` checks it. `LEGACY-NAMES` also registers the
 //! two-dot names of builds before 2026-12-04, for replaying their AOF files.
 
 use super::args::Args;
@@ -25,16 +27,20 @@ pub struct Defaults {
     pub delta: f64,
     /// φ of frequency keys.
     pub phi: f64,
+    /// α, the relative accuracy of quantile keys (`TMQUANTILE.CREATE` without `ALPHA` or
+    /// `SCHEMA`).
+    pub alpha: f64,
 }
 
 impl Defaults {
     /// What a module loaded without arguments uses: Redis's own HyperLogLog precision (14), a
-    /// 1% relative error, a 1% failure probability, heavy items at 5%.
+    /// 1% relative error, a 1% failure probability, heavy items at 5%, quantiles within 1%.
     pub const BUILT_IN: Defaults = Defaults {
         epsilon: 0.01,
         precision: 14,
         delta: 0.01,
         phi: 0.05,
+        alpha: tidemark::quantile::DEFAULT_ALPHA,
     };
 }
 
@@ -75,6 +81,8 @@ impl ModuleOptions {
                 d.delta = a.fraction("DELTA")?;
             } else if a.option(&mut seen, "PHI")? {
                 d.phi = a.fraction("PHI")?;
+            } else if a.option(&mut seen, "ALPHA")? {
+                d.alpha = crate::types::quantile::alpha(&mut a, "ALPHA")?;
             } else if a.option(&mut seen, "LEGACY-NAMES")? {
                 legacy_names = true;
             } else {
@@ -109,14 +117,16 @@ mod tests {
         let o = parse("").unwrap();
         assert_eq!(o.defaults, Defaults::BUILT_IN);
         assert!(!o.legacy_names);
-        let o = parse("epsilon 0.005 PRECISION 12 legacy-names DELTA 0.001 PHI 0.1").unwrap();
+        let o = parse("epsilon 0.005 PRECISION 12 legacy-names DELTA 0.001 PHI 0.1 alpha 0.02")
+            .unwrap();
         assert_eq!(
             o.defaults,
             Defaults {
                 epsilon: 0.005,
                 precision: 12,
                 delta: 0.001,
-                phi: 0.1
+                phi: 0.1,
+                alpha: 0.02,
             }
         );
         assert!(o.legacy_names);
@@ -129,6 +139,9 @@ mod tests {
             ("PRECISION 12 PRECISION 13", "given twice"),
             ("SPEED 3", "syntax error at 'SPEED'"),
             ("EPSILON 0.5 PHI 0.2", "frequency key"),
+            ("ALPHA 1", "ALPHA must be a relative accuracy in [1e-9, 1)"),
+            ("ALPHA 1e-10", "ALPHA must be"),
+            ("ALPHA", "ALPHA needs a value"),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -7,7 +7,7 @@
 //! A module command is `PREFIX.COMMAND`, one dot, as every Redis module's are (`BF.ADD`,
 //! `CMS.INCRBY`, `TS.ADD`): cluster clients such as redis-py's `RedisCluster` split a name on
 //! its dot into module and command and refuse a name with two. Each type has its prefix, as
-//! RedisBloom's have (`TMCOUNT.`, `TMDISTINCT.`, `TMFREQ.`, `TMFILTER.`), so a type's verbs
+//! RedisBloom's have (`TMCOUNT.`, `TMDISTINCT.`, `TMFREQ.`, `TMFILTER.`, `TMQUANTILE.`), so a type's verbs
 //! stay short and `redis-cli` lists them together; the commands that take any type keep the
 //! module's own prefix (`TM.INFO`, `TM.DUMP`, `TM.LOAD`). Builds before 2026-12-04 named
 //! them `TM.COUNT.ADD` and so on: those names are registered too when the module is loaded with
@@ -16,7 +16,7 @@
 
 use super::call::Call;
 use super::{CmdError, Reply};
-use crate::types::{count, distinct, filter, freq};
+use crate::types::{count, distinct, filter, freq, quantile};
 
 /// How a command treats its keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +141,10 @@ pub const COMMANDS: &[Spec] = &[
     filter::ADDAT,
     filter::EXISTS,
     filter::DEL,
+    quantile::CREATE,
+    quantile::ADD,
+    quantile::QUANTILE,
+    quantile::CDF,
     super::generic::INFO,
     super::generic::DUMP,
     super::generic::LOAD,

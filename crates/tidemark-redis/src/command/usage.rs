@@ -4,8 +4,9 @@
 //! The grammar is the one Redis's own documentation writes:
 //!
 //! - `name` (lower case): an argument; its type follows from its name (`key`, `dest`: a key;
-//!   `ms`, `n`, `k`, `p`, `bits`, `count`: an integer; `e`, `d`, `phi`, `r`, `alpha`, `q`: a
-//!   double; anything else, `time` included since it may be `*`, a string);
+//!   `ms`, `n`, `k`, `p`, `bits`, `count`, `schema`: an integer; `e`, `d`, `phi`, `r`,
+//!   `alpha`, `q`, `value`: a double; anything else, `time` included since it may be `*`, a
+//!   string);
 //! - `WORD name`: the token `WORD` and its value; `WORD` alone: a pure token;
 //! - `[ … ]`: optional; `[ a | b ]`: one of them, optional;
 //! - `x [x ...]`: `x` repeats; `a [b] [a [b] ...]`: the block `a [b]` repeats.
@@ -54,8 +55,8 @@ impl ArgDoc {
         let kind = match (token, name) {
             (Some(_), "") => ArgType::PureToken,
             (_, "key" | "dest") => ArgType::Key,
-            (_, "ms" | "n" | "k" | "p" | "bits" | "count") => ArgType::Integer,
-            (_, "e" | "d" | "phi" | "r" | "alpha" | "q") => ArgType::Double,
+            (_, "ms" | "n" | "k" | "p" | "bits" | "count" | "schema") => ArgType::Integer,
+            (_, "e" | "d" | "phi" | "r" | "alpha" | "q" | "value") => ArgType::Double,
             _ => ArgType::String,
         };
         ArgDoc {

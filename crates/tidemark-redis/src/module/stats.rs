@@ -133,6 +133,7 @@ pub unsafe extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_repo
             (c"precision", d.precision.to_string()),
             (c"delta", d.delta.to_string()),
             (c"phi", d.phi.to_string()),
+            (c"alpha", d.alpha.to_string()),
             (
                 c"legacy_names",
                 (if legacy { "yes" } else { "no" }).to_string(),

@@ -7,6 +7,7 @@
 //! | `distinct` | ring of bucket HyperLogLogs, or the sliding HyperLogLog       | core envelope, family 17/18|
 //! | `freq`     | ring of per-bucket item counts (Count-Min + named heavy items)| module bundle, kind 1      |
 //! | `filter`   | quotient filter (in place or stacked), optionally generations | core envelope 48/49, or module bundle kind 2 (EXPIRE) |
+//! | `quantile` | ring of bucket DDSketches with a sliding window aggregate     | core envelope, family 65   |
 //!
 //! A value that is one core structure dumps as exactly the envelope the CLI's `--save` writes,
 //! so its bytes move between the module, the CLI and the store. The composite values (a ring
@@ -26,6 +27,7 @@ pub mod count;
 pub mod distinct;
 pub mod filter;
 pub mod freq;
+pub mod quantile;
 
 use tidemark::codec::{self, Family, Reader};
 use tidemark::DecodeError;
@@ -36,6 +38,7 @@ pub use count::Counter;
 pub use distinct::Distinct;
 pub use filter::{Filter, FilterCore, FilterSpec};
 pub use freq::Freq;
+pub use quantile::Quantiles;
 
 /// Upper bounds on what one key may be asked to allocate.
 pub struct Limits;
@@ -176,6 +179,7 @@ value_types! {
     Distinct(Distinct),
     Freq(Freq),
     Filter(Filter),
+    Quantile(Quantiles),
 }
 
 /// A type a [`Value`] can hold, reached from it.

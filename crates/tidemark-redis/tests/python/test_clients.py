@@ -133,7 +133,7 @@ def lines(group: str) -> list[list[str]]:
 
 
 def keys(group: str) -> list[str]:
-    return ["{" + group + "}:" + k for k in ("c", "d", "s", "f", "q", "e")]
+    return ["{" + group + "}:" + k for k in ("c", "d", "s", "f", "q", "e", "p", "ps")]
 
 
 def moved(nodes: list[Server]) -> int:
