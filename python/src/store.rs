@@ -5,19 +5,26 @@ use std::path::PathBuf;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError};
 use pyo3::prelude::*;
 
-use tidemark_stream::query::{self, QueryError};
+use tidemark_stream::query::{self, Ask, Label, QueryError};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
 use crate::{value_error, PyEstimate};
 
-/// A row: key, estimate, buckets merged, heavy items `[(item, Estimate)]`, events, and
-/// whether an open bucket is in it.
+/// A row's label: an item's name or a quantile.
+#[derive(IntoPyObject)]
+enum PyLabel {
+    Text(String),
+    Number(f64),
+}
+
+/// A row: key, estimate, buckets merged, labelled answers `[(label, Estimate)]` (heavy items,
+/// quantiles), events, and whether an open bucket is in it.
 type Row = (
     String,
     PyEstimate,
     u64,
-    Vec<(String, PyEstimate)>,
+    Vec<(PyLabel, PyEstimate)>,
     Option<u64>,
     bool,
 );
@@ -45,9 +52,11 @@ impl PyStore {
         Ok(PyStore { inner, path })
     }
 
-    /// `(kind, from_ms, to_ms, rows)` for the window of `window_ms` ending at `at_ms`
-    /// (default: the metric's watermark), for one key or every key (the best `top`).
-    #[pyo3(signature = (metric, window_ms, key = None, top = None, at_ms = None))]
+    /// `(kind, part, from_ms, to_ms, rows)` for the window of `window_ms` ending at `at_ms`
+    /// (default: the metric's watermark), for one key or every key (the best `top`); `part`
+    /// names the rows' labelled answers (`item`, `quantile`), if the kind has them.
+    #[pyo3(signature = (metric, window_ms, key = None, top = None, at_ms = None, quantiles = None))]
+    #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
         py: Python<'_>,
@@ -56,13 +65,19 @@ impl PyStore {
         key: Option<Vec<u8>>,
         top: Option<usize>,
         at_ms: Option<u64>,
-    ) -> PyResult<(String, u64, u64, Vec<Row>)> {
+        quantiles: Option<Vec<f64>>,
+    ) -> PyResult<(String, Option<String>, u64, u64, Vec<Row>)> {
         if top == Some(0) {
             return Err(value_error("top", "expected at least 1, got 0"));
         }
         let store = &self.inner;
+        let ask = Ask {
+            quantiles: quantiles.as_deref(),
+        };
         let answer = py
-            .allow_threads(|| query::window(store, metric, window_ms, at_ms, key.as_deref(), top))
+            .allow_threads(|| {
+                query::window_asking(store, metric, window_ms, at_ms, key.as_deref(), top, &ask)
+            })
             .map_err(|e| match e {
                 QueryError::NoMetric { .. } => value_error("metric", e),
                 QueryError::BadWindow { .. } => value_error("window", e),
@@ -78,13 +93,28 @@ impl PyStore {
                     r.key,
                     r.estimate.into(),
                     r.buckets,
-                    r.items.into_iter().map(|(i, e)| (i, e.into())).collect(),
+                    r.parts
+                        .into_iter()
+                        .map(|(label, e)| {
+                            let label = match label {
+                                Label::Text(t) => PyLabel::Text(t),
+                                Label::Number(x) => PyLabel::Number(x),
+                            };
+                            (label, e.into())
+                        })
+                        .collect(),
                     r.events,
                     r.partial,
                 )
             })
             .collect();
-        Ok((answer.kind.to_string(), answer.from, answer.to, rows))
+        Ok((
+            answer.kind.to_string(),
+            answer.part.map(str::to_string),
+            answer.from,
+            answer.to,
+            rows,
+        ))
     }
 
     /// The store's path.

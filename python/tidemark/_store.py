@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._tidemark import (  # type: ignore[import-not-found]  # the compiled extension
     Estimate,
@@ -24,15 +24,31 @@ class Row:
     """One key's window answer."""
 
     key: str
+    #: The window's answer (what ``top`` ranks by): a count, a distinct count, a frequency
+    #: metric's most frequent item's count, a quantile metric's highest quantile asked.
     estimate: Estimate
     buckets: int
-    #: A frequency metric's heavy items in the window, largest first (empty otherwise).
-    items: List[Tuple[str, Estimate]] = field(default_factory=list)
-    #: A frequency metric's events of the key in the window (exact); None otherwise.
+    #: The window's labelled answers, under ``part``: a frequency metric's heavy items
+    #: (largest first), a quantile metric's quantiles (in the order asked); empty otherwise.
+    parts: List[Tuple[Union[str, float], Estimate]] = field(default_factory=list)
+    #: What the labels are: ``"item"``, ``"quantile"``, or None for kinds without parts.
+    part: Optional[str] = None
+    #: The key's events in the window (exact), for a frequency or quantile metric; None
+    #: otherwise.
     events: Optional[int] = None
     #: Whether the window holds a bucket still open (a run left it open for more input): the
     #: answer so far, as of that run's last checkpoint.
     partial: bool = False
+
+    @property
+    def items(self) -> List[Tuple[str, Estimate]]:
+        """A frequency metric's heavy items in the window, largest first (empty otherwise)."""
+        return [(str(i), e) for i, e in self.parts] if self.part == "item" else []
+
+    @property
+    def quantiles(self) -> Dict[float, Estimate]:
+        """A quantile metric's quantiles in the window (empty otherwise)."""
+        return {float(q): e for q, e in self.parts} if self.part == "quantile" else {}
 
 
 @dataclass(frozen=True)
@@ -81,19 +97,15 @@ class Answer:
                 "to": self.end,
                 "partial": r.partial,
             }
+            counts: Dict[str, Any] = {"buckets": r.buckets}
             if r.events is not None:
-                if r.items:
-                    for item, e in r.items:
-                        records.append(
-                            dict(common, item=item, **_fields(e), events=r.events, buckets=r.buckets)
-                        )
-                else:
-                    # No item named: the row bounds the key's most frequent item (no `item`).
-                    records.append(
-                        dict(common, **_fields(r.estimate), events=r.events, buckets=r.buckets)
-                    )
+                counts = {"events": r.events, "buckets": r.buckets}
+            if r.part is not None and r.parts:
+                for label, e in r.parts:
+                    records.append(dict(common, **{r.part: label}, **_fields(e), **counts))
             else:
-                records.append(dict(common, **_fields(r.estimate), buckets=r.buckets))
+                # No label (a sketch naming no item bounds its most frequent one).
+                records.append(dict(common, **_fields(r.estimate), **counts))
         return pd.DataFrame.from_records(records)
 
 
@@ -157,13 +169,16 @@ class Store:
         key: Optional[Union[str, bytes]] = None,
         top: Optional[int] = None,
         at: Optional[When] = None,
+        quantiles: Optional[Sequence[float]] = None,
     ) -> Answer:
         """The window of length ``window`` (``"5m"``, a timedelta, or ms; a multiple of the
         metric's bucket width) ending at ``at`` (RFC 3339, epoch seconds or an aware datetime;
         default: the metric's watermark), for one ``key`` (fields joined by ``,``, a value
         holding ``,`` or ``"`` in double quotes, as in CSV) or every key, or the ``top`` keys by
         estimate — as ``tidemark query``. A window reaching before the metric's retention
-        horizon starts there (``start_ms`` says so); one wholly before it is a ValueError."""
+        horizon starts there (``start_ms`` says so); one wholly before it is a ValueError.
+        ``quantiles`` (a quantile metric's): the quantiles each row answers, default the
+        metric's ``quantiles``."""
         if key is not None and top is not None:
             raise ValueError("key: not with top (one key, or the top keys)")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int)):
@@ -171,8 +186,9 @@ class Store:
         if top is not None and top < 1:
             raise ValueError(f"top: expected at least 1, got {top}")
         k = key.encode() if isinstance(key, str) else key
-        kind, start, end, rows = self._inner.query(
-            metric, _window_ms(window), k, top, None if at is None else _at_ms(at)
+        qs = None if quantiles is None else [float(q) for q in quantiles]
+        kind, part, start, end, rows = self._inner.query(
+            metric, _window_ms(window), k, top, None if at is None else _at_ms(at), qs
         )
         return Answer(
             metric=metric,
@@ -180,7 +196,15 @@ class Store:
             start_ms=start,
             end_ms=end,
             rows=[
-                Row(key=r[0], estimate=r[1], buckets=r[2], items=r[3], events=r[4], partial=r[5])
+                Row(
+                    key=r[0],
+                    estimate=r[1],
+                    buckets=r[2],
+                    parts=r[3],
+                    part=part,
+                    events=r[4],
+                    partial=r[5],
+                )
                 for r in rows
             ],
         )

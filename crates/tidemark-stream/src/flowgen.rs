@@ -13,6 +13,13 @@
 //!
 //! Records come out in arrival order; each carries its event time. The generator is a
 //! seeded splitmix64 stream, so a seed fixes the log byte for byte.
+//!
+//! Each flow also has a response time ([`Flow::latency_ms`], in the `latency_ms` column of
+//! [`FlowLog::to_csv_with_latency`]): lognormal around a median of the destination's own
+//! (4 to 40 ms, spread σ = 0.35: a p99 at most about 90 ms), and for one destination in
+//! sixteen ([`Flow::has_incident`]) an incident from minute 10 to 14 (the median eight times
+//! higher, σ = 0.6): its p99 over five minutes then passes 250 ms for most.
+//! It is a function of the flow alone, so the log without it is what it always was.
 
 /// One flow.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,15 +82,53 @@ pub struct FlowLog {
     pub flows: Vec<Flow>,
 }
 
+/// One splitmix64 step of `x`: a well-mixed 64-bit value.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A hash of `text`'s bytes through [`mix`].
+fn mix_text(text: &str) -> u64 {
+    text.bytes().fold(0, |h, b| mix(h ^ u64::from(b)))
+}
+
+impl Flow {
+    /// Whether destination `dst` has an incident in minutes 10 to 14 (one in sixteen does).
+    pub fn has_incident(dst: &str) -> bool {
+        mix_text(dst) % 16 == 0
+    }
+
+    /// The flow's response time, ms, to 0.1 ms: lognormal around its destination's median,
+    /// heavier during its destination's incident, if it has one (see the module's doc).
+    pub fn latency_ms(&self) -> f64 {
+        let service = mix_text(&self.dst);
+        let median = 4.0 * (1 + service % 10) as f64;
+        let minute = self.ts.saturating_sub(FlowLog::START) / 60;
+        let incident = Flow::has_incident(&self.dst) && (10..14).contains(&minute);
+        let (median, sigma) = if incident {
+            (8.0 * median, 0.6)
+        } else {
+            (median, 0.35)
+        };
+        // Two uniforms from the flow's fields, a normal deviate by Box–Muller.
+        let h = mix(service ^ mix(self.ts ^ mix(mix_text(&self.src) ^ u64::from(self.port))));
+        let unit = |x: u64| ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let (u, v) = (unit(h), unit(mix(h)));
+        let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+        ((median * (sigma * z).exp()) * 10.0).round() / 10.0
+    }
+}
+
 struct SplitMix(u64);
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
+        let z = mix(self.0);
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        z
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -161,6 +206,24 @@ impl FlowLog {
         // Arrival order; ties keep generation order (stable), so the log is deterministic.
         flows.sort_by_key(|f| f.arrival);
         FlowLog { flows }
+    }
+
+    /// The log as CSV with a header `ts,src_ip,dst_ip,dst_port,latency_ms`: each flow's
+    /// response time too ([`Flow::latency_ms`]).
+    pub fn to_csv_with_latency(&self) -> String {
+        let mut s = String::with_capacity(self.flows.len() * 48 + 48);
+        s.push_str("ts,src_ip,dst_ip,dst_port,latency_ms\n");
+        for f in &self.flows {
+            s.push_str(&format!(
+                "{},{},{},{},{}\n",
+                f.ts,
+                f.src,
+                f.dst,
+                f.port,
+                f.latency_ms()
+            ));
+        }
+        s
     }
 
     /// The log as CSV with a header: `ts,src_ip,dst_ip,dst_port`.

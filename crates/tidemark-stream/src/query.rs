@@ -7,125 +7,34 @@
 //! it lists the heavy items of the window with their brackets). The config is read from the store, so a
 //! query needs only the file.
 
-use core::fmt;
 use std::collections::BinaryHeap;
 
 use tidemark::Estimate;
 
 use crate::config::{Config, ConfigError};
 use crate::engine::{Engine, MetricShape, NoRows, Summary};
+pub use crate::error::QueryError;
+pub use crate::kinds::{Ask, Label};
 use crate::pipeline::RunState;
-use crate::store::{Store, StoreError};
-
-/// A query that cannot be answered.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum QueryError {
-    /// The store holds no committed run.
-    Empty,
-    /// No metric of that name.
-    NoMetric {
-        /// The name asked for.
-        name: String,
-        /// The metrics the store has.
-        have: Vec<String>,
-    },
-    /// The window is not a positive multiple of the metric's bucket width.
-    BadWindow {
-        /// The window asked for, ms.
-        window: u64,
-        /// The bucket width, ms.
-        bucket: u64,
-    },
-    /// The store failed.
-    Store(StoreError),
-    /// The whole window lies before the metric's retention horizon: its buckets are deleted
-    /// once the run passes them, so no answer for it can be trusted.
-    BeforeRetention {
-        /// The metric asked for.
-        metric: String,
-        /// The window's end, ms.
-        to: u64,
-        /// The earliest bucket start the store is sure to hold, ms.
-        horizon: u64,
-        /// The metric's retention, ms.
-        retention: u64,
-        /// The metric's rollup, which keeps its periods longer (none for a rollup).
-        rollup: Option<String>,
-    },
-    /// The stored config or state does not parse.
-    Corrupt {
-        /// What failed.
-        message: String,
-    },
-}
-
-impl fmt::Display for QueryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QueryError::Empty => write!(
-                f,
-                "the store holds no committed run (a run commits its first checkpoint as it \
-                 starts: is this the store a run wrote?)"
-            ),
-            QueryError::NoMetric { name, have } => {
-                write!(
-                    f,
-                    "no metric {name:?} in the store (it has {})",
-                    have.join(", ")
-                )
-            }
-            QueryError::BadWindow { window, bucket } => write!(
-                f,
-                "window {} is not a positive multiple of the bucket width {}",
-                crate::time::format_duration(*window),
-                crate::time::format_duration(*bucket)
-            ),
-            QueryError::BeforeRetention {
-                metric,
-                to,
-                horizon,
-                retention,
-                rollup,
-            } => {
-                let time = crate::time::format_rfc3339;
-                write!(
-                    f,
-                    "the window ending at {} lies before {metric}'s retention horizon {} (its \
-                     retention is {}): buckets before it are deleted as the run passes them; \
-                     ask for a window ending after {}",
-                    time(*to),
-                    time(*horizon),
-                    crate::time::format_duration(*retention),
-                    time(*horizon),
-                )?;
-                match rollup {
-                    Some(r) => write!(f, ", or the rollup {r}, kept longer"),
-                    None => Ok(()),
-                }
-            }
-            QueryError::Store(e) => e.fmt(f),
-            QueryError::Corrupt { message } => write!(f, "stored state: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for QueryError {}
+use crate::store::Store;
 
 /// One key's window answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// The key (lossy UTF-8).
     pub key: String,
-    /// The window's estimate.
+    /// The window's estimate (what `top` ranks by): a count, a distinct count, a frequency
+    /// metric's most frequent item's count, a quantile metric's highest quantile asked.
     pub estimate: Estimate,
     /// Buckets merged.
     pub buckets: u64,
-    /// A frequency metric's heavy items in the window (those reaching φ of the key's events;
-    /// for an exact table with none, its most frequent item), largest first, with their
-    /// counts; empty for other kinds, or for a sketch naming no item.
-    pub items: Vec<(String, Estimate)>,
-    /// A frequency metric's events of the key in the window (exact); `None` for other kinds.
+    /// The window's labelled answers, under [`Answer::part`]: a frequency metric's heavy
+    /// items (those reaching φ of the key's events; for an exact table with none, its most
+    /// frequent item), largest first; a quantile metric's quantiles, in the order asked.
+    /// Empty for other kinds, or for a sketch naming no item.
+    pub parts: Vec<(Label, Estimate)>,
+    /// The key's events in the window (exact), for kinds whose estimate is something else
+    /// and that keep them (frequency, quantile); `None` otherwise.
     pub events: Option<u64>,
     /// Whether the window holds a bucket still open (more events may come to it): the answer
     /// so far, from the last checkpoint.
@@ -135,8 +44,10 @@ pub struct Row {
 /// The answer to a window query.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
-    /// The metric's kind (`count`, `distinct`).
+    /// The metric's kind (`count`, `distinct`, `frequency`).
     pub kind: &'static str,
+    /// The field its rows' labelled answers go under (`item`, `quantile`), if it has them.
+    pub part: Option<&'static str>,
     /// Window start, ms (inclusive): the one asked for, or the retention horizon when the
     /// window reaches before it (`clipped`).
     pub from: u64,
@@ -188,29 +99,21 @@ impl Ord for Ranked {
 }
 
 /// One key's row from its window summary.
-fn row(key: &[u8], s: &Summary, buckets: u64, partial: bool) -> Row {
-    let (items, events) = match s {
-        Summary::Frequency(f) => {
-            let c = f.counts();
-            let mut heavy = c.heavy_hitters();
-            // An exact table knows its most frequent item even below φ: name it.
-            if heavy.is_empty() && c.is_exact() {
-                heavy.extend(c.heaviest());
-            }
-            let named = heavy
-                .into_iter()
-                .map(|(i, e)| (String::from_utf8_lossy(&i).into_owned(), e))
-                .collect();
-            (named, Some(c.total()))
-        }
-        _ => (Vec::new(), None),
-    };
+fn row(
+    shape: &MetricShape,
+    ask: &Ask<'_>,
+    key: &[u8],
+    s: &Summary,
+    buckets: u64,
+    partial: bool,
+) -> Row {
+    let kind = shape.kind();
     Row {
         key: String::from_utf8_lossy(key).into_owned(),
-        estimate: s.estimate(),
+        estimate: kind.rank(s, ask),
         buckets,
-        items,
-        events,
+        parts: kind.parts(s, ask),
+        events: s.events(),
         partial,
     }
 }
@@ -296,6 +199,19 @@ pub fn window(
     key: Option<&[u8]>,
     top: Option<usize>,
 ) -> Result<Answer, QueryError> {
+    window_asking(store, metric, window, at, key, top, &Ask::default())
+}
+
+/// [`window`], asking the rows for what `ask` says (a quantile metric's quantiles).
+pub fn window_asking(
+    store: &dyn Store,
+    metric: &str,
+    window: u64,
+    at: Option<u64>,
+    key: Option<&[u8]>,
+    top: Option<usize>,
+    ask: &Ask<'_>,
+) -> Result<Answer, QueryError> {
     let (config, i, shape, marks) = open_metric(store, metric)?;
     let m = &config.metrics[i];
     let width = shape.width();
@@ -363,9 +279,10 @@ pub fn window(
                     }
                 }
                 let Some(s) = acc else { return };
-                let value = s.estimate().value;
+                let value = shape.kind().rank(&s, ask).value;
+                let row = |s: &Summary| row(&shape, ask, k, s, parts.len() as u64, partial(parts));
                 match top {
-                    None => rows.push(row(k, &s, parts.len() as u64, partial(parts))),
+                    None => rows.push(row(&s)),
                     Some(n) => {
                         let key = String::from_utf8_lossy(k).into_owned();
                         // Only a key that enters the best `n` pays for its full row.
@@ -379,7 +296,7 @@ pub fn window(
                         best.push(Ranked {
                             value,
                             key,
-                            row: row(k, &s, parts.len() as u64, partial(parts)),
+                            row: row(&s),
                         });
                         if best.len() > n {
                             best.pop();
@@ -395,14 +312,10 @@ pub fn window(
     rows.extend(best.into_iter().map(|r| r.row));
     if let (Some(k), true) = (key, rows.is_empty()) {
         // A key with nothing in the window has an exact answer: zero.
-        rows.push(Row {
-            key: String::from_utf8_lossy(k).into_owned(),
-            estimate: Estimate::exact(0.0),
-            buckets: 0,
-            items: Vec::new(),
-            events: matches!(m.kind, crate::config::Kind::Frequency { .. }).then_some(0),
-            partial: to > marks.closed,
-        });
+        let mut zero = row(&shape, ask, k, &shape.empty(to), 0, to > marks.closed);
+        zero.estimate = Estimate::exact(0.0);
+        zero.parts.clear();
+        rows.push(zero);
     }
     rows.sort_by(|a, b| {
         b.estimate
@@ -412,6 +325,7 @@ pub fn window(
     });
     Ok(Answer {
         kind: m.kind.name(),
+        part: m.kind.part(),
         from,
         to,
         rows,

@@ -6,6 +6,11 @@
 //! in the line — copies nothing but the key bytes into a buffer that is reused.
 //! JSON Lines: one object per line; a field may be a string, a number or a boolean.
 //!
+//! A metric over values (a quantile metric's `value` field) reads its field as a finite
+//! number instead of an item: its text parsed as a 64-bit float (surrounding spaces
+//! ignored), passed to the engine as the float's bits. Text, an empty field, NaN, ±inf or a
+//! number past the float's range (`1e400`) is a bad line naming the field.
+//!
 //! A key of several fields is their values joined by `,`, a value holding `,` or `"` written
 //! in double quotes with its quotes doubled, as in CSV (`"a,b",c`), so that no two different
 //! tuples of values join to one key. An item of several fields is their values joined by the
@@ -22,6 +27,7 @@ use crate::json::Field;
 use tidemark::ItemHasher;
 
 use crate::config::{Config, Format};
+use crate::kinds::Input;
 use crate::time::TimeReader;
 
 /// A line that is not a valid record.
@@ -71,7 +77,7 @@ impl Record<'_> {
         &self.ex.keys[m]
     }
 
-    /// Metric `m`'s item hash (0 for a count metric).
+    /// Metric `m`'s item hash (0 for a count metric; a value's bits for a metric over values).
     #[inline]
     pub fn item(&self, m: usize) -> u64 {
         self.ex.items[m]
@@ -114,6 +120,8 @@ pub struct Extractor {
     item_bytes: Vec<Vec<u8>>,
     /// Per metric, whether its item bytes are kept.
     named: Vec<bool>,
+    /// Per metric, whether its "item" is a numeric value (its one field parsed).
+    valued: Vec<bool>,
     /// The last record's item length per metric, bytes (its fields joined).
     item_lens: Vec<usize>,
     /// JSON Lines: the fields read (the time field first), and per metric the indices of its
@@ -142,17 +150,22 @@ impl Extractor {
             .iter()
             .map(|m| m.key.iter().map(&mut index).collect())
             .collect();
-        let json_items: Vec<Vec<usize>> = config
+        // A metric over values reads its value field where another reads its item.
+        let item_fields: Vec<Vec<String>> = config
             .metrics
             .iter()
-            .map(|m| m.item.iter().map(&mut index).collect())
+            .map(|m| m.value.iter().chain(&m.item).cloned().collect())
+            .collect();
+        let json_items: Vec<Vec<usize>> = item_fields
+            .iter()
+            .map(|fields| fields.iter().map(&mut index).collect())
             .collect();
         Extractor {
             format: config.input.format,
             time_reader: TimeReader::new(config.input.time_format),
             time_field: config.input.time_field.clone(),
             key_fields: config.metrics.iter().map(|m| m.key.clone()).collect(),
-            item_fields: config.metrics.iter().map(|m| m.item.clone()).collect(),
+            item_fields,
             columns: None,
             hasher: ItemHasher::default(),
             ranges: Vec::new(),
@@ -170,7 +183,12 @@ impl Extractor {
             named: config
                 .metrics
                 .iter()
-                .map(|m| matches!(m.kind, crate::config::Kind::Frequency { .. }))
+                .map(|m| m.kind.input() == Input::Items { named: true })
+                .collect(),
+            valued: config
+                .metrics
+                .iter()
+                .map(|m| m.kind.input() == Input::Value)
                 .collect(),
         }
     }
@@ -373,6 +391,10 @@ impl Extractor {
                     self.item_lens[m] = 0;
                     0
                 }
+                1 if self.valued[m] => {
+                    self.item_lens[m] = 0;
+                    read_value(field(items[0]), &self.item_fields[m][0])?.to_bits()
+                }
                 1 => {
                     let bytes = field(items[0]).as_bytes();
                     self.item_lens[m] = bytes.len();
@@ -442,6 +464,12 @@ impl Extractor {
             for (j, &i) in self.json_items[m].iter().enumerate() {
                 push_item_field(&mut self.item_buf, get(i)?.as_bytes(), j > 0, several);
             }
+            if self.valued[m] {
+                let text = get(self.json_items[m][0])?;
+                self.item_lens[m] = 0;
+                self.items[m] = read_value(text, &self.item_fields[m][0])?.to_bits();
+                continue;
+            }
             self.item_lens[m] = self.item_buf.len();
             self.items[m] = if self.item_fields[m].is_empty() {
                 0
@@ -454,6 +482,37 @@ impl Extractor {
             }
         }
         Ok(())
+    }
+}
+
+/// A value field's number: finite, within the 64-bit float's range.
+fn read_value(text: &str, field: &str) -> Result<f64, RecordError> {
+    let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    let shown = || {
+        let mut s: String = t.chars().take(40).collect();
+        if s.len() < t.len() {
+            s.push('…');
+        }
+        s
+    };
+    if t.is_empty() {
+        return Err(err(format!("field {field:?} is empty, expected a number")));
+    }
+    // Rust's parser also reads "inf", "NaN" and "infinity": none is a value.
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(x) if x.is_nan() => Err(err(format!(
+            "field {field:?} is {:?}, not a number (NaN has no place in a quantile)",
+            shown()
+        ))),
+        Ok(_) => Err(err(format!(
+            "field {field:?} is {:?}: infinite, or past the 64-bit float's range (±1.8e308)",
+            shown()
+        ))),
+        Err(_) => Err(err(format!(
+            "field {field:?} is {:?}, expected a number",
+            shown()
+        ))),
     }
 }
 

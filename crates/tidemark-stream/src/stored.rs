@@ -44,7 +44,9 @@ use tidemark::codec::{self, Family, Reader, MAGIC};
 use tidemark::hash::ItemHasher;
 use tidemark::DecodeError;
 
-use crate::summary::MAX_BUCKET_COUNT;
+/// The most events a stored count bucket may claim (2^48): far above any real bucket, far
+/// below where window sums could overflow.
+pub const MAX_BUCKET_COUNT: u64 = 1 << 48;
 
 /// The tag of a summary's body (family, flags, payload).
 const TAG_BODY: u8 = 1;

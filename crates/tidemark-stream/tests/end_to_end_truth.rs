@@ -390,8 +390,10 @@ fn check_frequency_windows(
                 let truth = &exact[row.key.as_str()];
                 let total: u64 = truth.values().sum();
                 assert_eq!(row.events, Some(total), "{metric} {} at {end}", row.key);
-                let named: HashMap<&str, _> =
-                    row.items.iter().map(|(i, e)| (i.as_str(), *e)).collect();
+                assert_eq!(a.part, Some("item"));
+                let items: Vec<(String, _)> =
+                    row.parts.iter().map(|(i, e)| (i.to_string(), *e)).collect();
+                let named: HashMap<&str, _> = items.iter().map(|(i, e)| (i.as_str(), *e)).collect();
                 for (src, &n) in truth {
                     if n as f64 >= phi * total as f64 {
                         assert!(
@@ -401,7 +403,7 @@ fn check_frequency_windows(
                         );
                     }
                 }
-                for (src, e) in &row.items {
+                for (src, e) in &items {
                     let n = truth.get(src.as_str()).copied().unwrap_or(0) as f64;
                     assert!(
                         e.high >= n,

@@ -160,7 +160,7 @@ fn assert_same(got: &Rows, want: &Rows, seed: u64) {
             None => diff.push(format!("missing {k:?}")),
             Some(x) if x != v => {
                 let show = |b: &[u8]| {
-                    use tidemark_stream::summary::{BucketSummary, DistinctBucket};
+                    use tidemark_stream::kinds::{BucketSummary, DistinctBucket};
                     DistinctBucket::from_bytes(b, SketchKind::HyperLogLog, 8)
                         .map(|d| format!("exact {} {}", d.is_exact(), d.estimate()))
                         .unwrap_or_default()

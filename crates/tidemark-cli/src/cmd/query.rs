@@ -1,10 +1,11 @@
 //! `tidemark query`: window estimates with error bars from a store's sketches. A frequency
-//! metric answers with each key's heavy items (those reaching φ of its events in the window).
+//! metric answers with each key's heavy items (those reaching φ of its events in the window),
+//! a quantile metric with each key's quantiles (a line each).
 
 use std::path::PathBuf;
 use tidemark_cli::outln;
 
-use tidemark_stream::query::{self, QueryError};
+use tidemark_stream::query::{self, Label, QueryError};
 use tidemark_stream::store::RedbStore;
 use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
@@ -33,6 +34,11 @@ pub struct Args {
     /// item reaching φ of the key's events). With --top: the top M items of the top N keys.
     #[arg(long, value_name = "M")]
     pub items: Option<usize>,
+    /// A quantile metric: the quantiles each key answers (`0.5,0.99`, or the flag again;
+    /// default the metric's `quantiles`), each in (0, 1]. With --top, keys rank by the
+    /// highest.
+    #[arg(long, value_name = "Q", value_delimiter = ',')]
+    pub quantile: Vec<f64>,
     /// Window length (`5m`, `1h`), a multiple of the metric's bucket width.
     #[arg(long)]
     pub window: String,
@@ -79,6 +85,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.items == Some(0) {
         return Err(UsageError::flag("--items", "expected at least 1, got 0"));
     }
+    if let Some(q) = args.quantile.iter().find(|q| !(**q > 0.0 && **q <= 1.0)) {
+        return Err(UsageError::flag(
+            "--quantile",
+            format!("expected quantiles in (0, 1] (0.99 is the p99), got {q}"),
+        ));
+    }
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
@@ -86,13 +98,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // does not verify every page of the file (`tidemark check` does); the values it reads
     // are checked by their checksums and digests.
     let store = RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?;
-    let answer = query::window(
+    let ask = query::Ask {
+        quantiles: (!args.quantile.is_empty()).then_some(&args.quantile[..]),
+    };
+    let answer = query::window_asking(
         &store,
         &args.metric,
         window,
         at,
         args.key.as_deref().map(str::as_bytes),
         args.top,
+        &ask,
     )
     .map_err(|e| match e {
         QueryError::NoMetric { .. } => UsageError::flag("--metric", e),
@@ -105,11 +121,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         e => anyhow::anyhow!(e),
     })?;
     // By the metric's kind, not its rows: an empty window is refused the same.
-    if args.items.is_some() && answer.kind != "frequency" {
-        return Err(UsageError::flag(
-            "--items",
-            format!("only for a frequency metric; {} is not one", args.metric),
-        ));
+    for (flag, given, part) in [
+        ("--items", args.items.is_some(), "item"),
+        ("--quantile", !args.quantile.is_empty(), "quantile"),
+    ] {
+        if given && answer.part != Some(part) {
+            return Err(UsageError::flag(
+                flag,
+                format!(
+                    "only for a {} metric; {} is a {} metric",
+                    if part == "item" {
+                        "frequency"
+                    } else {
+                        "quantile"
+                    },
+                    args.metric,
+                    answer.kind
+                ),
+            ));
+        }
     }
     if answer.clipped {
         eprintln!(
@@ -122,49 +152,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut out = Output::new(args.json);
     for row in &answer.rows {
-        if let Some(events) = row.events {
-            // A frequency metric: one line per heavy item of the key's window; a key whose
-            // sketch names no item gets one line without `item`, bounding its most frequent
-            // item.
-            let none = [(None, row.estimate)];
-            let named: Vec<(Option<&str>, tidemark::Estimate)> = row
-                .items
-                .iter()
-                .map(|(i, e)| (Some(i.as_str()), *e))
-                .collect();
-            // Largest first: --items keeps the most frequent.
-            let keep = args.items.unwrap_or(usize::MAX).min(named.len());
-            let items = if named.is_empty() {
-                &none[..]
-            } else {
-                &named[..keep]
-            };
-            for (item, e) in items {
-                out.emit(
-                    &Record::new()
-                        .field("metric", args.metric.as_str())
-                        .field("key", row.key.as_str())
-                        .field_opt("item", *item)
-                        .field("from", rfc3339(answer.from))
-                        .field("to", rfc3339(answer.to))
-                        .estimate(e)
-                        .field("events", events)
-                        .field("buckets", row.buckets)
-                        .field("partial", row.partial),
-                )?;
-            }
-            continue;
-        }
-        out.emit(
-            &Record::new()
+        let line = |label: Option<(&'static str, &Label)>, e: &tidemark::Estimate| {
+            let mut r = Record::new()
                 .field("metric", args.metric.as_str())
-                .field("key", row.key.as_str())
+                .field("key", row.key.as_str());
+            r = match label {
+                Some((field, Label::Text(t))) => r.field(field, t.as_str()),
+                Some((field, Label::Number(x))) => r.field(field, *x),
+                None => r,
+            };
+            r = r
                 .field("from", rfc3339(answer.from))
                 .field("to", rfc3339(answer.to))
-                .estimate(&row.estimate)
-                .field("buckets", row.buckets)
-                .field("partial", row.partial),
-        )?;
+                .estimate(e);
+            if let Some(events) = row.events {
+                r = r.field("events", events);
+            }
+            r.field("buckets", row.buckets)
+                .field("partial", row.partial)
+        };
+        match answer.part {
+            // One line per labelled answer (a frequency metric's heavy items, largest first:
+            // --items keeps the most frequent); a row with none gets one line without the
+            // label, its estimate (a sketch naming no item bounds its most frequent one).
+            Some(field) if !row.parts.is_empty() => {
+                let keep = args.items.unwrap_or(usize::MAX).min(row.parts.len());
+                for (label, e) in &row.parts[..keep] {
+                    out.emit(&line(Some((field, label)), e))?;
+                }
+            }
+            _ => out.emit(&line(None, &row.estimate))?,
+        }
     }
     if answer.rows.is_empty() && !args.json {
         outln!(

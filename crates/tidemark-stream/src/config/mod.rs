@@ -2,59 +2,22 @@
 //! (`metric[0].bucket`) and what was expected.
 //!
 //! Every key, with its default and its domain ([`REFERENCE`], printed by `tidemark config`):
-#![doc = concat!("\n```toml\n", include_str!("config_reference.toml"), "```")]
-
-use core::fmt;
+#![doc = concat!("\n```toml\n", include_str!("reference.toml"), "```")]
 
 use serde::Deserialize;
 
+use crate::kinds::{Input, KIND_NAMES};
 use crate::time::{format_duration, parse_duration, TimeFormat};
 
+pub mod alert;
+pub mod keys;
+
+pub use crate::error::ConfigError;
+pub use crate::kinds::{Kind, SketchKind};
+pub use alert::{AlertOn, AlertRule};
+
 /// Every config key with its default and domain, as a commented config that is itself valid.
-pub const REFERENCE: &str = include_str!("config_reference.toml");
-
-/// A config that cannot be used: the key and what was expected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The TOML does not parse, or a key has the wrong type or is unknown.
-    Syntax {
-        /// The parser's message (it names the line, column and key).
-        message: String,
-    },
-    /// A key's value is outside its domain.
-    Invalid {
-        /// The key, as a path (`metric[1].window`).
-        key: String,
-        /// What it must be.
-        expected: String,
-        /// What it was.
-        got: String,
-    },
-}
-
-impl ConfigError {
-    fn invalid(key: String, expected: impl Into<String>, got: impl fmt::Display) -> ConfigError {
-        ConfigError::Invalid {
-            key,
-            expected: expected.into(),
-            got: got.to_string(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Syntax { message } => write!(f, "config: {}", message.trim_end()),
-            ConfigError::Invalid { key, expected, got } => {
-                write!(f, "config key `{key}`: expected {expected}, got {got}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
+pub const REFERENCE: &str = include_str!("reference.toml");
 
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
@@ -85,38 +48,27 @@ struct RawState {
     max_memory: Option<toml::Value>,
 }
 
+/// A `[[metric]]` table as written: the keys every metric has, and the rest (its kind's
+/// keys, read by the kind; a key no kind reads is refused).
 #[derive(Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
 struct RawMetric {
     name: String,
     kind: String,
     key: Vec<String>,
     #[serde(default)]
     item: Vec<String>,
+    value: Option<String>,
     bucket: String,
     window: String,
-    precision: Option<i64>,
-    sketch: Option<String>,
-    epsilon: Option<f64>,
-    delta: Option<f64>,
-    phi: Option<f64>,
     retention: Option<String>,
     rollup: Option<String>,
     rollup_retention: Option<String>,
     allowed_lateness: Option<String>,
     late: Option<String>,
     #[serde(default)]
-    alert: Vec<RawAlert>,
-}
-
-#[derive(Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-struct RawAlert {
-    above: f64,
-    margin: Option<f64>,
-    consecutive: Option<i64>,
-    on: Option<String>,
-    early: Option<bool>,
+    alert: Vec<alert::RawAlert>,
+    #[serde(flatten)]
+    rest: toml::Table,
 }
 
 /// The input's record format.
@@ -250,102 +202,6 @@ pub fn valid_metric_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// The sketch a distinct metric keeps per key and bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SketchKind {
-    /// HyperLogLog (the default; interchangeable with Redis): standard error `1.04/√(2^p)`.
-    HyperLogLog,
-    /// ExaLogLog `(t, d) = (2, 20)`: standard error `0.362/√(2^p)` (ML) in 28 bits a
-    /// register, about 43% fewer bytes than HyperLogLog at equal error.
-    ExaLogLog,
-}
-
-impl SketchKind {
-    /// `hyperloglog` or `exaloglog`, as the config spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SketchKind::HyperLogLog => "hyperloglog",
-            SketchKind::ExaLogLog => "exaloglog",
-        }
-    }
-
-    /// The precision a metric gets when it names none: 12 for HyperLogLog, 9 for ExaLogLog
-    /// (the same error, 1.6%, in 1,792 bytes of registers instead of 3,072).
-    pub fn default_precision(self) -> u8 {
-        match self {
-            SketchKind::HyperLogLog => 12,
-            SketchKind::ExaLogLog => 9,
-        }
-    }
-
-    /// The relative standard error at precision `p` of the estimate a window answers with
-    /// (a merge: Ertl's estimator, or ExaLogLog's maximum likelihood).
-    pub fn rse(self, p: u8) -> f64 {
-        let m = ((1u64 << p) as f64).sqrt();
-        match self {
-            // 1.04, as alert limits have always used (Ertl's constant is 1.0390).
-            SketchKind::HyperLogLog => 1.04 / m,
-            SketchKind::ExaLogLog => {
-                tidemark::cardinality::exaloglog::estimator::ml_rse_constant(
-                    tidemark::cardinality::ExaLogLog::DEFAULT_T,
-                    tidemark::cardinality::ExaLogLog::DEFAULT_D,
-                ) / m
-            }
-        }
-    }
-}
-
-/// What a metric summarises per key and bucket.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Kind {
-    /// Distinct items (a HyperLogLog or ExaLogLog of precision `p`).
-    Distinct {
-        /// Precision: `2^p` registers.
-        precision: u8,
-        /// Which sketch.
-        sketch: SketchKind,
-    },
-    /// Events (exact per bucket; exponential histogram per key over the window).
-    Count {
-        /// The histogram's ε: relative error at most ε/2.
-        epsilon: f64,
-    },
-    /// Item frequencies per key: exact item counts while few, then Count-Min with the items
-    /// reaching φ of the key's total ([`tidemark::frequency::ItemCounts`]).
-    Frequency {
-        /// Additive error ε·N (N the key's events in the bucket or window).
-        epsilon: f64,
-        /// Failure probability δ.
-        delta: f64,
-        /// Heavy-hitter fraction: the items kept by name are those reaching φ·N.
-        phi: f64,
-    },
-}
-
-impl Kind {
-    /// The kind as the config fingerprint spells it: its `Debug` text as it was before
-    /// distinct metrics had a choice of sketch, so that stores written then still match
-    /// their config; an ExaLogLog metric adds its sketch.
-    fn fingerprint_text(&self) -> String {
-        match self {
-            Kind::Distinct {
-                precision,
-                sketch: SketchKind::HyperLogLog,
-            } => format!("Distinct {{ precision: {precision} }}"),
-            other => format!("{other:?}"),
-        }
-    }
-
-    /// `distinct`, `count` or `frequency`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Kind::Distinct { .. } => "distinct",
-            Kind::Count { .. } => "count",
-            Kind::Frequency { .. } => "frequency",
-        }
-    }
-}
-
 /// What happens to an event for a bucket that has already closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LatePolicy {
@@ -353,34 +209,6 @@ pub enum LatePolicy {
     Drop,
     /// Read the stored bucket, merge the event in, write it back.
     Merge,
-}
-
-/// Which end of a window estimate an alert compares with its limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlertOn {
-    /// The point estimate.
-    Value,
-    /// The bracket's upper end: never misses a real crossing (limits, quotas).
-    High,
-    /// The bracket's lower end: never fires on a key below the threshold (at the bracket's
-    /// confidence).
-    Low,
-}
-
-/// An alert rule on a metric's window estimate.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AlertRule {
-    /// The threshold.
-    pub above: f64,
-    /// Margin in standard errors above the threshold (0 for exact and guaranteed answers).
-    pub margin: f64,
-    /// How many successive bucket closes the key must stay above the limit.
-    pub consecutive: u32,
-    /// Which end of the estimate is compared.
-    pub on: AlertOn,
-    /// Whether the alert may fire early: at the event that takes the window the next close
-    /// will evaluate past the limit, before that close confirms or withdraws it.
-    pub early: bool,
 }
 
 /// One validated metric.
@@ -392,8 +220,10 @@ pub struct MetricConfig {
     pub kind: Kind,
     /// Key fields.
     pub key: Vec<String>,
-    /// Item fields (empty for `count`).
+    /// Item fields (empty for a kind that takes none).
     pub item: Vec<String>,
+    /// The numeric value field, for a kind over values.
+    pub value: Option<String>,
     /// Bucket width, ms.
     pub bucket: u64,
     /// Window, ms: a multiple of `bucket`.
@@ -442,6 +272,79 @@ fn duration(key: String, text: &str) -> Result<u64, ConfigError> {
             "a positive duration of at most 100 years with a unit: ms, s, m, h or d \
              (\"30s\", \"5m\")",
             format!("{text:?}"),
+        )),
+    }
+}
+
+/// Metric `m`'s kind, from its `kind` and the keys of its own; a key no kind reads, or one
+/// another kind reads, is refused by name.
+fn metric_kind(m: &RawMetric, at: &dyn Fn(&str) -> String) -> Result<Kind, ConfigError> {
+    for key in m.rest.keys() {
+        if Kind::kinds_reading(key).is_empty() {
+            return Err(ConfigError::invalid(
+                at(key),
+                "a key of a [[metric]] table (this one is unknown: see `tidemark config`)",
+                key,
+            ));
+        }
+    }
+    // The kind's own keys first (a bad value of its own is the first thing to fix), then
+    // the keys another kind reads.
+    let keys = keys::KindKeys::new(&m.rest, at);
+    let kind = Kind::parse(&m.kind, &keys).unwrap_or_else(|| {
+        let names: Vec<String> = KIND_NAMES.iter().map(|n| format!("{n:?}")).collect();
+        Err(ConfigError::invalid(
+            at("kind"),
+            names.join(", "),
+            format!("{:?}", m.kind),
+        ))
+    })?;
+    for key in m.rest.keys() {
+        let readers = Kind::kinds_reading(key);
+        if !readers.split(" or ").any(|k| k == kind.name()) {
+            return Err(ConfigError::invalid(
+                at(key),
+                format!("no {key} for a {} metric ({readers} only)", kind.name()),
+                key,
+            ));
+        }
+    }
+    Ok(kind)
+}
+
+/// Refuses `item` and `value` fields a kind does not take, and requires those it does.
+fn check_input(m: &RawMetric, kind: &Kind, at: &dyn Fn(&str) -> String) -> Result<(), ConfigError> {
+    let name = kind.name();
+    let takes_items = matches!(kind.input(), Input::Items { .. });
+    if takes_items && (m.item.is_empty() || m.item.iter().any(String::is_empty)) {
+        return Err(ConfigError::invalid(
+            at("item"),
+            format!("a non-empty list of field names for a {name} metric"),
+            format!("{:?}", m.item),
+        ));
+    }
+    if !takes_items && !m.item.is_empty() {
+        let why = match kind.input() {
+            Input::Value => "it reads its `value` field",
+            _ => "it counts events",
+        };
+        return Err(ConfigError::invalid(
+            at("item"),
+            format!("no item fields for a {name} metric ({why})"),
+            format!("{:?}", m.item),
+        ));
+    }
+    match (kind.input(), m.value.as_deref()) {
+        (Input::Value, None | Some("")) => Err(ConfigError::invalid(
+            at("value"),
+            format!("the name of the numeric field a {name} metric summarises"),
+            format!("{:?}", m.value.as_deref().unwrap_or("")),
+        )),
+        (Input::Value, Some(_)) | (_, None) => Ok(()),
+        (_, Some(v)) => Err(ConfigError::invalid(
+            at("value"),
+            format!("no value field for a {name} metric (it reads none)"),
+            format!("{v:?}"),
         )),
     }
 }
@@ -557,107 +460,7 @@ impl Config {
                     format!("{:?}", m.name),
                 ));
             }
-            let kind = match m.kind.as_str() {
-                "distinct" => {
-                    let sketch = match m.sketch.as_deref() {
-                        None | Some("hyperloglog") => SketchKind::HyperLogLog,
-                        Some("exaloglog") => SketchKind::ExaLogLog,
-                        Some(other) => {
-                            return Err(ConfigError::invalid(
-                                at("sketch"),
-                                "\"hyperloglog\" (the default) or \"exaloglog\"",
-                                format!("{other:?}"),
-                            ))
-                        }
-                    };
-                    let p = m.precision.unwrap_or(sketch.default_precision() as i64);
-                    if !(4..=18).contains(&p) {
-                        return Err(ConfigError::invalid(
-                            at("precision"),
-                            "an integer in 4..=18",
-                            p,
-                        ));
-                    }
-                    Kind::Distinct {
-                        precision: p as u8,
-                        sketch,
-                    }
-                }
-                "count" => {
-                    let e = m.epsilon.unwrap_or(0.1);
-                    // The exponential histogram's own rule (k = ⌈1/ε⌉ at most 10^6), asked of
-                    // it here: a bucket's close must not be the first to hear of it.
-                    if tidemark::window::ExpHistogram::ticks(1, e).is_err() {
-                        return Err(ConfigError::invalid(
-                            at("epsilon"),
-                            "a number in [0.000001, 1)",
-                            e,
-                        ));
-                    }
-                    Kind::Count { epsilon: e }
-                }
-                "frequency" => {
-                    let e = m.epsilon.unwrap_or(0.01);
-                    let d = m.delta.unwrap_or(0.01);
-                    let phi = m.phi.unwrap_or(0.05);
-                    // Also bounds the sketch: w = ⌈e/ε⌉ ≤ 2^26, d = ⌈ln 1/δ⌉ ≤ 64.
-                    if !(1e-6..1.0).contains(&e) {
-                        return Err(ConfigError::invalid(
-                            at("epsilon"),
-                            "a number in [0.000001, 1)",
-                            e,
-                        ));
-                    }
-                    if !(1e-12..1.0).contains(&d) {
-                        return Err(ConfigError::invalid(
-                            at("delta"),
-                            "a number in [1e-12, 1)",
-                            d,
-                        ));
-                    }
-                    if !(phi > e && phi <= 1.0) {
-                        return Err(ConfigError::invalid(
-                            at("phi"),
-                            format!(
-                                "a number in (epsilon = {e}, 1]: below ε the heavy items are noise"
-                            ),
-                            phi,
-                        ));
-                    }
-                    Kind::Frequency {
-                        epsilon: e,
-                        delta: d,
-                        phi,
-                    }
-                }
-                other => {
-                    return Err(ConfigError::invalid(
-                        at("kind"),
-                        "\"distinct\", \"count\" or \"frequency\"",
-                        format!("{other:?}"),
-                    ))
-                }
-            };
-            let misplaced = [
-                ("precision", m.precision.is_some(), "distinct"),
-                ("sketch", m.sketch.is_some(), "distinct"),
-                ("delta", m.delta.is_some(), "frequency"),
-                ("phi", m.phi.is_some(), "frequency"),
-                (
-                    "epsilon",
-                    m.epsilon.is_some() && matches!(kind, Kind::Distinct { .. }),
-                    "count or frequency",
-                ),
-            ];
-            for (field, given, kinds) in misplaced {
-                if given && !kinds.contains(kind.name()) {
-                    return Err(ConfigError::invalid(
-                        at(field),
-                        format!("no {field} for a {} metric ({kinds} only)", kind.name()),
-                        field,
-                    ));
-                }
-            }
+            let kind = metric_kind(&m, &at)?;
             // `key = []`: the whole stream is one key, the empty one ("distinct users per
             // hour overall").
             if m.key.iter().any(String::is_empty) {
@@ -667,24 +470,7 @@ impl Config {
                     format!("{:?}", m.key),
                 ));
             }
-            let needs_item = !matches!(kind, Kind::Count { .. });
-            if needs_item && (m.item.is_empty() || m.item.iter().any(String::is_empty)) {
-                return Err(ConfigError::invalid(
-                    at("item"),
-                    format!(
-                        "a non-empty list of field names for a {} metric",
-                        kind.name()
-                    ),
-                    format!("{:?}", m.item),
-                ));
-            }
-            if !needs_item && !m.item.is_empty() {
-                return Err(ConfigError::invalid(
-                    at("item"),
-                    "no item fields for a count metric (it counts events)",
-                    format!("{:?}", m.item),
-                ));
-            }
+            check_input(&m, &kind, &at)?;
             let bucket = duration(at("bucket"), &m.bucket)?;
             let window = duration(at("window"), &m.window)?;
             if window % bucket != 0 {
@@ -753,64 +539,13 @@ impl Config {
                     ))
                 }
             };
-            let mut alerts = Vec::new();
-            for (j, a) in m.alert.iter().enumerate() {
-                let ak = |k: &str| format!("metric[{i}].alert[{j}].{k}");
-                if !a.above.is_finite() {
-                    return Err(ConfigError::invalid(
-                        ak("above"),
-                        "a finite number",
-                        a.above,
-                    ));
-                }
-                let margin = a.margin.unwrap_or(0.0);
-                if !(margin.is_finite() && margin >= 0.0) {
-                    return Err(ConfigError::invalid(ak("margin"), "a number ≥ 0", margin));
-                }
-                let consecutive = a.consecutive.unwrap_or(1);
-                if !(1..=1_000_000).contains(&consecutive) {
-                    return Err(ConfigError::invalid(
-                        ak("consecutive"),
-                        "an integer in 1..=1000000",
-                        consecutive,
-                    ));
-                }
-                let on = match a.on.as_deref().unwrap_or("value") {
-                    "value" => AlertOn::Value,
-                    "high" => AlertOn::High,
-                    "low" => AlertOn::Low,
-                    other => {
-                        return Err(ConfigError::invalid(
-                            ak("on"),
-                            "\"value\", \"high\" or \"low\"",
-                            format!("{other:?}"),
-                        ))
-                    }
-                };
-                let early = a.early.unwrap_or(false);
-                if early && matches!(kind, Kind::Frequency { .. }) {
-                    // A frequency window names its heavy items only when merged at a close;
-                    // an item's count while the bucket is open has no bound to alert on.
-                    return Err(ConfigError::invalid(
-                        ak("early"),
-                        "false for a frequency metric (early alerts are for count and \
-                         distinct metrics)",
-                        early,
-                    ));
-                }
-                alerts.push(AlertRule {
-                    above: a.above,
-                    margin,
-                    consecutive: consecutive as u32,
-                    on,
-                    early,
-                });
-            }
+            let alerts = alert::parse(i, &kind, &m.alert)?;
             metrics.push(MetricConfig {
                 name: m.name,
                 kind,
                 key: m.key,
                 item: m.item,
+                value: m.value,
                 bucket,
                 window,
                 retention,
@@ -846,7 +581,7 @@ impl Config {
             s.push_str(&format!(
                 "|{}:{}:{:?}:{:?}:{}:{}:{}:{}:{:?}:{:?}:{}",
                 m.name,
-                m.kind.fingerprint_text(),
+                m.kind.fingerprint(),
                 m.key,
                 m.item,
                 m.bucket,
@@ -857,6 +592,10 @@ impl Config {
                 m.rollup,
                 m.rollup_retention
             ));
+            // Only a kind over values has one: older configs' fingerprints stay as they were.
+            if let Some(v) = &m.value {
+                s.push_str(&format!(":value={v:?}"));
+            }
         }
         xxhash_rust::xxh3::xxh3_64(s.as_bytes())
     }
@@ -908,10 +647,10 @@ consecutive = 2
         let m = &c.metrics[0];
         assert_eq!(
             m.kind,
-            Kind::Distinct {
+            Kind::Distinct(crate::kinds::DistinctParams {
                 precision: 10,
                 sketch: SketchKind::HyperLogLog
-            }
+            })
         );
         assert_eq!(
             (m.bucket, m.window, m.allowed_lateness),
@@ -928,10 +667,10 @@ consecutive = 2
             Config::from_toml(&GOOD.replace("precision = 10", "sketch = \"exaloglog\"")).unwrap();
         assert_eq!(
             c.metrics[0].kind,
-            Kind::Distinct {
+            Kind::Distinct(crate::kinds::DistinctParams {
                 precision: 9,
                 sketch: SketchKind::ExaLogLog
-            }
+            })
         );
         let hll = Config::from_toml(&GOOD.replace("precision = 10", "precision = 9")).unwrap();
         assert_ne!(c.fingerprint(), hll.fingerprint());
@@ -1034,11 +773,11 @@ consecutive = 2
         let c = Config::from_toml(&text).unwrap();
         assert_eq!(
             c.metrics[0].kind,
-            Kind::Frequency {
+            Kind::Frequency(crate::kinds::FrequencyParams {
                 epsilon: 0.02,
                 delta: 0.01,
                 phi: 0.05
-            }
+            })
         );
         // A count metric's ε: within (0, 1) and no finer than its histogram takes.
         let count = |e: &str| {
@@ -1107,6 +846,12 @@ consecutive = 2
             "epsilon",
             "delta",
             "phi",
+            "value",
+            "alpha",
+            "schema",
+            "bin_limit",
+            "quantiles",
+            "quantile",
             "retention",
             "rollup",
             "rollup_retention",
@@ -1133,5 +878,125 @@ consecutive = 2
         let c = Config::from_toml(&GOOD.replace("precision = 10", "precision = 11")).unwrap();
         assert_eq!(a.fingerprint(), b.fingerprint());
         assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+
+    const LATENCY: &str = r#"
+[input]
+time_field = "ts"
+
+[[metric]]
+name = "latency"
+kind = "quantile"
+key = ["endpoint"]
+value = "ms"
+bucket = "1m"
+window = "5m"
+
+[[metric.alert]]
+quantile = 0.99
+above = 250
+on = "low"
+"#;
+
+    #[test]
+    fn a_quantile_metric_reads_a_value_and_its_rules_name_a_quantile() {
+        let c = Config::from_toml(LATENCY).unwrap();
+        let m = &c.metrics[0];
+        let Kind::Quantile(q) = m.kind else {
+            panic!("a quantile metric: {:?}", m.kind)
+        };
+        assert_eq!(q.quantiles(), [0.5, 0.9, 0.99]);
+        assert_eq!(q.bin_limit, 4096);
+        assert_eq!(q.mapping.alpha(), 0.01);
+        assert_eq!(m.value.as_deref(), Some("ms"));
+        assert_eq!(m.alerts[0].quantile, Some(0.99));
+        let schema = Config::from_toml(&LATENCY.replace(
+            "value = ",
+            "schema = 5
+value = ",
+        ))
+        .expect("a schema instead of alpha");
+        let Kind::Quantile(s) = schema.metrics[0].kind else {
+            panic!()
+        };
+        assert!(
+            (s.mapping.alpha() - 0.0108).abs() < 1e-4,
+            "{}",
+            s.mapping.alpha()
+        );
+        assert_ne!(c.fingerprint(), schema.fingerprint());
+        // The quantiles a row lists change nothing stored; the value field does.
+        let listed = Config::from_toml(&LATENCY.replace(
+            "value = ",
+            "quantiles = [0.999]
+value = ",
+        ))
+        .unwrap();
+        assert_eq!(c.fingerprint(), listed.fingerprint());
+        let other =
+            Config::from_toml(&LATENCY.replace("value = \"ms\"", "value = \"us\"")).unwrap();
+        assert_ne!(c.fingerprint(), other.fingerprint());
+        for (from, to, key) in [
+            ("value = \"ms\"", "value = \"ms\"\nalpha = 0", "metric[0].alpha"),
+            ("value = \"ms\"", "value = \"ms\"\nalpha = 1.0", "metric[0].alpha"),
+            ("value = \"ms\"", "value = \"ms\"\nalpha = -0.01", "metric[0].alpha"),
+            ("value = \"ms\"", "value = \"ms\"\nalpha = \"1%\"", "metric[0].alpha"),
+            ("value = \"ms\"", "value = \"ms\"\nschema = 9", "metric[0].schema"),
+            ("value = \"ms\"", "value = \"ms\"\nschema = 300", "metric[0].schema"),
+            ("value = \"ms\"", "value = \"ms\"\nschema = 5\nalpha = 0.01", "metric[0].schema"),
+            ("value = \"ms\"", "value = \"ms\"\nbin_limit = 0", "metric[0].bin_limit"),
+            ("value = \"ms\"", "value = \"ms\"\nbin_limit = 1099511627776", "metric[0].bin_limit"),
+            ("value = \"ms\"", "value = \"ms\"\nquantiles = []", "metric[0].quantiles"),
+            ("value = \"ms\"", "value = \"ms\"\nquantiles = [0.5, 1.5]", "metric[0].quantiles[1]"),
+            ("value = \"ms\"", "value = \"ms\"\nquantiles = [0.5, \"p99\"]", "metric[0].quantiles[1]"),
+            ("value = \"ms\"", "value = \"ms\"\nquantiles = [0.0]", "metric[0].quantiles[0]"),
+            ("value = \"ms\"", "value = \"ms\"\nquantiles = [0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.91,0.92,0.93,0.94,0.95,0.96,0.97,0.98]", "metric[0].quantiles"),
+            ("value = \"ms\"", "value = \"\"", "metric[0].value"),
+            ("value = \"ms\"\n", "", "metric[0].value"),
+            ("value = \"ms\"", "value = \"ms\"\nitem = [\"user\"]", "metric[0].item"),
+            ("value = \"ms\"", "value = \"ms\"\nprecision = 10", "metric[0].precision"),
+            ("quantile = 0.99\n", "", "metric[0].alert[0].quantile"),
+            ("quantile = 0.99", "quantile = 99", "metric[0].alert[0].quantile"),
+            ("quantile = 0.99", "quantile = 0.99\nearly = true", "metric[0].alert[0].early"),
+        ] {
+            let text = LATENCY.replace(from, to);
+            assert_ne!(text, LATENCY);
+            let e = err_of(&text);
+            assert!(e.contains(&format!("`{key}`")), "{to}: {e}");
+        }
+        // Other kinds take no value field, and their rules no quantile.
+        let e = err_of(&GOOD.replace("item = ", "value = \"ms\"\nitem = "));
+        assert!(e.contains("`metric[0].value`"), "{e}");
+        let e = err_of(&format!("{GOOD}quantile = 0.5\n"));
+        assert!(e.contains("`metric[0].alert[0].quantile`"), "{e}");
+    }
+
+    /// Stores are matched to their config by fingerprint: each kind's text is the one stores
+    /// were written under (the `Debug` text of the kinds before they had folders), so the
+    /// stores of earlier versions still open.
+    #[test]
+    fn the_kinds_fingerprint_as_they_always_have() {
+        let kind = |kind: &str, extra: &str, item: &str| {
+            let text = format!(
+                "[input]\ntime_field = \"t\"\n[[metric]]\nname = \"m\"\nkind = \"{kind}\"\n\
+                 key = [\"k\"]\n{item}bucket = \"1m\"\nwindow = \"5m\"\n{extra}"
+            );
+            Config::from_toml(&text).unwrap().metrics[0]
+                .kind
+                .fingerprint()
+        };
+        assert_eq!(kind("count", "", ""), "Count { epsilon: 0.1 }");
+        assert_eq!(
+            kind("distinct", "precision = 10\n", "item = [\"i\"]\n"),
+            "Distinct { precision: 10 }"
+        );
+        assert_eq!(
+            kind("distinct", "sketch = \"exaloglog\"\n", "item = [\"i\"]\n"),
+            "Distinct { precision: 9, sketch: ExaLogLog }"
+        );
+        assert_eq!(
+            kind("frequency", "", "item = [\"i\"]\n"),
+            "Frequency { epsilon: 0.01, delta: 0.01, phi: 0.05 }"
+        );
     }
 }

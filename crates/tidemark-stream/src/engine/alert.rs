@@ -60,17 +60,20 @@ fn side(rule: &AlertRule, est: &Estimate) -> f64 {
     }
 }
 
-/// Advances one subject's streaks (one per rule) with its window estimate at a close, calling
-/// `fire` with the rule, its limit and the phase when a line is due.
+/// Advances one subject's streaks (one per rule) with its window estimate at a close (what
+/// `estimate` says each rule compares), calling `fire` with the rule, its limit, the estimate
+/// and the phase when a line is due.
 pub(crate) fn step(
     rules: &[AlertRule],
     shape: &MetricShape,
     streak: &mut [u32],
-    est: &Estimate,
-    mut fire: impl FnMut(usize, f64, AlertPhase),
+    estimate: impl Fn(&AlertRule) -> Estimate,
+    mut fire: impl FnMut(usize, f64, Estimate, AlertPhase),
 ) {
     for (ri, rule) in rules.iter().enumerate() {
         let limit = shape.limit(rule);
+        let est = estimate(rule);
+        let est = &est;
         let early = streak[ri] & EARLY != 0;
         let closes = streak[ri] & !EARLY;
         if side(rule, est) > limit {
@@ -80,6 +83,7 @@ pub(crate) fn step(
                 fire(
                     ri,
                     limit,
+                    *est,
                     if early {
                         AlertPhase::Confirmed
                     } else {
@@ -89,7 +93,7 @@ pub(crate) fn step(
             }
         } else {
             if early && closes < rule.consecutive {
-                fire(ri, limit, AlertPhase::Withdrawn);
+                fire(ri, limit, *est, AlertPhase::Withdrawn);
             }
             streak[ri] = 0;
         }

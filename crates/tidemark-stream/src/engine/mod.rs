@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tidemark::Estimate;
 
-use crate::config::{Config, Kind, LatePolicy, MetricConfig};
-use crate::summary::CountWindow;
+use crate::config::{Config, LatePolicy, MetricConfig};
+use crate::kinds::{CountWindow, WindowModel};
 use crate::EngineError;
 
 mod alert;
@@ -46,7 +46,6 @@ pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
 use ring::ClosedBuckets;
 use running::Running;
-use shape::rings;
 pub use shape::{MetricShape, Summary};
 pub use spill::{NoRows, StateRow, StateSource, StateTable};
 use table::KeyTable;
@@ -234,13 +233,20 @@ struct KeyState {
     running: Option<Box<Running>>,
 }
 
-/// An empty live window for a metric of `kind` over `window` ms: a count metric's
-/// exponential histogram, every other kind's ring of closed buckets.
-fn new_window(kind: Kind, window: u64) -> WindowState {
-    match kind {
-        Kind::Count { epsilon } => WindowState::Hist(Box::new(CountWindow::new(window, epsilon))),
-        _ => WindowState::Buckets(ClosedBuckets::default()),
+/// An empty live window over `window` ms for a metric of `shape`: an exponential histogram
+/// of its buckets' counts, or a ring of its closed buckets, as its kind keeps it.
+fn new_window(shape: &MetricShape, window: u64) -> WindowState {
+    match shape.kind().window_model() {
+        WindowModel::Histogram { epsilon } => {
+            WindowState::Hist(Box::new(CountWindow::new(window, epsilon)))
+        }
+        WindowModel::Ring => WindowState::Buckets(ClosedBuckets::default()),
     }
+}
+
+/// The events of a bucket of a kind whose window is a histogram: its exact answer.
+fn bucket_count(s: &Summary) -> u64 {
+    s.estimate().value as u64
 }
 
 impl KeyState {
@@ -759,7 +765,7 @@ impl Engine {
                 // closes see it — also a bucket the key had no event in before, and a key
                 // with no live window yet (a key read back rebuilds its ring from the
                 // store, which holds them: both must agree).
-                if rings(m.cfg.kind) && start >= closed_until.saturating_sub(m.cfg.window) {
+                if m.shape.rings() && start >= closed_until.saturating_sub(m.cfg.window) {
                     let rules = m.cfg.alerts.len();
                     let (ks, made) = m.keys.get_or_insert_with(key, || KeyState::new(rules));
                     if made {
@@ -884,15 +890,10 @@ impl Engine {
                 });
                 let w = ks
                     .window
-                    .get_or_insert_with(|| new_window(m.cfg.kind, window));
-                match (w, s) {
-                    (WindowState::Hist(h), Summary::Count(c)) => h.add_bucket(end, c.count()),
-                    (WindowState::Buckets(r), s) => r.push_back(start, s),
-                    _ => unreachable!(
-                        "a window and a bucket both follow the metric's kind (a histogram and \
-                         count buckets for a count metric, a ring otherwise); the kind is fixed \
-                         by the config and every stored bucket is decoded with it"
-                    ),
+                    .get_or_insert_with(|| new_window(&m.shape, window));
+                match w {
+                    WindowState::Hist(h) => h.add_bucket(end, bucket_count(&s)),
+                    WindowState::Buckets(r) => r.push_back(start, s),
                 }
             }
             // Slide the live window to this bucket's end, evaluate, and forget empty ones.
@@ -975,13 +976,14 @@ impl Engine {
                 out.alerts
                     .push(close.line(key.as_bytes(), rule, estimate, item, phase));
             };
-            match &window {
-                // Each item the window names is its own subject: a second source hammering a
-                // host while the first still is raises its own alert.
-                Some(Summary::Frequency(f)) => {
-                    let counts = f.counts();
+            let kind = m.shape.kind();
+            let subjects = window.as_ref().and_then(Summary::named_subjects);
+            match (&window, subjects) {
+                // Each subject the window names has streaks of its own (a frequency window's
+                // heavy items); the rest is one more subject, on the key's streaks.
+                (_, Some(subjects)) => {
                     let mut running = BTreeMap::new();
-                    for (item, e) in counts.named() {
+                    for (item, e) in subjects.named {
                         // Below every limit: its streaks are reset by leaving it out.
                         if e.high <= min_limit {
                             continue;
@@ -990,31 +992,43 @@ impl Engine {
                             .items
                             .remove(item.as_slice())
                             .unwrap_or_else(|| vec![0; rules.len()]);
-                        step(rules, &m.shape, &mut streak, &e, |ri, limit, phase| {
-                            alert(ri, limit, e, Some(&item), phase)
-                        });
+                        step(
+                            rules,
+                            &m.shape,
+                            &mut streak,
+                            |_| e,
+                            |ri, limit, e, phase| alert(ri, limit, e, Some(&item), phase),
+                        );
                         if streak.iter().any(|&s| s > 0) {
                             running.insert(item.into_boxed_slice(), streak);
                         }
                     }
                     ks.items = running;
-                    // Items a sketch does not name each count below φN: one more subject,
-                    // the key's unnamed items, `[0, φN]`. Only a rule on `high` can fire on
-                    // it (no item named): raise φ·N above the threshold, or lower φ.
-                    let unnamed = counts.unnamed_bound().map_or(Estimate::exact(0.0), |b| {
-                        Estimate::guaranteed(0.0, 0.0, b, tidemark::Method::CountMinMin)
-                    });
+                    let rest = subjects.rest;
                     step(
                         rules,
                         &m.shape,
                         &mut ks.streak,
-                        &unnamed,
-                        |ri, limit, phase| alert(ri, limit, unnamed, None, phase),
+                        |_| rest,
+                        |ri, limit, e, phase| alert(ri, limit, e, None, phase),
                     );
                 }
-                _ => step(rules, &m.shape, &mut ks.streak, &est, |ri, limit, phase| {
-                    alert(ri, limit, est, None, phase)
-                }),
+                // A merged window: each rule compares what it asks of it (a quantile rule,
+                // its quantile).
+                (Some(w), None) => step(
+                    rules,
+                    &m.shape,
+                    &mut ks.streak,
+                    |rule| kind.rule_estimate(w, rule),
+                    |ri, limit, e, phase| alert(ri, limit, e, None, phase),
+                ),
+                (None, None) => step(
+                    rules,
+                    &m.shape,
+                    &mut ks.streak,
+                    |_| est,
+                    |ri, limit, e, phase| alert(ri, limit, e, None, phase),
+                ),
             }
         }
         // Stable: a key's alerts keep their order (its rules, then its items).

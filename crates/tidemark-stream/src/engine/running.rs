@@ -42,10 +42,10 @@ impl Running {
     ) -> Running {
         let from = end.saturating_sub(span);
         let inside = |s: &u64| (from..end).contains(s);
-        let base = match (window, open.iter().next().map(|o| &o.summary)) {
-            (Some(WindowState::Hist(h)), _) => Base::Count(h.estimate_from(from)),
-            (None, Some(Summary::Count(_))) => Base::Count(Estimate::exact(0.0)),
-            (ring, _) => {
+        let base = match window {
+            Some(WindowState::Hist(h)) => Base::Count(h.estimate_from(from)),
+            None if !shape.rings() => Base::Count(Estimate::exact(0.0)),
+            ring => {
                 // The closed buckets (all before `end`) through the ring's merge, then the
                 // open ones inside the window.
                 let mut acc = match ring {

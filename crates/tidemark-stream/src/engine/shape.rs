@@ -1,131 +1,38 @@
-//! The one place a metric kind is dispatched on: [`Summary`] (one key's bucket of whichever
-//! kind) and [`MetricShape`] (how a metric builds, decodes, merges, rolls up and bounds its
-//! summaries). Adding a kind is a variant here and its bucket type in [`crate::summary`].
+//! How a metric builds, decodes, merges, rolls up and bounds its summaries: [`MetricShape`],
+//! a metric's kind with its bucket width, an empty bucket to clone and the prototype its
+//! stored bodies omit. What differs between kinds is dispatched in [`crate::kinds`].
 
-use tidemark::{DecodeError, Estimate};
+use tidemark::{DecodeError, MergeError};
 
-use crate::config::{AlertRule, Config, Kind, MetricConfig};
+use crate::config::{AlertRule, Config, MetricConfig};
+use crate::kinds::{Kind, WindowModel};
 use crate::stored::{self, Prototype, Stored};
-use crate::summary::{BucketSummary, CountBucket, DistinctBucket, FrequencyBucket};
 
-/// One key's summary of one bucket, of whichever kind its metric is.
-#[derive(Clone, Debug)]
-pub enum Summary {
-    /// A count metric's bucket.
-    Count(CountBucket),
-    /// A distinct metric's bucket.
-    Distinct(DistinctBucket),
-    /// A frequency metric's bucket (boxed: it is large, and a summary is held per key).
-    Frequency(Box<FrequencyBucket>),
+pub use crate::kinds::Summary;
+
+/// A rollup that cannot be made: a part that does not decode, or does not merge.
+#[derive(Debug)]
+pub enum RollError {
+    /// A part's bytes do not decode.
+    Decode(DecodeError),
+    /// A part does not merge into the rollup.
+    Merge(MergeError),
 }
 
-impl Summary {
-    fn kind_byte(&self) -> u64 {
+impl core::fmt::Display for RollError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Summary::Count(_) => 0,
-            Summary::Distinct(_) => 1,
-            Summary::Frequency(_) => 2,
+            RollError::Decode(e) => e.fmt(f),
+            RollError::Merge(e) => e.fmt(f),
         }
     }
+}
 
-    #[inline]
-    pub(crate) fn add(&mut self, item: u64, bytes: &[u8]) {
+impl std::error::Error for RollError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Summary::Count(c) => c.add(item, bytes),
-            Summary::Distinct(d) => d.add(item, bytes),
-            Summary::Frequency(f) => f.add(item, bytes),
-        }
-    }
-
-    /// Whether adding the item of hash `item` would change the summary. It reads what the
-    /// add would (a distinct bucket's slot for the item), so asked ahead of a batch of adds
-    /// it brings their memory into cache together (see [`super::batch`]); a count or
-    /// frequency bucket answers true without reading.
-    #[inline]
-    pub(crate) fn would_change(&self, item: u64) -> bool {
-        match self {
-            Summary::Distinct(d) => d.would_change(item),
-            Summary::Count(_) | Summary::Frequency(_) => true,
-        }
-    }
-
-    /// Heap bytes the summary holds (its size in memory beyond the enum itself).
-    pub(crate) fn heap_bytes(&self) -> usize {
-        match self {
-            Summary::Count(_) => 0,
-            Summary::Distinct(d) => d.heap_bytes(),
-            Summary::Frequency(f) => f.counts().bytes(),
-        }
-    }
-
-    /// A bound no window holding this bucket can pass through it: a window made of buckets
-    /// whose bounds sum to at most a rule's limit cannot fire that rule. Exact counts bound
-    /// themselves; a distinct bucket only while exact (an estimate has no hard bound); a
-    /// frequency bucket by its number of events (no item, nor φ of them, can count more).
-    pub(crate) fn upper(&self) -> f64 {
-        match self {
-            Summary::Count(c) => c.count() as f64,
-            Summary::Distinct(d) => {
-                let e = d.estimate();
-                if e.low == e.high {
-                    e.high
-                } else {
-                    f64::INFINITY
-                }
-            }
-            Summary::Frequency(f) => f.counts().total() as f64,
-        }
-    }
-
-    /// The bytes the store keeps ([`crate::stored`]): a count, or the envelope's body.
-    pub fn to_stored(&self) -> Vec<u8> {
-        match self {
-            Summary::Count(c) => stored::count(c.count()),
-            other => stored::body(&other.envelope()),
-        }
-    }
-
-    /// The summary's envelope.
-    fn envelope(&self) -> Vec<u8> {
-        match self {
-            Summary::Count(c) => c.to_bytes(),
-            Summary::Distinct(d) => d.to_bytes(),
-            Summary::Frequency(f) => f.to_bytes(),
-        }
-    }
-
-    /// The bucket's own answer.
-    pub fn estimate(&self) -> Estimate {
-        match self {
-            Summary::Count(c) => c.estimate(),
-            Summary::Distinct(d) => d.estimate(),
-            Summary::Frequency(f) => f.estimate(),
-        }
-    }
-
-    /// Adds a summary of another bucket of the same metric, as a window or a rollup of both
-    /// holds them: counts add (a count bucket's own merge keeps its start), sketches merge.
-    pub fn absorb(&mut self, other: &Summary) -> Result<(), tidemark::MergeError> {
-        match (self, other) {
-            (Summary::Count(a), Summary::Count(b)) => {
-                a.add_count(b.count());
-                Ok(())
-            }
-            (a, b) => a.merge(b),
-        }
-    }
-
-    /// Merges another summary of the same metric and bucket.
-    pub fn merge(&mut self, other: &Summary) -> Result<(), tidemark::MergeError> {
-        match (self, other) {
-            (Summary::Count(a), Summary::Count(b)) => a.merge(b),
-            (Summary::Distinct(a), Summary::Distinct(b)) => a.merge(b),
-            (Summary::Frequency(a), Summary::Frequency(b)) => a.merge(b),
-            (a, b) => Err(tidemark::MergeError::Incompatible {
-                field: "metric kind",
-                ours: a.kind_byte(),
-                theirs: b.kind_byte(),
-            }),
+            RollError::Decode(e) => Some(e),
+            RollError::Merge(e) => Some(e),
         }
     }
 }
@@ -142,11 +49,6 @@ pub struct MetricShape {
     prototype: Prototype,
 }
 
-/// Summaries with a ring of closed buckets as their live window (merged at each close).
-pub(crate) fn rings(kind: Kind) -> bool {
-    matches!(kind, Kind::Distinct { .. } | Kind::Frequency { .. })
-}
-
 impl MetricShape {
     /// The shape of a configured metric.
     pub fn of(m: &MetricConfig) -> MetricShape {
@@ -154,18 +56,8 @@ impl MetricShape {
     }
 
     fn with_width(kind: Kind, width: u64) -> MetricShape {
-        let empty = match kind {
-            Kind::Count { .. } => Summary::Count(CountBucket::new(0, width)),
-            Kind::Distinct { precision, sketch } => {
-                Summary::Distinct(DistinctBucket::of(sketch, precision))
-            }
-            Kind::Frequency {
-                epsilon,
-                delta,
-                phi,
-            } => Summary::Frequency(Box::new(FrequencyBucket::new(epsilon, delta, phi))),
-        };
-        let prototype = Prototype::of(&empty.envelope());
+        let empty = kind.empty(0, width);
+        let prototype = Prototype::of(&empty.to_bytes());
         MetricShape {
             kind,
             width,
@@ -204,11 +96,21 @@ impl MetricShape {
         })
     }
 
-    /// Whether a window's merge is the same however its buckets are grouped first: a
-    /// distinct sketch's registers take maxima. (A frequency bucket's heavy candidates are
-    /// pruned against the total at each merge, so grouping could change them.)
-    pub(crate) fn merges_by_union(&self) -> bool {
-        matches!(self.kind, Kind::Distinct { .. })
+    /// The metric's kind.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// Whether a window's merge is the same however its buckets are grouped first (a
+    /// distinct sketch's registers take maxima; a frequency bucket's heavy candidates are
+    /// pruned against the total at each merge, so grouping could change them).
+    pub(crate) fn regroups(&self) -> bool {
+        self.kind.regroups()
+    }
+
+    /// Whether the key's live window is a ring of closed buckets (else a histogram).
+    pub(crate) fn rings(&self) -> bool {
+        self.kind.window_model() == WindowModel::Ring
     }
 
     /// The bucket width, ms.
@@ -223,20 +125,21 @@ impl MetricShape {
         into: &MetricShape,
         start: u64,
         parts: &[(u64, Vec<u8>)],
-    ) -> Result<Summary, String> {
+    ) -> Result<Summary, RollError> {
         let mut acc = into.empty(start);
         for (s0, bytes) in parts {
-            let s = self.decode(bytes, *s0).map_err(|e| e.to_string())?;
-            acc.absorb(&s).map_err(|e| e.to_string())?;
+            let s = self.decode(bytes, *s0).map_err(RollError::Decode)?;
+            acc.absorb(&s).map_err(RollError::Merge)?;
         }
         Ok(acc)
     }
 
     /// An empty summary for the bucket starting at `start`.
     pub fn empty(&self, start: u64) -> Summary {
-        match &self.empty {
-            Summary::Count(_) => Summary::Count(CountBucket::new(start, self.width)),
-            other => other.clone(),
+        if self.kind.clones_empty() {
+            self.empty.clone()
+        } else {
+            self.kind.empty(start, self.width)
         }
     }
 
@@ -273,34 +176,18 @@ impl MetricShape {
                 &expanded
             }
             Stored::Count(n) => {
-                return match self.kind {
-                    Kind::Count { .. } => {
-                        Ok(Summary::Count(CountBucket::holding(start, self.width, n)))
-                    }
-                    _ => Err(DecodeError::Invalid {
+                return self
+                    .kind
+                    .decode_count(start, self.width, n)
+                    .ok_or(DecodeError::Invalid {
                         field: "stored tag",
                         offset: 0,
                         expected: "a summary's body: the metric is not a count",
                         got: 2,
-                    }),
-                };
+                    });
             }
         };
-        match self.kind {
-            Kind::Count { .. } => Ok(Summary::Count(CountBucket::from_bytes(
-                bytes, start, self.width,
-            )?)),
-            Kind::Distinct { precision, sketch } => Ok(Summary::Distinct(
-                DistinctBucket::from_bytes(bytes, sketch, precision)?,
-            )),
-            Kind::Frequency {
-                epsilon,
-                delta,
-                phi,
-            } => Ok(Summary::Frequency(Box::new(FrequencyBucket::from_bytes(
-                bytes, epsilon, delta, phi,
-            )?))),
-        }
+        self.kind.decode(bytes, start, self.width)
     }
 
     /// What a rule compares its chosen end of the estimate with: the threshold plus the
@@ -312,9 +199,6 @@ impl MetricShape {
     /// The standard error of an estimate near `x` (0 for exact and guaranteed answers, and for
     /// Count-Min, whose error is one-sided and bounded, not normal: alert on `low` or `high`).
     pub fn sigma_at(&self, x: f64) -> f64 {
-        match self.kind {
-            Kind::Distinct { precision, sketch } => x.abs() * sketch.rse(precision),
-            _ => 0.0,
-        }
+        self.kind.sigma_at(x)
     }
 }

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
 
-use super::shape::rings;
 use super::spill::{self, StateSource, StateTable};
 use super::{Engine, KeyState, MetricState, Summary, WindowState};
-use crate::config::{Config, Kind};
-use crate::summary::CountWindow;
+use crate::config::Config;
+use crate::kinds::CountWindow;
+use crate::kinds::WindowModel;
 use crate::EngineError;
 
 /// 4 holds no keys (they are in state rows, see [`super::spill`]): watermarks, counters, the
@@ -304,8 +304,8 @@ fn restore_keys(
             streak.push(r.u32("streak").map_err(bad)?);
         }
         let h = bytes_field(r, "histogram").map_err(bad)?;
-        let window = match m.cfg.kind {
-            Kind::Count { epsilon } => {
+        let window = match m.shape.kind().window_model() {
+            WindowModel::Histogram { epsilon } => {
                 let w = CountWindow::from_bytes(&h).map_err(bad)?;
                 if !w.matches(m.cfg.window, epsilon) {
                     return Err(bad(Reader::invalid(
@@ -317,7 +317,7 @@ fn restore_keys(
                 }
                 Some(WindowState::Hist(Box::new(w)))
             }
-            _ => None,
+            WindowModel::Ring => None,
         };
         let mut items = BTreeMap::new();
         if v >= 3 {
@@ -344,7 +344,8 @@ fn restore_keys(
                 }
                 items.insert(item, streak);
             }
-            if n > 0 && !matches!(m.cfg.kind, Kind::Frequency { .. }) {
+            // Only a kind whose windows name subjects keeps their streaks.
+            if n > 0 && m.shape.empty(0).named_subjects().is_none() {
                 return Err(bad(Reader::invalid(
                     "item streaks",
                     r.offset(),
@@ -361,7 +362,7 @@ fn restore_keys(
             ks.window = window;
         }
     }
-    if let (true, Some(until)) = (rings(m.cfg.kind), m.closed_until) {
+    if let (true, Some(until)) = (m.shape.rings(), m.closed_until) {
         let from = until.saturating_sub(m.cfg.window);
         let shape = m.shape.clone();
         let mut err = None;

@@ -60,11 +60,10 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::key::Key;
 use super::ring::ClosedBuckets;
-use super::shape::rings;
 use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
-use crate::config::Kind;
+use crate::kinds::CountWindow;
+use crate::kinds::WindowModel;
 use crate::store::StoreError;
-use crate::summary::CountWindow;
 use crate::EngineError;
 
 /// Bytes a key costs in memory before its summaries: its table entry (key, state, the
@@ -276,10 +275,11 @@ fn quiet(m: &MetricParts<'_>, ks: &mut KeyState) -> bool {
         return true;
     }
     // A distinct key past its exact range has no hard bound, but its estimate grows with its
-    // registers (a window of fewer buckets has none larger): a key whose every bucket, merged,
-    // estimates under half the smallest limit at its `high` end stays under the limit — the
-    // factor two covers the estimator's bias switching between its ranges.
-    if let Kind::Distinct { .. } = m.cfg.kind {
+    // registers (a window of fewer buckets has none larger: the kind is monotone): a key whose
+    // every bucket, merged, estimates under half the smallest limit at its `high` end stays
+    // under the limit — the factor two covers the estimator's bias switching between its
+    // ranges.
+    if m.shape.kind().monotone() {
         // The closed buckets through the ring's aggregation if the key has one (a handful
         // of merges for a key evaluated at a close; none is made here), then the open ones.
         let mut acc = match &mut ks.window {
@@ -444,8 +444,8 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
         1 => {
             let len = r.count("histogram", 1, u64::MAX)?;
             let h = CountWindow::from_bytes(r.bytes(len as u64, "histogram")?)?;
-            match m.cfg.kind {
-                Kind::Count { epsilon } if h.matches(m.cfg.window, epsilon) => Some(h),
+            match m.shape.kind().window_model() {
+                WindowModel::Histogram { epsilon } if h.matches(m.cfg.window, epsilon) => Some(h),
                 _ => {
                     return Err(Reader::invalid(
                         "histogram",
@@ -559,7 +559,7 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
 /// of its open buckets); a distinct or frequency key only while a streak runs (its ring is the
 /// metric's stored buckets, its open buckets are found by the starts spilled keys hold).
 fn needs_row(m: &MetricState, ks: &KeyState) -> bool {
-    !rings(m.cfg.kind) || ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty()
+    !m.shape.rings() || ks.streak.iter().any(|&s| s > 0) || !ks.items.is_empty()
 }
 
 /// Reads a key back from the store, if it has state there: its key row, its open buckets, its
@@ -647,18 +647,16 @@ pub(super) fn load(
             closed.insert(s, summary);
         }
     }
-    ks.window = match m.cfg.kind {
-        Kind::Count { epsilon } => {
+    ks.window = match m.shape.kind().window_model() {
+        WindowModel::Histogram { epsilon } => {
             let mut h = row.as_ref().and_then(|r| r.hist.clone());
             for (s, summary) in closed {
-                if let Summary::Count(c) = summary {
-                    h.get_or_insert_with(|| CountWindow::new(m.cfg.window, epsilon))
-                        .add_bucket(s + width, c.count());
-                }
+                h.get_or_insert_with(|| CountWindow::new(m.cfg.window, epsilon))
+                    .add_bucket(s + width, super::bucket_count(&summary));
             }
             h.map(|h| WindowState::Hist(Box::new(h)))
         }
-        _ => {
+        WindowModel::Ring => {
             let mut ring = ClosedBuckets::default();
             let mut s = first_kept - first_kept % width;
             while s < until {

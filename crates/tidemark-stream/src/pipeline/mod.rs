@@ -1470,7 +1470,10 @@ impl CommitCtx<'_> {
                 .ok_or_else(|| format!("no metric {metric:?}"))?;
             let (own, rolled) = &shapes[i];
             let into = rolled.as_ref().ok_or("no rollup")?;
-            Ok(own.roll(into, period, parts)?.to_stored())
+            Ok(own
+                .roll(into, period, parts)
+                .map_err(|e| e.to_string())?
+                .to_stored())
         };
         let merge = |metric: &str, start: u64, old: Option<&[u8]>, add: &[u8]| {
             let shape = shape_of(metric).ok_or_else(|| format!("no metric {metric:?}"))?;
