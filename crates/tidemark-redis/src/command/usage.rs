@@ -124,15 +124,34 @@ impl ArgDoc {
     }
 }
 
+/// A usage line that does not parse: what is wrong with it (a defect of the command list,
+/// found by a unit test and at load).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadUsage(pub String);
+
+impl std::fmt::Display for BadUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadUsage {}
+
+impl From<String> for BadUsage {
+    fn from(message: String) -> BadUsage {
+        BadUsage(message)
+    }
+}
+
 /// Reads a usage line into its arguments.
-pub fn parse(usage: &str) -> Result<Vec<ArgDoc>, String> {
+pub fn parse(usage: &str) -> Result<Vec<ArgDoc>, BadUsage> {
     let spaced = usage.replace('[', " [ ").replace(']', " ] ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let mut at = 0;
     let args = seq(&words, &mut at)?;
     match words.get(at) {
         None => Ok(args),
-        Some(w) => Err(format!("unexpected '{w}' in '{usage}'")),
+        Some(w) => Err(BadUsage(format!("unexpected '{w}' in '{usage}'"))),
     }
 }
 

@@ -14,7 +14,7 @@ use super::clock::{arg_bytes, now_ms};
 use super::keyspace::RedisKeyspace;
 use super::reply::{has_doubles, is_resp3, reply, write_decimal};
 use super::{alloc, c_text, stats};
-use crate::command::usage::{self, ArgDoc, ArgType};
+use crate::command::usage::{self, ArgDoc, ArgType, BadUsage};
 use crate::command::{
     key_positions_as, run_as, Clock, Defaults, Env, Keys, Replicate, Spec, COMMANDS,
 };
@@ -47,9 +47,47 @@ pub fn set_defaults(d: Defaults) {
     let _ = DEFAULTS.set(d);
 }
 
+/// Why the module could not register its commands (it then refuses to load).
+#[derive(Debug)]
+pub enum RegisterError {
+    /// The server's module API lacks a function the module needs.
+    MissingApi(&'static str),
+    /// The server refused a command's name (taken by another module?).
+    Refused(&'static str),
+    /// A command's usage line does not parse (a defect of the command list).
+    Usage {
+        /// The command.
+        command: &'static str,
+        /// The parser's complaint.
+        source: BadUsage,
+    },
+    /// The server refused a command's documentation.
+    Undocumented(&'static str),
+}
+
+impl std::fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegisterError::MissingApi(api) => write!(f, "the module API lacks {api}"),
+            RegisterError::Refused(name) => write!(f, "cannot register {name}"),
+            RegisterError::Usage { command, source } => write!(f, "{command}: {source}"),
+            RegisterError::Undocumented(name) => write!(f, "cannot document {name}"),
+        }
+    }
+}
+
+impl std::error::Error for RegisterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RegisterError::Usage { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// Registers every command (and, with `legacy`, its old name too, on the same function),
 /// then tells Redis each command's documentation.
-pub fn register(ctx: &Context, legacy: bool) -> Result<(), String> {
+pub fn register(ctx: &Context, legacy: bool) -> Result<(), RegisterError> {
     let _ = EVENTS.set(
         COMMANDS
             .iter()
@@ -60,7 +98,7 @@ pub fn register(ctx: &Context, legacy: bool) -> Result<(), String> {
     // context; every string passed is NUL-terminated and alive across its call.
     unsafe {
         let Some(create) = raw::RedisModule_CreateCommand else {
-            return Err("the module API lacks CreateCommand".into());
+            return Err(RegisterError::MissingApi("CreateCommand"));
         };
         for (i, c) in COMMANDS.iter().enumerate() {
             let (first, last, step) = c.key_range();
@@ -77,7 +115,7 @@ pub fn register(ctx: &Context, legacy: bool) -> Result<(), String> {
                     step,
                 );
                 if ok != raw::Status::Ok as c_int {
-                    return Err(format!("cannot register {name}"));
+                    return Err(RegisterError::Refused(name));
                 }
             }
             document(ctx, c)?;
@@ -93,7 +131,7 @@ pub fn register(ctx: &Context, legacy: bool) -> Result<(), String> {
             1,
         ) != raw::Status::Ok as c_int
         {
-            return Err("cannot register TM.BENCHFLOOR".into());
+            return Err(RegisterError::Refused("TM.BENCHFLOOR"));
         }
     }
     Ok(())
@@ -191,8 +229,11 @@ fn key_spec(pos: c_int, lastkey: c_int, flags: u32) -> raw::RedisModuleCommandKe
 
 /// Tells Redis a command's documentation: what `COMMAND DOCS` shows and `redis-cli` hints
 /// from, and key specs from which cluster clients read where its keys are.
-fn document(ctx: &Context, c: &Spec) -> Result<(), String> {
-    let args = usage::parse(c.usage).map_err(|e| format!("{}: {e}", c.name))?;
+fn document(ctx: &Context, c: &Spec) -> Result<(), RegisterError> {
+    let args = usage::parse(c.usage).map_err(|source| RegisterError::Usage {
+        command: c.name,
+        source,
+    })?;
     let mut arena = Arena::default();
     let mut keys = 0;
     let args_ptr = arena.args(&args, &mut keys);
@@ -248,7 +289,7 @@ fn document(ctx: &Context, c: &Spec) -> Result<(), String> {
         };
         let command = get(ctx.ctx, name.as_ptr());
         if command.is_null() || set(command, &info) != raw::Status::Ok as c_int {
-            return Err(format!("cannot document {}", c.name));
+            return Err(RegisterError::Undocumented(c.name));
         }
     }
     Ok(())

@@ -248,4 +248,11 @@ impl fmt::Display for FrequencyError {
     }
 }
 
-impl std::error::Error for FrequencyError {}
+impl std::error::Error for FrequencyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FrequencyError::Incompatible(e) => Some(e),
+            _ => None,
+        }
+    }
+}

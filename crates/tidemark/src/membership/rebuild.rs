@@ -47,7 +47,14 @@ impl fmt::Display for RebuildError {
     }
 }
 
-impl std::error::Error for RebuildError {}
+impl std::error::Error for RebuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RebuildError::Param(e) => Some(e),
+            RebuildError::Exhausted { source, .. } => Some(source),
+        }
+    }
+}
 
 impl QuotientFilter {
     /// Builds a new filter for the size this one has reached — a forecast of

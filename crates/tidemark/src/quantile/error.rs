@@ -149,4 +149,11 @@ impl fmt::Display for QuantileError {
     }
 }
 
-impl std::error::Error for QuantileError {}
+impl std::error::Error for QuantileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            QuantileError::Incompatible(e) => Some(e),
+            _ => None,
+        }
+    }
+}
