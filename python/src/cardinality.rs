@@ -468,7 +468,7 @@ impl PyExaLogLog {
 
 /// Resolves the `window`/`bucket` pair the way `tidemark distinct --window W --bucket B`
 /// does: `bucket` defaults to ⌈W/60⌉, must be in 1..=W, and W/B at most 10^6 buckets.
-fn ring_shape(window: u64, bucket: Option<u64>) -> PyResult<(u64, u32)> {
+pub(crate) fn ring_shape(window: u64, bucket: Option<u64>) -> PyResult<(u64, u32)> {
     if window == 0 {
         return Err(value_error("window", "expected at least 1 tick, got 0"));
     }

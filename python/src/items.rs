@@ -449,24 +449,24 @@ pub fn push_item(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
 
 /// NumPy's types, once NumPy is imported. They are looked up in `sys.modules`, never imported
 /// here: without NumPy, no object is one of its arrays or scalars.
-struct NumpyTypes {
+pub(crate) struct NumpyTypes {
     generic: Py<PyType>,
     integer: Py<PyType>,
     masked: Py<PyType>,
 }
 
 impl NumpyTypes {
-    fn is_scalar(&self, obj: &Bound<'_, PyAny>) -> bool {
+    pub(crate) fn is_scalar(&self, obj: &Bound<'_, PyAny>) -> bool {
         obj.is_instance(self.generic.bind(obj.py()))
             .unwrap_or(false)
     }
 
-    fn is_masked(&self, obj: &Bound<'_, PyAny>) -> bool {
+    pub(crate) fn is_masked(&self, obj: &Bound<'_, PyAny>) -> bool {
         obj.is_instance(self.masked.bind(obj.py())).unwrap_or(false)
     }
 }
 
-fn numpy_types(py: Python<'_>) -> Option<&'static NumpyTypes> {
+pub(crate) fn numpy_types(py: Python<'_>) -> Option<&'static NumpyTypes> {
     static TYPES: GILOnceCell<NumpyTypes> = GILOnceCell::new();
     if let Some(t) = TYPES.get(py) {
         return Some(t);
@@ -765,7 +765,10 @@ impl<'a, 'py> Chunks<'a, 'py> {
 
 /// A NumPy array (anything with `dtype` and `tobytes`), one-dimensional; `None` for other
 /// objects. Object arrays go item by item.
-fn numpy_batch<'a>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch<'a>>> {
+pub(crate) fn numpy_batch<'a>(
+    obj: &'a Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<Option<Batch<'a>>> {
     if !(obj.hasattr("dtype")? && obj.hasattr("tobytes")? && obj.hasattr("ndim")?) {
         return Ok(None);
     }
@@ -804,7 +807,7 @@ fn numpy_batch<'a>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Option<Bat
 }
 
 /// Any other buffer-protocol object, read through `memoryview`; `None` if it has no buffer.
-fn buffer_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch<'static>>> {
+pub(crate) fn buffer_batch(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Batch<'static>>> {
     let py = obj.py();
     let Ok(mv) = py.import("builtins")?.getattr("memoryview")?.call1((obj,)) else {
         return Ok(None);

@@ -15,6 +15,8 @@ mod cardinality;
 mod frequency;
 mod items;
 mod membership;
+mod numbers;
+mod quantile;
 mod store;
 mod window;
 
@@ -365,7 +367,7 @@ impl PyEstimate {
     }
 }
 
-fn py_float(x: f64) -> String {
+pub(crate) fn py_float(x: f64) -> String {
     let mut v = Vec::new();
     items::float_repr(x, &mut v);
     String::from_utf8(v).unwrap_or_default()
@@ -419,6 +421,10 @@ fn load(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyObject> {
             .into_pyobject(py)?
             .into_any()
             .unbind(),
+        Family::Quantiles | Family::QuantileRing => quantile::PyQuantiles::decode(&bytes)?
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
         other => {
             return Err(TidemarkDecodeError::new_err(format!(
                 "{} summaries have no Python class",
@@ -451,6 +457,7 @@ fn _tidemark(m: &Bound<'_, PyModule>) -> PyResult<()> {
     frequency::register(m)?;
     membership::register(m)?;
     window::register(m)?;
+    quantile::register(m)?;
     store::register(m)?;
     Ok(())
 }

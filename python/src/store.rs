@@ -29,6 +29,10 @@ type Row = (
     bool,
 );
 
+/// An answer: kind, the field its rows' labels go under (if any), window start and end (ms),
+/// and the rows.
+type Answer = (String, Option<String>, u64, u64, Vec<Row>);
+
 /// A store written by `tidemark run`, opened read-only (a running writer may hold it).
 /// Use `tidemark.Store`, which wraps this with result types and `to_pandas()`.
 #[pyclass(module = "tidemark", name = "_Store")]
@@ -66,7 +70,7 @@ impl PyStore {
         top: Option<usize>,
         at_ms: Option<u64>,
         quantiles: Option<Vec<f64>>,
-    ) -> PyResult<(String, Option<String>, u64, u64, Vec<Row>)> {
+    ) -> PyResult<Answer> {
         if top == Some(0) {
             return Err(value_error("top", "expected at least 1, got 0"));
         }

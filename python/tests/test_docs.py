@@ -29,7 +29,7 @@ def test_docstring_examples(obj):
 def test_every_class_has_an_example():
     for name in ["HyperLogLog", "ExaLogLog", "RingWindow", "SlidingHyperLogLog", "CountMin", "DyadicCountMin",
                  "HeavyHitters", "TopK", "QuotientFilter", "StackedFilter", "ExpHistogram",
-                 "Estimate", "load", "item_bytes"]:
+                 "Quantiles", "Estimate", "load", "item_bytes"]:
         assert ">>>" in getattr(tidemark, name).__doc__, name
 
 

@@ -10,6 +10,8 @@ Rust library as the ``tidemark`` command line, over the same bytes:
   distinct items, over all time or a window;
 - :class:`CountMin`, :class:`DyadicCountMin`, :class:`HeavyHitters`, :class:`TopK`:
   frequencies, ranges, quantiles, heavy hitters;
+- :class:`Quantiles`: quantiles of numbers within a relative error (DDSketch), over all time
+  or a window;
 - :class:`QuotientFilter`, :class:`StackedFilter`: "seen before?";
 - :class:`Store`: read what ``tidemark run`` wrote.
 
@@ -35,6 +37,7 @@ from ._tidemark import (
     HeavyHitters,
     HyperLogLog,
     MergeError,
+    Quantiles,
     QuotientFilter,
     RingWindow,
     SlidingHyperLogLog,
@@ -57,6 +60,7 @@ __all__ = [
     "HeavyHitters",
     "HyperLogLog",
     "MergeError",
+    "Quantiles",
     "QuotientFilter",
     "RingWindow",
     "Row",
