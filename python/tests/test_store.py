@@ -32,6 +32,16 @@ bucket = "1m"
 window = "5m"
 epsilon = 0.05
 retention = "1d"
+
+[[metric]]
+name = "latency"
+kind = "quantile"
+key = ["src"]
+value = "ms"
+bucket = "1m"
+window = "5m"
+quantiles = [0.5, 0.99]
+retention = "1d"
 """
 
 
@@ -39,11 +49,12 @@ retention = "1d"
 def store_path(tmp_path_factory, cli):
     d = tmp_path_factory.mktemp("store")
     rng = random.Random(2)
-    rows = ["ts,src,dst"]
+    rows = ["ts,src,dst,ms"]
     for i in range(20_000):
         src = f"10.0.0.{rng.randrange(20)}"
         dst = f"d{rng.randrange(2000 if src.endswith('.7') else 50)}"
-        rows.append(f"{1_700_000_000 + i // 20},{src},{dst}")
+        ms = round(rng.lognormvariate(3.0, 0.8), 2)
+        rows.append(f"{1_700_000_000 + i // 20},{src},{dst},{ms}")
     (d / "flows.csv").write_text("\n".join(rows) + "\n")
     (d / "m.toml").write_text(CONFIG)
     cli("run", "--config", d / "m.toml", "--db", d / "s.db", d / "flows.csv")
@@ -74,6 +85,31 @@ def test_store_answers_equal_cli_query(cli, store_path, metric):
     assert [r.estimate.value for r in at] == [r.estimate.value for r in ans]
 
 
+def test_store_quantile_rows_equal_cli_query(cli, store_path):
+    store = tidemark.Store(store_path)
+    for qs in (None, [0.9], [0.25, 0.5, 0.999]):
+        ans = store.query("latency", window="5m", quantiles=qs)
+        args = ["--metric", "latency", "--window", "5m"]
+        if qs is not None:
+            args += ["--quantile", ",".join(str(q) for q in qs)]
+        want = _cli_rows(cli, store_path, *args)
+        got = [
+            (r.key, q, e.value, e.low, e.high, r.events)
+            for r in ans
+            for q, e in r.parts
+        ]
+        assert got == [
+            (w["key"], w["quantile"], w["estimate"], w["low"], w["high"], w["events"]) for w in want
+        ]
+        asked = qs or [0.5, 0.99]
+        for r in ans:
+            assert r.part == "quantile" and list(r.quantiles) == asked and r.items == []
+            # A row ranks by its highest quantile.
+            assert r.estimate == r.quantiles[max(asked)]
+    with pytest.raises(ValueError, match="quantile"):
+        store.query("latency", window="5m", quantiles=[1.5])
+
+
 def test_store_fanout_leader_and_pandas(store_path):
     ans = tidemark.Store(store_path).query("fanout", window="5m", top=1)
     assert ans[0].key == "10.0.0.7"
@@ -83,6 +119,14 @@ def test_store_fanout_leader_and_pandas(store_path):
     assert list(df.columns[:4]) == ["metric", "key", "from", "to"]
     assert df["from"].iloc[0] == ans.start and df["to"].iloc[0] == ans.end
     assert df["estimate"].iloc[0] == ans[0].estimate.value
+    # A quantile metric: a row per key and quantile, as `tidemark query --json`.
+    lat = tidemark.Store(store_path).query("latency", window="5m")
+    df = lat.to_pandas()
+    assert len(df) == 2 * len(lat)
+    assert list(df.columns[:5]) == ["metric", "key", "from", "to", "partial"]
+    assert list(df["quantile"].iloc[:2]) == [0.5, 0.99]
+    assert df["estimate"].iloc[1] == lat[0].quantiles[0.99].value
+    assert df["events"].iloc[0] == lat[0].events
 
 
 def test_store_errors(store_path, tmp_path):
@@ -119,7 +163,9 @@ def test_store_reads_while_tidemark_run_writes(tmp_path, cli_path):
         stderr=subprocess.PIPE,
     )
     try:
-        lines = ["ts,src,dst"] + [f"{1_700_000_000 + i},10.0.0.{i % 5},d{i % 97}" for i in range(3000)]
+        lines = ["ts,src,dst,ms"] + [
+            f"{1_700_000_000 + i},10.0.0.{i % 5},d{i % 97},{i % 13}" for i in range(3000)
+        ]
         p.stdin.write(("\n".join(lines) + "\n").encode())
         p.stdin.flush()
         deadline = time.monotonic() + 30

@@ -187,6 +187,12 @@ class Store:
             raise ValueError(f"top: expected at least 1, got {top}")
         k = key.encode() if isinstance(key, str) else key
         qs = None if quantiles is None else [float(q) for q in quantiles]
+        if qs is not None:
+            if not qs or len(qs) > 16:
+                raise ValueError(f"quantiles: expected 1 to 16 quantiles, got {len(qs)}")
+            bad = [q for q in qs if not 0.0 < q <= 1.0]
+            if bad:
+                raise ValueError(f"quantiles: expected quantiles in (0, 1], got {bad[0]}")
         kind, part, start, end, rows = self._inner.query(
             metric, _window_ms(window), k, top, None if at is None else _at_ms(at), qs
         )
