@@ -46,6 +46,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Item frequencies by Count-Min: points, heavy hitters, top-k, ranges, quantiles, joins.
     Freq(cmd::freq::Args),
+    /// Quantiles within a relative error (DDSketch), over numbers or a window; save, merge.
+    Quantile(cmd::quantile::Args),
     /// Build, add to, query and describe resizable quotient filters ("seen before?").
     Filter(cmd::filter::Args),
     /// Run the keyed event-time pipeline of a config over files or stdin, into a store.
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Distinct(args) => cmd::distinct::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Freq(args) => cmd::freq::run(args),
+        Command::Quantile(args) => cmd::quantile::run(args),
         Command::Filter(args) => cmd::filter::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),

@@ -200,6 +200,60 @@ fn every_json_line_of_every_command_fits_the_one_schema() {
         ],
         &ints,
     );
+    let values: String = (1..=3_000)
+        .map(|i| format!("{}\n", (i * 37 % 1_000) as f64 * 0.25 + 0.1))
+        .collect();
+    let tick_values: String = (0..2_000)
+        .map(|i| format!("{} {}\n", i / 3, (i % 97) as f64 + 0.5))
+        .collect();
+    run(
+        &[
+            "quantile",
+            "--json",
+            "--cdf",
+            "10,100",
+            "--save",
+            &p("q.tdmk"),
+        ],
+        &values,
+    );
+    run(
+        &["quantile", "--json", "--merge", &p("q.tdmk"), &p("q.tdmk")],
+        "",
+    );
+    run(
+        &[
+            "quantile",
+            "--json",
+            "--schema",
+            "5",
+            "--bins",
+            "16",
+            "--quantile",
+            "0,0.5,1",
+        ],
+        &values,
+    );
+    run(
+        &[
+            "quantile",
+            "--json",
+            "--window",
+            "100",
+            "--every",
+            "200",
+            "--cdf",
+            "50",
+            "--save",
+            &p("qr.tdmk"),
+        ],
+        &tick_values,
+    );
+    run(
+        &["quantile", "--json", "--merge", &p("qr.tdmk"), &p("q.tdmk")],
+        "",
+    );
+    run(&["quantile", "--json", "--cdf", "1"], "");
     for extra in [&[][..], &["--stacked"][..]] {
         let mut args = vec![
             "filter",

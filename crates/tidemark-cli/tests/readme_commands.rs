@@ -63,6 +63,17 @@ fn stand_ins(d: &Path) {
             .map(|i| format!("{} item{}\n", i / 4, i % 900))
             .collect(),
     );
+    // Latencies in milliseconds, one a line: a fast mode and a slow tail.
+    write(
+        "latencies.txt",
+        (0..5_000u64)
+            .map(|i| {
+                let fast = 1.0 + (i * 7_919 % 1_000) as f64 / 250.0;
+                let ms = if i % 20 == 0 { fast * 40.0 } else { fast };
+                format!("{ms}\n")
+            })
+            .collect(),
+    );
     let mut items: String = (0..10_000).map(|i| format!("{}\n", i % 300)).collect();
     items.push_str(&"alice\n".repeat(500));
     write("items.txt", items);

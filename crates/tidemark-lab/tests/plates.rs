@@ -66,3 +66,65 @@ fn a_table_reader_that_stops_early_is_no_failure() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn quantile_error_keeps_the_ddsketch_within_alpha_and_the_peers_within_its_bytes() {
+    let out = lab(&[
+        "reproduce",
+        "quantile-error",
+        "--json",
+        "--max-n",
+        "20000",
+        "--trials",
+        "2",
+    ]);
+    ok(&out);
+    let rows = json_lines(&out);
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+    let (windows, sketches): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.get("tick").is_some());
+    // Three streams × four quantiles × (the DDSketch, four peers at its bytes, four usual).
+    assert_eq!(sketches.len(), 3 * 4 * 9);
+    for stream in ["lognormal", "pareto-1.1", "bimodal"] {
+        let of = |r: &&&serde_json::Value| r["stream"] == stream;
+        let dd: Vec<_> = sketches
+            .iter()
+            .filter(of)
+            .filter(|r| r.get("bound").is_some())
+            .collect();
+        assert_eq!(dd.len(), 4, "{stream}");
+        for r in &dd {
+            assert!(f(r, "worst_rel_error") <= f(r, "bound"), "{r}");
+            assert_eq!(r["trials"], 1, "{r}");
+        }
+        let budget = f(dd[0], "serialized_bytes");
+        // A peer at equal bytes fits in the DDSketch's, unless even its smallest parameter
+        // does not.
+        let smallest = [
+            "kll k=8",
+            "req k=4 high-rank",
+            "t-digest (datasketches) k=10",
+            "t-digest (tdigest crate) max=2",
+        ];
+        for r in sketches
+            .iter()
+            .filter(of)
+            .filter(|r| r["sizing"] == "equal-bytes" && r.get("bound").is_none())
+        {
+            let name = r["sketch"].as_str().unwrap();
+            assert!(
+                f(r, "serialized_bytes") <= budget || smallest.contains(&name),
+                "{budget}: {r}"
+            );
+        }
+    }
+    // The ring's windows: the bracket holds the exact quantile (up to the last digit JSON
+    // parsing may round), and the answer is within α of it.
+    assert_eq!(windows.len(), 12 * 4);
+    for r in &windows {
+        let (exact, low, high) = (f(r, "exact"), f(r, "low"), f(r, "high"));
+        let slack = 1e-12 * exact.abs();
+        assert!(low - slack <= exact && exact <= high + slack, "{r}");
+        assert!(f(r, "rel_error").abs() <= 0.01 + 1e-9, "{r}");
+        assert_eq!(r["method"], "ddsketch", "{r}");
+    }
+}

@@ -8,5 +8,6 @@ pub mod distinct;
 pub mod distinct_window;
 pub mod filter;
 pub mod freq;
+pub mod quantile;
 pub mod query;
 pub mod run;

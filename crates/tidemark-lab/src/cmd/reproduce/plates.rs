@@ -199,6 +199,55 @@ const FILTERS_REBUILD: &[Chart] = &[
     },
 ];
 
+/// One stream's chart of the quantile-error plate: each sketch's worst relative error against
+/// the tail 1 − q.
+const fn quantile_stream(
+    suffix: &'static str,
+    title: &'static str,
+    stream: &'static [(&'static str, &'static str)],
+) -> Chart {
+    Chart {
+        suffix,
+        group: Some("sketch"),
+        only: stream,
+        log_x: true,
+        log_y: true,
+        y_label: "worst relative error |answer − exact| / exact",
+        ..chart(title, "tail", &["worst_rel_error"])
+    }
+}
+
+const QUANTILE_ERROR: &[Chart] = &[
+    quantile_stream(
+        "",
+        "Quantiles at equal bytes, Pareto (1.1): relative error against the tail 1 − q",
+        &[("stream", "pareto-1.1")],
+    ),
+    quantile_stream(
+        "-lognormal",
+        "Quantiles at equal bytes, lognormal: relative error against the tail 1 − q",
+        &[("stream", "lognormal")],
+    ),
+    quantile_stream(
+        "-bimodal",
+        "Quantiles at equal bytes, bimodal latencies: relative error against the tail 1 − q",
+        &[("stream", "bimodal")],
+    ),
+    Chart {
+        suffix: "-window",
+        group: Some("quantile"),
+        only: &[("tick", "")],
+        band: Some(("low", "high")),
+        log_y: true,
+        y_label: "value (the last hour)",
+        ..chart(
+            "QuantileRing, α = 1%: the last hour's quantiles with their brackets, and the exact ones",
+            "tick",
+            &["estimate", "exact"],
+        )
+    },
+];
+
 /// The charts of a plate.
 pub fn charts(plate: Plate) -> &'static [Chart] {
     match plate {
@@ -214,6 +263,7 @@ pub fn charts(plate: Plate) -> &'static [Chart] {
         Plate::Filters => FILTERS,
         Plate::FiltersGenerations => FILTERS_GENERATIONS,
         Plate::FiltersRebuild => FILTERS_REBUILD,
+        Plate::QuantileError => QUANTILE_ERROR,
         Plate::All => &[],
     }
 }
