@@ -97,6 +97,7 @@ fn the_latency_example_alerts_on_the_incidents_alone() {
         let rows = json_lines(&q);
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert_eq!(rows[0]["quantile"], 0.99);
+        assert_eq!(a["quantile"], 0.99);
         assert_eq!(
             (rows[0]["low"].as_f64(), rows[0]["high"].as_f64()),
             (Some(low), Some(high))

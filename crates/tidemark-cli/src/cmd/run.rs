@@ -95,6 +95,10 @@ pub fn alert_json(a: &AlertOut) -> serde_json::Value {
     if let Some(item) = &a.alert.item {
         v["item"] = String::from_utf8_lossy(item).into_owned().into();
     }
+    // A quantile metric's alert is about one quantile of the window: name it.
+    if let Some(q) = a.alert.quantile {
+        v["quantile"] = q.into();
+    }
     for (k, x) in [
         ("phase", json!(a.alert.phase.name())),
         ("at", json!(rfc(a.alert.at))),

@@ -208,6 +208,7 @@ impl Close {
             window_end: self.end,
             estimate,
             item: item.map(Into::into),
+            quantile: r.quantile,
             threshold: r.above,
             limit,
             phase,

@@ -52,6 +52,8 @@ pub struct Alert {
     /// For a frequency metric, the item whose window count crossed (`None`: the bound of the
     /// items its sketch does not name crossed, or another kind of metric).
     pub item: Option<Box<[u8]>>,
+    /// For a quantile metric, the quantile the rule compared (`None` for other kinds).
+    pub quantile: Option<f64>,
     /// The rule's threshold.
     pub threshold: f64,
     /// The threshold plus the margin: what the estimate was compared with.
