@@ -94,8 +94,12 @@ impl Adaptive {
         if self.sum <= n {
             return 0;
         }
-        let q = self.sum.div_ceil(n);
-        (128 - (q - 1).leading_zeros()).min(63)
+        // `n·2^k` has `bits(n) + k` bits, so the answer is `bits(sum) − bits(n)` or one more:
+        // a shift and a compare instead of a 128-bit division in every bin's code.
+        let bits = |v: u128| 128 - v.leading_zeros();
+        let k = bits(self.sum) - bits(n);
+        let k = if n << k >= self.sum { k } else { k + 1 };
+        k.min(63)
     }
 
     fn update(&mut self, d: u64) {
@@ -111,31 +115,34 @@ impl Adaptive {
 struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
     acc: u64,
+    /// Bits in `acc` not yet written: fewer than 8 between calls.
     filled: u32,
 }
 
 impl BitWriter<'_> {
-    /// Appends the low `n ≤ 32` bits of `v`.
+    /// Appends the low `n ≤ 56` bits of `v` (whose higher bits are zero).
+    #[inline(always)]
     fn bits(&mut self, v: u64, n: u32) {
-        debug_assert!(n <= 32);
-        if n == 0 {
-            return;
-        }
-        self.acc |= (v & ((1u64 << n) - 1)) << self.filled;
+        debug_assert!(n <= 56 && v >> n == 0);
+        self.acc |= v << self.filled;
         self.filled += n;
-        while self.filled >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.filled -= 8;
+        if self.filled >= 8 {
+            // Whole bytes out at once: a bin's code is usually a byte or less, so this runs
+            // about once a bin, not once a byte.
+            let whole = (self.filled / 8) as usize;
+            self.out.extend_from_slice(&self.acc.to_le_bytes()[..whole]);
+            self.acc >>= 8 * whole as u32;
+            self.filled %= 8;
         }
     }
 
+    /// Appends the low `n ≤ 64` bits of `v`.
     fn wide(&mut self, v: u64, n: u32) {
         if n > 32 {
-            self.bits(v, 32);
-            self.bits(v >> 32, n - 32);
-        } else {
-            self.bits(v, n);
+            self.bits(v & 0xffff_ffff, 32);
+            self.bits(v >> 32 & (u64::MAX >> (96 - n)), n - 32);
+        } else if n > 0 {
+            self.bits(v & (u64::MAX >> (64 - n)), n);
         }
     }
 
@@ -161,8 +168,11 @@ pub(crate) fn write_counts(out: &mut Vec<u8>, counts: impl Iterator<Item = u64>)
         prev = c;
         let k = state.k();
         let q = d >> k;
-        if q < ESCAPE {
-            // q ones then a zero, at most 16 bits.
+        if q < ESCAPE && k < 56 - ESCAPE as u32 {
+            // q ones, a zero, then the low k bits of d: one write of at most 56 bits.
+            let low = d & ((1u64 << k) - 1);
+            w.bits(((1u64 << q) - 1) | low << (q + 1), q as u32 + 1 + k);
+        } else if q < ESCAPE {
             w.bits((1u64 << q) - 1, q as u32 + 1);
             w.wide(d, k);
         } else {
@@ -287,6 +297,30 @@ mod tests {
         assert!(read_varint(&mut Reader::new(&b), "v").is_err());
         // Cut.
         assert!(read_varint(&mut Reader::new(&[0x80]), "v").is_err());
+    }
+
+    /// The Rice parameter by its definition: the smallest `k ≤ 63` with `n·2^k ≥ sum`.
+    fn k_by_definition(sum: u128, n: u128) -> u32 {
+        (0..63).find(|&k| n << k >= sum).unwrap_or(63)
+    }
+
+    #[test]
+    fn the_rice_parameter_is_the_smallest_that_covers_the_mean() {
+        let mut sums: Vec<u128> = (0..300).collect();
+        for b in 1..100 {
+            let p = 1u128 << b;
+            sums.extend([p - 1, p, p + 1]);
+        }
+        for n in 1..=RESET {
+            for &sum in &sums {
+                let state = Adaptive { sum, n };
+                assert_eq!(
+                    state.k(),
+                    k_by_definition(sum, n as u128),
+                    "sum {sum}, n {n}"
+                );
+            }
+        }
     }
 
     #[test]

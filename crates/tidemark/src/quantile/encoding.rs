@@ -35,7 +35,7 @@
 use super::bits::{put_varint, read_counts, read_varint, unzigzag, write_counts, zigzag};
 use super::mapping::{Mapping, MappingKind};
 use super::sketch::{DdSketch, MAX_BIN_LIMIT, MAX_COUNT};
-use super::store::Store;
+use super::store::{Counts, Store};
 use crate::codec::{self, Family, Reader, Writer};
 use crate::{DecodeError, ItemHasher};
 
@@ -242,7 +242,10 @@ fn write_store(out: &mut Vec<u8>, store: &Store) {
         store.collapsed().map_or(0, |c| (lowest - c) as u64 + 1),
     );
     let mut coded = Vec::new();
-    write_counts(&mut coded, (lowest..=highest).map(|k| store.count_at(k)));
+    match store.counts(lowest, highest) {
+        Counts::Narrow(c) => write_counts(&mut coded, c.iter().map(|&c| c as u64)),
+        Counts::Wide(c) => write_counts(&mut coded, c.iter().copied()),
+    }
     put_varint(out, coded.len() as u64);
     out.extend_from_slice(&coded);
 }

@@ -101,6 +101,12 @@ impl Bins {
     }
 }
 
+/// A run of a store's counts, in the width the store holds them.
+pub(crate) enum Counts<'a> {
+    Narrow(&'a [u32]),
+    Wide(&'a [u64]),
+}
+
 /// The bins of one sign. See the module documentation.
 #[derive(Clone, Debug)]
 pub(crate) struct Store {
@@ -218,6 +224,17 @@ impl Store {
             self.bins.get((key - self.offset) as usize)
         } else {
             0
+        }
+    }
+
+    /// The counts of keys `lo..=hi`, which the array covers (the occupied keys do), as the
+    /// slice they are: an encoder's loop over it has no bounds or width test a bin.
+    pub(crate) fn counts(&self, lo: i64, hi: i64) -> Counts<'_> {
+        let range = (lo - self.offset) as usize..(hi - self.offset) as usize + 1;
+        if self.bins.is_wide() {
+            Counts::Wide(&self.bins.wide[range])
+        } else {
+            Counts::Narrow(&self.bins.narrow[range])
         }
     }
 
