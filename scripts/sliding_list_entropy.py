@@ -1,6 +1,7 @@
 """How much information the sliding HyperLogLog's pair lists hold at the reference scenario.
 
-Simulates the scenario of BENCHMARKS.md ("Windowed distinct counts"): 50,000 users, each with a
+Simulates the scenario of the benchmark diary (docs/history/benchmarks-2026-12-04.md,
+"Windowed distinct counts"): 50,000 users, each with a
 fixed register index and rank (as a hash would give them), 34 events a second for 7,200 s, p = 12,
 lists kept as the sliding HyperLogLog keeps them (ticks increasing, ranks strictly decreasing),
 then cut to the last 3,600 s. Prints the pairs and the empirical entropy (Miller-Madow corrected)

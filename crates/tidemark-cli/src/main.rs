@@ -11,8 +11,9 @@ use std::process::ExitCode;
 /// The pipeline opens and closes a summary per key and bucket, millions an hour: mimalloc's
 /// per-thread free lists serve that churn with fewer instructions and page faults than the
 /// system allocator. Built without transparent huge pages (`no_thp`): with them, every fresh
-/// page it took was a 2 MiB page the kernel zeroed, 40% of a short run's time (BENCHMARKS.md,
-/// "Allocator").
+/// page it took was a 2 MiB page the kernel zeroed, 40% of a short run's time
+/// (docs/history/benchmarks-2026-12-04.md, "Allocator, early alerts, and where the pipeline
+/// stands").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

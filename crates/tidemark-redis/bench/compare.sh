@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a Redis user writes today beside the module's types, on one server (BENCHMARKS.md,
-# "Redis module", "What Redis users compare with"):
+# "Redis module"):
 #
 #   1. a sliding-window rate limit: the sorted-set log (ZREMRANGEBYSCORE, ZADD, ZCARD in one
 #      Lua script, holding exactly 1,000 events in its window) and the fixed window (INCR +

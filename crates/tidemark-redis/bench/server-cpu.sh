@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What each request costs the server itself (BENCHMARKS.md, "Redis module", server CPU per
-# request): INCR beside TMCOUNT.ADD, PFADD beside TMDISTINCT.ADD, each pipelined as in
+# What each request costs the server itself (BENCHMARKS.md, "Redis module"; "Server CPU per
+# request" in docs/history/benchmarks-2026-12-04.md): INCR beside TMCOUNT.ADD, PFADD beside
+# TMDISTINCT.ADD, each pipelined as in
 # redis-bench.sh, with redis-server's own CPU time (user + system, /proc/<pid>/stat) divided
 # by the requests. On two cores redis-benchmark competes with the server for CPU; the server's
 # CPU per request is what bounds its throughput on a machine of its own.

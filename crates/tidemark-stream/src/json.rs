@@ -13,7 +13,7 @@
 //! to print, any error — and `serde_json` reads the line as before, so a line it accepts
 //! gives the same fields, and a bad line the same error. On `examples/requests.toml`'s lines
 //! a record's extraction (the JSON read, then its time, key and item) went from 2,496 to
-//! 1,744 instructions (callgrind; BENCHMARKS.md).
+//! 1,744 instructions (callgrind; docs/history/benchmarks-2026-12-04.md, "A JSON fast pass").
 
 use std::borrow::Cow;
 use std::fmt;

@@ -13,7 +13,8 @@
 //! asks the bucket's summary whether the item would change it
 //! ([`super::Summary::would_change`], which reads the slot an add would). Then the events
 //! are added, in the order they came, from cache, each with the position pass two
-//! confirmed. Measured on the demo's flow log (BENCHMARKS.md, "Batched adds"): 0.82 of the
+//! confirmed. Measured on the demo's flow log (the benchmark diary,
+//! docs/history/benchmarks-2026-12-04.md, "Batched adds"): 0.82 of the
 //! CPU of adding each event at once, for 7% more instructions; a fourth of what is left is
 //! still these misses, and batches of 64 did no better than 32.
 //!
