@@ -6,7 +6,7 @@ a register independently with probability q_k = 1 − exp(−λ·ρ(k)), ρ(k) =
 register's entropy is H(u) + Σ_δ E[h(q_{u−δ})] over the d history bits (h the binary entropy).
 Averaged over a doubling of λ (the registers' distribution repeats with it), this is what an
 entropy coder at rest could reach; multiplied into the memory-variance products it says how
-far ExaLogLog stored at its entropy would be from DataSketches' CPC (issue 18, item 4).
+far ExaLogLog stored at its entropy would be from DataSketches' CPC.
 
     python3 scripts/exaloglog_register_entropy.py
 """

@@ -1,4 +1,4 @@
-"""What a sliding ExaLogLog would hold, beside the sliding HyperLogLog (issue 18, item 2).
+"""What a sliding ExaLogLog would hold, beside the sliding HyperLogLog (not built).
 
 A sliding sketch must answer any window (s, now] within its retention. For HyperLogLog a
 register keeps the pairs (tick, rank) that no later pair dominates (a later rank at least as

@@ -317,7 +317,7 @@ mod beyond_point {
 
 /// The row-hash family alone: 5 columns of w = 2048 for each of 100,000 pre-hashed keys.
 /// tidemark's multiply-add-shift beside Carter–Wegman's `(a·x + b) mod (2^61 − 1)` (written
-/// here for the comparison), the family the issue suggested.
+/// here for the comparison), the family Cormode and Muthukrishnan's analysis assumes.
 mod row_hash {
     use super::*;
     use tidemark::hash::PairwiseHash;

@@ -5,7 +5,7 @@
 //!
 //! Tolerances come from the trial count T: the sample RMSE of T roughly normal errors has a
 //! relative standard error of about 1/√(2T), so the RMSE bound is σ·(1 + 3/√(2T)) (σ = 1.04/√m
-//! for Ertl, 0.85/√m for HIP — the targets); the mean relative error has standard
+//! for Ertl, 0.85/√m for HIP — the design's targets); the mean relative error has standard
 //! error σ/√T, so the bias bound is 4σ/√T (over ~40 checkpoints, 4 standard errors keeps a
 //! false alarm unlikely without hiding a real bump, which would be a multiple of σ).
 

@@ -11,7 +11,7 @@ const QUERIES: u64 = 1_000_000;
 /// independent absent queries the count is binomial: σ = √(m·f·(1 − f)). Five σ (plus a
 /// small allowance for the filter's own randomness: the number of distinct stored
 /// fingerprints varies by well under 1%) bounds a correct filter with probability
-/// > 1 − 10^−6; the acceptance, 15% relative, must hold as well.
+/// > 1 − 10^−6; the design's 15% relative tolerance must hold as well.
 fn assert_rate(false_positives: u64, expected: f64, what: &str) {
     let m = QUERIES as f64;
     let measured = false_positives as f64 / m;
