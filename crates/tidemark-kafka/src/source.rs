@@ -1,0 +1,623 @@
+//! The consumer: [`KafkaSource`] and the [`Event`]s its [`poll`](KafkaSource::poll) returns.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::FromClientConfigAndContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, RebalanceProtocol};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message as _;
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::context::{Context, Rebalanced};
+use crate::{Config, Error, Message, Notice, Partition, PartitionClock, Positions};
+
+/// What [`KafkaSource::poll`] returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The next message of an assigned partition.
+    Message(Message),
+    /// Nothing arrived within the timeout.
+    Idle,
+    /// The group gave these partitions to this consumer. They are read from the next `poll`
+    /// on, each from the caller's stored position (given to
+    /// [`seek_to`](KafkaSource::seek_to) before that poll, here or earlier), else the group's
+    /// committed offset, else per `auto.offset.reset`. A caller whose positions live in a
+    /// store shared with other consumers reads them for these partitions and hands them to
+    /// `seek_to` now.
+    Assigned(Vec<Partition>),
+    /// The group takes these partitions away at the next `poll`. No message of them is
+    /// delivered after this event: the caller checkpoints them now (state and positions, then
+    /// [`commit`](KafkaSource::commit)), and the next consumer starts where that checkpoint
+    /// says.
+    Revoked(Vec<Partition>),
+    /// Under [`Config::until_end`]: every assigned partition is read to the end it had when
+    /// the source first saw it. Every later poll returns `End` too.
+    End,
+    /// Something for the caller to report; reading goes on.
+    Notice(Notice),
+}
+
+/// Where one assigned partition stands.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lane {
+    /// The next offset to deliver, when known: after a delivered message, or the caller's
+    /// position the partition was assigned at.
+    next: Option<i64>,
+    /// Under `until_end`: the end offset, frozen the first time it is seen.
+    end: Option<i64>,
+    /// Read to `end`.
+    finished: bool,
+    /// A message was delivered since the partition was assigned.
+    delivered: bool,
+}
+
+/// One assigned partition's lag, as [`KafkaSource::lag`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lag {
+    /// The partition.
+    pub partition: Partition,
+    /// The next offset to deliver, when known.
+    pub position: Option<i64>,
+    /// The partition's high watermark at the client's last fetch, when known.
+    pub high_watermark: Option<i64>,
+}
+
+impl Lag {
+    /// Messages between the position and the high watermark, when both are known.
+    pub fn messages(&self) -> Option<i64> {
+        match (self.position, self.high_watermark) {
+            (Some(p), Some(h)) => Some(h.saturating_sub(p).max(0)),
+            _ => None,
+        }
+    }
+}
+
+/// A rebalance returned to the caller and carried out at the next poll.
+#[derive(Debug)]
+enum Deferred {
+    Assign(Vec<Partition>),
+    Revoke(Vec<Partition>),
+}
+
+/// A synchronous Kafka consumer whose positions the caller owns (see the [crate docs](crate)).
+pub struct KafkaSource {
+    consumer: BaseConsumer<Context>,
+    config: Config,
+    /// The caller's stored positions: given to `seek_to`, and those it committed.
+    stored: Positions,
+    lanes: BTreeMap<Partition, Lane>,
+    deferred: VecDeque<Deferred>,
+    ready: VecDeque<Event>,
+    clock: PartitionClock,
+    ended: bool,
+    /// The partition number of an end-of-partition event not yet booked.
+    eof: Option<i32>,
+}
+
+/// The pause before the `n`th metadata retry (from 0): 250 ms doubling to 5 s.
+fn backoff(n: u32) -> Duration {
+    Duration::from_millis(250u64.saturating_mul(1u64 << n.min(5))).min(Duration::from_secs(5))
+}
+
+impl KafkaSource {
+    /// Connects to the brokers, checks that every topic exists, and joins the consumer group.
+    ///
+    /// While no broker answers it retries with backoff (250 ms doubling to 5 s) until
+    /// [`Config::connect_timeout`], then fails with [`Error::Unreachable`] naming the brokers.
+    /// A topic the brokers do not have is [`Error::TopicMissing`]. Partitions are assigned
+    /// later, during [`poll`](KafkaSource::poll).
+    pub fn connect(config: Config) -> Result<KafkaSource, Error> {
+        KafkaSource::connect_with(config, |_| {})
+    }
+
+    /// As [`connect`](KafkaSource::connect), telling `on_notice` of each failed attempt
+    /// ([`Notice::Waiting`]), for the caller to say on stderr that it waits.
+    pub fn connect_with(
+        config: Config,
+        mut on_notice: impl FnMut(&Notice),
+    ) -> Result<KafkaSource, Error> {
+        let client = config.client_config()?;
+        let context = Context::new(
+            config
+                .effective("isolation.level")
+                .is_none_or(|v| v.eq_ignore_ascii_case("read_committed")),
+        );
+        let consumer = BaseConsumer::from_config_and_context(&client, context).map_err(
+            |error| match error {
+                KafkaError::ClientConfig(_, reason, key, value) => {
+                    Error::Property { key, value, reason }
+                }
+                source => Error::Client {
+                    during: "creating the consumer",
+                    source,
+                },
+            },
+        )?;
+
+        let started = Instant::now();
+        let mut attempts = 0u32;
+        let metadata = loop {
+            attempts += 1;
+            let left = config.connect_timeout.saturating_sub(started.elapsed());
+            // Each attempt waits 1 s, then 2 s, then 4 s (never past the timeout), so that
+            // the caller hears of a missing broker early.
+            let wait = Duration::from_secs(1u64 << (attempts - 1).min(2))
+                .min(config.request_timeout)
+                .min(left)
+                .max(Duration::from_millis(100));
+            match consumer.fetch_metadata(None, wait) {
+                Ok(metadata) if !metadata.brokers().is_empty() => break metadata,
+                Ok(_) => {}
+                Err(source) => {
+                    let waited = started.elapsed();
+                    if waited >= config.connect_timeout {
+                        return Err(Error::Unreachable {
+                            brokers: config.brokers.clone(),
+                            waited,
+                            attempts,
+                            source,
+                        });
+                    }
+                    let retry_in =
+                        backoff(attempts - 1).min(config.connect_timeout.saturating_sub(waited));
+                    on_notice(&Notice::Waiting {
+                        brokers: config.brokers.clone(),
+                        attempt: attempts,
+                        waited,
+                        retry_in,
+                        cause: source.to_string(),
+                    });
+                    std::thread::sleep(retry_in);
+                }
+            }
+        };
+        for topic in &config.topics {
+            let found = metadata
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic.as_str());
+            let usable = found.is_some_and(|t| t.error().is_none() && !t.partitions().is_empty());
+            if !usable {
+                return Err(Error::TopicMissing {
+                    topic: topic.clone(),
+                    brokers: config.brokers.clone(),
+                });
+            }
+        }
+        let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+        consumer
+            .subscribe(&topics)
+            .map_err(|source| Error::Client {
+                during: "subscribing to the topics",
+                source,
+            })?;
+        let clock = PartitionClock::new(config.idle_timeout);
+        Ok(KafkaSource {
+            consumer,
+            config,
+            stored: Positions::new(),
+            lanes: BTreeMap::new(),
+            deferred: VecDeque::new(),
+            ready: VecDeque::new(),
+            clock,
+            ended: false,
+            eof: None,
+        })
+    }
+
+    /// Hands the source the caller's stored positions (from its checkpoint). They take
+    /// precedence over the group's committed offsets whenever a partition is assigned, now or
+    /// at a later rebalance. A partition assigned already is moved there at once.
+    pub fn seek_to(&mut self, positions: &Positions) -> Result<(), Error> {
+        for (partition, &offset) in positions {
+            if offset < 0 {
+                return Err(Error::BadPosition {
+                    partition: partition.clone(),
+                    offset,
+                });
+            }
+        }
+        for (partition, &offset) in positions {
+            self.stored.insert(partition.clone(), offset);
+            if let Some(lane) = self.lanes.get_mut(partition) {
+                if lane.next != Some(offset) {
+                    self.consumer
+                        .seek(
+                            &partition.topic,
+                            partition.partition,
+                            Offset::Offset(offset),
+                            self.config.request_timeout,
+                        )
+                        .map_err(|source| Error::Client {
+                            during: "seeking to a stored position",
+                            source,
+                        })?;
+                    lane.next = Some(offset);
+                    lane.finished = false;
+                    self.ended = false;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for the next [`Event`].
+    ///
+    /// The client's faults that it retries by itself come back as [`Event::Notice`]; only a
+    /// fatal client error, or a partition that `auto.offset.reset = error` cannot start, is an
+    /// `Err`.
+    pub fn poll(&mut self, timeout: Duration) -> Result<Event, Error> {
+        let deadline = Instant::now() + timeout;
+        // What the caller was told at the last poll takes effect now: it has acted on it.
+        self.apply_deferred()?;
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Ok(event);
+            }
+            if let Some(number) = self.eof.take() {
+                self.on_eof(number);
+            }
+            if let Some(rebalance) = self.consumer.context().next_rebalance() {
+                self.on_rebalance(rebalance);
+                continue;
+            }
+            if let Some(notice) = self.consumer.context().next_notice() {
+                return Ok(Event::Notice(notice));
+            }
+            if let Some(detail) = self.consumer.context().take_no_start() {
+                return Err(Error::NoStartPosition { detail });
+            }
+            if self.config.until_end && self.check_end() {
+                return Ok(Event::End);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Event::Idle);
+            }
+            // Short slices, so that rebalances and notices recorded by the callbacks are
+            // returned promptly and `End` is seen within a statistics interval.
+            let slice = (deadline - now).min(Duration::from_millis(100));
+            let polled = match self.consumer.poll(slice) {
+                None => continue,
+                Some(Ok(message)) => Ok(Message {
+                    partition: Partition::new(message.topic(), message.partition()),
+                    offset: message.offset(),
+                    key: message.key().map(<[u8]>::to_vec),
+                    value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+                    timestamp: message.timestamp().to_millis(),
+                }),
+                Some(Err(error)) => Err(error),
+            };
+            match polled {
+                Ok(message) => {
+                    if let Some(message) = self.on_message(message)? {
+                        return Ok(Event::Message(message));
+                    }
+                }
+                Err(KafkaError::PartitionEOF(number)) => self.eof = Some(number),
+                Err(KafkaError::MessageConsumptionFatal(code)) => {
+                    return Err(Error::Client {
+                        during: "reading messages",
+                        source: KafkaError::MessageConsumptionFatal(code),
+                    })
+                }
+                Err(KafkaError::MessageConsumption(RDKafkaErrorCode::AutoOffsetReset)) => {
+                    let detail = self
+                        .consumer
+                        .context()
+                        .take_no_start()
+                        .unwrap_or_else(|| RDKafkaErrorCode::AutoOffsetReset.to_string());
+                    return Err(Error::NoStartPosition { detail });
+                }
+                // Others were recorded as notices by the context, with librdkafka's reason.
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Writes `positions` as the group's committed offsets, for monitoring and as the start
+    /// of a partition for which no caller has a stored position. Call it after the checkpoint
+    /// that stored them: a commit ahead of the checkpoint would make a consumer without the
+    /// checkpoint skip messages. Only partitions assigned to this consumer are committed.
+    ///
+    /// Returns a notice when the broker refused the commit; the checkpoint is unaffected and
+    /// the next commit carries newer positions.
+    #[must_use = "a failed commit returns a notice to report"]
+    pub fn commit(&mut self, positions: &Positions) -> Option<Notice> {
+        let mut list = TopicPartitionList::new();
+        for (partition, &offset) in positions {
+            if offset < 0 {
+                continue;
+            }
+            self.stored.insert(partition.clone(), offset);
+            if self.lanes.contains_key(partition) {
+                if let Err(error) = list.add_partition_offset(
+                    &partition.topic,
+                    partition.partition,
+                    Offset::Offset(offset),
+                ) {
+                    return Some(Notice::CommitFailed {
+                        message: error.to_string(),
+                    });
+                }
+            }
+        }
+        if list.count() == 0 {
+            return None;
+        }
+        match self.consumer.commit(&list, CommitMode::Sync) {
+            Ok(()) => None,
+            Err(error) => Some(Notice::CommitFailed {
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    /// The partitions assigned to this consumer now.
+    pub fn assignment(&self) -> impl Iterator<Item = &Partition> {
+        self.lanes.keys()
+    }
+
+    /// Where each assigned partition is: the next offset to deliver, when known.
+    pub fn positions(&self) -> Positions {
+        self.lanes
+            .iter()
+            .filter_map(|(p, lane)| self.position_of(p, lane).map(|o| (p.clone(), o)))
+            .collect()
+    }
+
+    /// Each assigned partition's lag: its high watermark at the client's last fetch (from the
+    /// client's statistics, refreshed every `statistics.interval.ms`) minus the next offset to
+    /// deliver.
+    pub fn lag(&self) -> Vec<Lag> {
+        self.lanes
+            .iter()
+            .map(|(partition, lane)| Lag {
+                partition: partition.clone(),
+                position: self.position_of(partition, lane),
+                high_watermark: self.consumer.context().seen(partition).end,
+            })
+            .collect()
+    }
+
+    /// Reports the event time the caller read from a message of `partition` to the source's
+    /// [`PartitionClock`].
+    pub fn observe_time(&mut self, partition: &Partition, time: u64) {
+        self.clock.record(partition, Some(time), Instant::now());
+    }
+
+    /// The watermark over the assigned partitions as of now (see [`PartitionClock`]).
+    pub fn watermark(&mut self) -> Option<u64> {
+        self.clock.watermark(Instant::now())
+    }
+
+    /// The source's clock: per-partition event time and idleness.
+    pub fn clock(&self) -> &PartitionClock {
+        &self.clock
+    }
+
+    /// The config the source runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn position_of(&self, partition: &Partition, lane: &Lane) -> Option<i64> {
+        lane.next
+            .or_else(|| self.consumer.context().seen(partition).app)
+    }
+
+    /// An end-of-partition event: the client delivered everything of a partition numbered
+    /// `number` up to its current end. rdkafka names only the number, not the topic, so with
+    /// several topics the event settles a partition only when one unfinished partition has
+    /// that number; the others finish when a delivered message reaches their end.
+    fn on_eof(&mut self, number: i32) {
+        if !self.config.until_end {
+            return;
+        }
+        let mut candidates = self
+            .lanes
+            .iter_mut()
+            .filter(|(p, lane)| p.partition == number && !lane.finished);
+        let (Some((partition, lane)), None) = (candidates.next(), candidates.next()) else {
+            return;
+        };
+        // Nothing delivered since the assignment and nothing left before the current end,
+        // which is at or past the end seen at start: nothing to read.
+        if !lane.delivered {
+            lane.finished = true;
+            self.clock.finish(partition);
+            let partition = partition.clone();
+            // A pause failing only lets later messages be fetched, to be dropped at arrival.
+            drop(self.pause(&partition));
+        }
+    }
+
+    fn on_rebalance(&mut self, rebalance: Rebalanced) {
+        match rebalance {
+            Rebalanced::Assign(partitions) => {
+                self.ready.push_back(Event::Assigned(partitions.clone()));
+                self.deferred.push_back(Deferred::Assign(partitions));
+            }
+            Rebalanced::Revoke { partitions, lost } => {
+                if lost {
+                    self.ready.push_back(Event::Notice(Notice::Broker {
+                        message: "the consumer group's session expired: its partitions were \
+                                  already given to other members"
+                            .into(),
+                    }));
+                }
+                self.ready.push_back(Event::Revoked(partitions.clone()));
+                self.deferred.push_back(Deferred::Revoke(partitions));
+            }
+        }
+    }
+
+    fn apply_deferred(&mut self) -> Result<(), Error> {
+        let cooperative = matches!(
+            self.consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        while let Some(deferred) = self.deferred.pop_front() {
+            match deferred {
+                Deferred::Assign(partitions) => {
+                    let mut list = TopicPartitionList::new();
+                    let now = Instant::now();
+                    for p in &partitions {
+                        let stored = self.stored.get(p).copied();
+                        let offset = stored.map_or(Offset::Stored, Offset::Offset);
+                        list.add_partition_offset(&p.topic, p.partition, offset)
+                            .map_err(|source| Error::Client {
+                                during: "assigning partitions",
+                                source,
+                            })?;
+                        self.lanes.insert(
+                            p.clone(),
+                            Lane {
+                                next: stored,
+                                ..Lane::default()
+                            },
+                        );
+                        self.clock.assign(p.clone(), now);
+                    }
+                    self.ended = false;
+                    let done = if cooperative {
+                        self.consumer.incremental_assign(&list)
+                    } else {
+                        self.consumer.assign(&list)
+                    };
+                    done.map_err(|source| Error::Client {
+                        during: "assigning partitions",
+                        source,
+                    })?;
+                }
+                Deferred::Revoke(partitions) => {
+                    let done = if cooperative {
+                        let mut list = TopicPartitionList::new();
+                        for p in &partitions {
+                            list.add_partition(&p.topic, p.partition);
+                        }
+                        self.consumer.incremental_unassign(&list)
+                    } else {
+                        self.consumer.unassign()
+                    };
+                    for p in &partitions {
+                        self.lanes.remove(p);
+                        self.clock.revoke(p);
+                    }
+                    if !cooperative {
+                        for p in std::mem::take(&mut self.lanes).into_keys() {
+                            self.clock.revoke(&p);
+                        }
+                    }
+                    done.map_err(|source| Error::Client {
+                        during: "giving partitions back",
+                        source,
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Books a message; `None` when it lies past its partition's end under `until_end`, or
+    /// belongs to a partition no longer assigned.
+    fn on_message(&mut self, message: Message) -> Result<Option<Message>, Error> {
+        let until_end = self.config.until_end;
+        let Some(lane) = self.lanes.get_mut(&message.partition) else {
+            return Ok(None);
+        };
+        if until_end {
+            if lane.end.is_none() {
+                lane.end = self.consumer.context().seen(&message.partition).end;
+            }
+            if lane.finished || lane.end.is_some_and(|end| message.offset >= end) {
+                // Past the end seen at start.
+                if !lane.finished {
+                    lane.finished = true;
+                    self.clock.finish(&message.partition);
+                }
+                self.pause(&message.partition)?;
+                return Ok(None);
+            }
+        }
+        lane.next = Some(message.next_offset());
+        lane.delivered = true;
+        self.clock.record(&message.partition, None, Instant::now());
+        if until_end && lane.end.is_some_and(|end| message.next_offset() >= end) {
+            lane.finished = true;
+            self.clock.finish(&message.partition);
+            self.pause(&message.partition)?;
+        }
+        Ok(Some(message))
+    }
+
+    fn pause(&self, partition: &Partition) -> Result<(), Error> {
+        let mut list = TopicPartitionList::new();
+        list.add_partition(&partition.topic, partition.partition);
+        self.consumer.pause(&list).map_err(|source| Error::Client {
+            during: "pausing a partition read to its end",
+            source,
+        })
+    }
+
+    /// Under `until_end`: learns the end offsets the statistics brought, marks partitions read
+    /// to them, and tells whether every assigned partition is.
+    fn check_end(&mut self) -> bool {
+        if self.ended {
+            return true;
+        }
+        if self.lanes.is_empty() || !self.deferred.is_empty() {
+            return false;
+        }
+        let mut to_pause = Vec::new();
+        for (partition, lane) in &mut self.lanes {
+            if lane.finished {
+                continue;
+            }
+            let seen = self.consumer.context().seen(partition);
+            if lane.end.is_none() {
+                lane.end = seen.end;
+            }
+            let Some(end) = lane.end else { continue };
+            if lane.next.is_some_and(|at| at >= end) {
+                lane.finished = true;
+                self.clock.finish(partition);
+                to_pause.push(partition.clone());
+            }
+        }
+        for partition in &to_pause {
+            // A pause failing only lets later messages be fetched, to be dropped at arrival.
+            drop(self.pause(partition));
+        }
+        self.ended = self.lanes.values().all(|lane| lane.finished);
+        self.ended
+    }
+}
+
+impl Drop for KafkaSource {
+    fn drop(&mut self) {
+        // Leaving the group: rebalances from now on are carried out by the context, and a
+        // revocation the caller was told of is completed.
+        self.consumer.context().close();
+        if !self.deferred.is_empty() {
+            self.deferred.clear();
+            if let Err(error) = self.consumer.unassign() {
+                self.consumer.context().notice(Notice::Broker {
+                    message: format!("giving partitions back while closing: {error}"),
+                });
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for KafkaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSource")
+            .field("config", &self.config)
+            .field("assignment", &self.lanes.keys().collect::<Vec<_>>())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
