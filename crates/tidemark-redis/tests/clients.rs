@@ -12,7 +12,9 @@ use std::process::{Command, Stdio};
 
 use common::{error_text, q, redis_available, same, Server, TempDir};
 use redis::Value;
-use tidemark_redis::command::{run, Env, MemKeyspace, Reply};
+use tidemark_redis::command::{run, MemKeyspace};
+use tidemark_redis::env::Env;
+use tidemark_redis::reply::Reply;
 
 const SCRIPT: &str = include_str!("data/every_family.txt");
 

@@ -8,9 +8,11 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark::cardinality::redis::parse_redis;
 use tidemark::cardinality::Hll;
-use tidemark_redis::command::{
-    run, CmdError, Env, MemKeyspace, Outcome, Replicate, Reply, Slot, COMMANDS,
-};
+use tidemark_redis::command::{run, MemKeyspace, Outcome, Slot, COMMANDS};
+use tidemark_redis::env::Env;
+use tidemark_redis::error::CmdError;
+use tidemark_redis::reply::Replicate;
+use tidemark_redis::reply::Reply;
 
 fn argv(s: &str) -> Vec<Vec<u8>> {
     s.split_whitespace()
@@ -695,7 +697,7 @@ fn filter_generations_are_bounded_together_and_small_replies_read_right() {
 fn frequency_items_longer_than_a_key_keeps_are_refused_not_cut() {
     let mut ks = MemKeyspace::default();
     ok(&mut ks, "TMFREQ.CREATE f WINDOW 10000 BUCKET 1000");
-    let limit = tidemark_redis::types::Limits::MAX_FREQ_ITEM;
+    let limit = tidemark_redis::limits::Limits::MAX_FREQ_ITEM;
     let long = |tail: u8, len: usize| {
         let mut v = vec![b'x'; len - 1];
         v.push(tail);

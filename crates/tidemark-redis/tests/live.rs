@@ -9,7 +9,8 @@ use common::{crc64, error_text, loud, q, redis_available, same, wait_until, Serv
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use redis::Value;
-use tidemark_redis::command::{run, Env, MemKeyspace};
+use tidemark_redis::command::{run, MemKeyspace};
+use tidemark_redis::env::Env;
 
 /// Every command, with explicit times so the server and the model see the same input.
 const SCRIPT: &[&str] = &[

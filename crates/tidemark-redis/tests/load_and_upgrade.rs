@@ -7,7 +7,9 @@ mod common;
 
 use common::{free_port, q, redis_available, wait_until, Server, TempDir};
 use redis::Value;
-use tidemark_redis::command::{run, usage, Env, MemKeyspace, Reply, COMMANDS};
+use tidemark_redis::command::{run, usage, MemKeyspace, COMMANDS};
+use tidemark_redis::env::Env;
+use tidemark_redis::reply::Reply;
 
 fn words(line: &str) -> Vec<Vec<u8>> {
     line.split_whitespace()

@@ -4,7 +4,9 @@
 
 use proptest::prelude::*;
 use tidemark::codec;
-use tidemark_redis::command::{run, Env, MemKeyspace, Reply, Slot, COMMANDS};
+use tidemark_redis::command::{run, MemKeyspace, Slot, COMMANDS};
+use tidemark_redis::env::Env;
+use tidemark_redis::reply::Reply;
 
 /// A keyspace with one key of every shape and a plain string.
 fn seeded() -> MemKeyspace {

@@ -3,7 +3,8 @@
 //! `eq_ignore_ascii_case` matches it.
 
 use proptest::prelude::*;
-use tidemark_redis::command::{command_index, is_name, parse_u64, COMMANDS};
+use tidemark_redis::args::parse_u64;
+use tidemark_redis::command::{command_index, is_name, COMMANDS};
 
 /// What `parse_u64` must answer: ASCII digits only (no `+`), at most 20 of them, in range.
 fn model(a: &[u8]) -> Option<u64> {

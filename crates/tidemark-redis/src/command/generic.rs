@@ -1,8 +1,9 @@
 //! The commands that take a key of any TM type: `TM.INFO`, `TM.DUMP`, `TM.LOAD`.
 
-use super::table::{Access, Clock, Keys, Spec};
-use super::{Call, CmdError, Replicate, Reply};
-use crate::types::{LoadError, Value};
+use crate::args::show;
+use crate::error::CmdError;
+use crate::reply::{Replicate, Reply};
+use crate::types::{Access, Call, Clock, Keys, LoadError, Spec, Value};
 
 /// `TM.INFO key`.
 pub const INFO: Spec = Spec {
@@ -67,7 +68,7 @@ fn load(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     if call.keys.is_foreign(key) {
         return Err(CmdError::WrongType {
             cmd,
-            key: super::show(key),
+            key: show(key),
             holds: None,
         });
     }

@@ -9,12 +9,12 @@
 //!   missing key is an error (`ERR TMCOUNT.ADD: no such key 'k'; create it with
 //!   TMCOUNT.CREATE`): a window, a precision or a capacity chosen silently by an `ADD` would
 //!   be a wrong answer nobody asked for. `CREATE` on an existing key is an error too. A
-//!   parameter a `CREATE` is not given is the server's default ([`Defaults`], set when the
+//!   parameter a `CREATE` is not given is the server's default ([`Defaults`](crate::env::Defaults), set when the
 //!   module loads), and the `CREATE` replicates with every parameter written out, so a replica
 //!   loaded with other defaults builds the same value.
 //! - **Times.** Milliseconds since the epoch; `*` is the server's clock, but never earlier
 //!   than the key's latest time, so a clock stepping back a little never makes an `ADD` fail.
-//!   In Redis a command filter stamps a write's `*` as `*<ms>` ([`Time::Clock`]: that clock,
+//!   In Redis a command filter stamps a write's `*` as `*<ms>` ([`Time::Clock`](crate::args::Time::Clock): that clock,
 //!   never earlier than the key's latest time) before the command runs, so the write
 //!   replicates as it stands and a replica or a replay, holding the same state, resolves the
 //!   same time. A plain `*` that reaches the command layer replicates with the time resolved
@@ -27,7 +27,9 @@
 //!   `WRONGTYPE …` for a key of another type (another TM type included).
 //!
 //! ```
-//! use tidemark_redis::command::{run, Env, MemKeyspace, Reply};
+//! use tidemark_redis::command::{run, MemKeyspace};
+//! use tidemark_redis::env::Env;
+//! use tidemark_redis::reply::Reply;
 //!
 //! let mut ks = MemKeyspace::default();
 //! let env = Env::at(1_000);
@@ -40,126 +42,21 @@
 //! assert_eq!(got, Reply::estimate(5.0, 5.0, 5.0));
 //! ```
 
-mod args;
-mod call;
-mod defaults;
-mod error;
 mod generic;
 mod keyspace;
+mod options;
 mod table;
 pub mod usage;
 
-pub use args::{parse_u64, show, Args, Time};
-pub use call::{Call, KeyAccess};
-pub use defaults::{Defaults, ModuleOptions};
-pub use error::{ascii, CmdError};
-pub use keyspace::{Keyspace, Lookup, MemKeyspace, Plain, Slot};
-pub use table::{
-    command_index, is_name, key_positions, key_positions_as, Access, Clock, Keys, Run, Spec,
-    COMMANDS,
-};
+pub use keyspace::{MemKeyspace, Slot};
+pub use options::ModuleOptions;
+pub use table::{command_index, is_name, key_positions, key_positions_as, COMMANDS};
 
-/// What the server supplies that the arguments do not: its clock, and the defaults it was
-/// loaded with.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Env {
-    /// The server's clock, ms since the epoch (`*`).
-    pub now_ms: u64,
-    /// What a `CREATE` takes for a parameter it is not given.
-    pub defaults: Defaults,
-}
-
-impl Env {
-    /// The clock at `now_ms`, with the built-in defaults.
-    pub const fn at(now_ms: u64) -> Env {
-        Env {
-            now_ms,
-            defaults: Defaults::BUILT_IN,
-        }
-    }
-}
-
-/// A reply, before it becomes RESP.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
-    /// `+OK`.
-    Ok,
-    /// An integer.
-    Integer(i64),
-    /// A double (RESP3 `,`; RESP2 a bulk string).
-    Double(f64),
-    /// A bulk string.
-    Bulk(Vec<u8>),
-    /// `[estimate, low, high]`: an array of three doubles.
-    Estimate([f64; 3]),
-    /// An array.
-    Array(Vec<Reply>),
-    /// A map (RESP3 `%`; RESP2 a flat array of field, value, …), in this order.
-    Map(Vec<(&'static str, Reply)>),
-    /// Null.
-    Null,
-}
-
-impl Reply {
-    /// `[estimate, low, high]`.
-    pub fn estimate(value: f64, low: f64, high: f64) -> Reply {
-        Reply::Estimate([value, low, high])
-    }
-
-    /// A bulk string from text.
-    pub fn text(s: impl Into<String>) -> Reply {
-        Reply::Bulk(s.into().into_bytes())
-    }
-}
-
-impl From<tidemark::Estimate> for Reply {
-    fn from(e: tidemark::Estimate) -> Reply {
-        Reply::estimate(e.value, e.low, e.high)
-    }
-}
-
-/// How a write goes to replicas and the AOF.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Replicate {
-    /// Not at all: a read, or a write that changed nothing.
-    Nothing,
-    /// As the client sent it.
-    Verbatim,
-    /// As the client sent it, but with argument `pos` (a `*` time) replaced by `time`.
-    WithTime {
-        /// The argument's position in the vector (0: the command's name).
-        pos: usize,
-        /// The resolved time, ms.
-        time: u64,
-    },
-    /// As this argument vector (the clock resolved).
-    Rewritten(Vec<Vec<u8>>),
-}
-
-impl Replicate {
-    /// A `CREATE` as replicas and the AOF must run it: with every parameter written out
-    /// (`words` after the key), so a server loaded with other defaults builds the same value.
-    pub fn create(cmd: &str, key: &[u8], words: &[String]) -> Replicate {
-        let mut v = vec![cmd.as_bytes().to_vec(), key.to_vec()];
-        v.extend(words.iter().map(|w| w.as_bytes().to_vec()));
-        Replicate::Rewritten(v)
-    }
-}
-
-/// What a bracket promises, as `TM.INFO` says it.
-pub fn bracket_text(b: tidemark::Bracket) -> String {
-    match b {
-        tidemark::Bracket::Guaranteed => {
-            "guaranteed: the true value is always within [low, high]".into()
-        }
-        tidemark::Bracket::Probabilistic { confidence } => {
-            format!(
-                "probabilistic: the true value is within [low, high] with probability {confidence}"
-            )
-        }
-        _ => "see the documentation".into(),
-    }
-}
+use crate::args::{show, Args};
+use crate::env::Env;
+use crate::error::CmdError;
+use crate::reply::{Replicate, Reply};
+use crate::types::{Call, KeyAccess, Keyspace};
 
 /// A reply (or error) and how the command replicates.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,5 +1,5 @@
 //! The server's clock for `*` times: a command filter stamps a timed write's `*` as `*<ms>`
-//! when the command arrives ([`crate::command::Time::Clock`]), so the write replicates as it
+//! when the command arrives ([`crate::args::Time::Clock`]), so the write replicates as it
 //! stands and a replica or an AOF replay, holding the same state, resolves the same time.
 
 use std::os::raw::c_int;
@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use redis_module::raw;
 
 use super::reply::write_decimal;
-use crate::command::{is_name, Clock, COMMANDS};
+use crate::command::{is_name, COMMANDS};
+use crate::types::Clock;
 
 /// The names the filter stamps: every write whose argument 2 is a time, under its name and,
 /// when registered, its legacy name (and in a bench build the floor command).
@@ -38,7 +39,7 @@ fn stamped_names() -> &'static [&'static str] {
 }
 
 /// The command filter: a timed write's `*` becomes `*<ms>`, the server's clock as the command
-/// arrives ([`crate::command::Time::Clock`]). The command then replicates verbatim — a
+/// arrives ([`crate::args::Time::Clock`]). The command then replicates verbatim — a
 /// replica or an AOF replay reads the same number — instead of building a new argument vector
 /// for `RedisModule_Replicate`, which cost a fast write about as much as the rest of its work.
 /// Runs for every command the server receives (clients, `MULTI` at queue time, scripts and

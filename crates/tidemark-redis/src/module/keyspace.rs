@@ -9,8 +9,8 @@ use redis_module::{raw, Context, KeyType, RedisString};
 
 use super::stats::Held;
 use super::TM_TYPE;
-use crate::command::{Keyspace, Lookup, Plain};
 use crate::types::Value;
+use crate::types::{Keyspace, Lookup, Plain};
 
 /// One open key.
 struct OpenKey {

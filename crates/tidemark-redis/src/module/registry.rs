@@ -15,9 +15,10 @@ use super::keyspace::RedisKeyspace;
 use super::reply::{has_doubles, is_resp3, reply, write_decimal};
 use super::{alloc, c_text, stats};
 use crate::command::usage::{self, ArgDoc, ArgType, BadUsage};
-use crate::command::{
-    key_positions_as, run_as, Clock, Defaults, Env, Keys, Replicate, Spec, COMMANDS,
-};
+use crate::command::{key_positions_as, run_as, COMMANDS};
+use crate::env::{Defaults, Env};
+use crate::reply::Replicate;
+use crate::types::{Clock, Keys, Spec};
 
 type CommandFn = unsafe extern "C" fn(
     *mut raw::RedisModuleCtx,

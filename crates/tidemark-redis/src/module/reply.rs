@@ -4,7 +4,7 @@
 
 use redis_module::{raw, Context};
 
-use crate::command::Reply;
+use crate::reply::Reply;
 
 /// Writes a reply straight through Redis's reply API (no intermediate values): doubles are
 /// RESP3 doubles, or in RESP2 bulk strings in Rust's shortest round-trip form (as ZSCORE

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use redis_module::raw;
 
-use crate::command::Defaults;
+use crate::env::Defaults;
 use crate::types::{Value, TYPE_NAMES};
 
 /// Room for every type's counters (a test holds the type list within it).

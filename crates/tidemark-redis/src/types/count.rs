@@ -12,8 +12,10 @@ use tidemark::codec::Family;
 use tidemark::window::{ExpHistogram, Window};
 use tidemark::{Bracket, Estimate};
 
-use super::{Encoded, Limits, LoadError, TmType};
-use crate::command::{bracket_text, Access, Call, Clock, CmdError, Keys, Replicate, Reply, Spec};
+use super::{Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType};
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::{bracket_text, Replicate, Reply};
 
 /// A sliding-window counter: an exponential histogram over the last `window` ms.
 #[derive(Clone, Debug)]

@@ -16,10 +16,11 @@ use tidemark::codec::{self, Family};
 use tidemark::hash::ItemHasher;
 use tidemark::{Bracket, Estimate};
 
-use super::{Encoded, Limits, LoadError, TmType, Value};
-use crate::command::{
-    bracket_text, show, Access, Call, Clock, CmdError, Keys, Plain, Replicate, Reply, Spec, Time,
-};
+use super::{Access, Call, Clock, Encoded, Keys, LoadError, Plain, Spec, TmType, Value};
+use crate::args::{show, Time};
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::{bracket_text, Replicate, Reply};
 
 /// A windowed distinct count.
 #[derive(Clone, Debug)]
@@ -65,7 +66,7 @@ impl Distinct {
         cmd: &'static str,
         window: Option<u64>,
         at: Option<Time>,
-        env: crate::command::Env,
+        env: crate::env::Env,
     ) -> Result<(u64, u64), CmdError> {
         let latest = self.latest();
         let now = match at {
@@ -107,7 +108,7 @@ impl Distinct {
         cmd: &'static str,
         window: Option<u64>,
         at: Option<Time>,
-        env: crate::command::Env,
+        env: crate::env::Env,
     ) -> Result<Estimate, CmdError> {
         let (now, w) = self.window_at(cmd, window, at, env)?;
         match self {
@@ -122,7 +123,7 @@ impl Distinct {
         cmd: &'static str,
         window: Option<u64>,
         at: Option<Time>,
-        env: crate::command::Env,
+        env: crate::env::Env,
     ) -> Result<Vec<u8>, CmdError> {
         let (now, w) = self.window_at(cmd, window, at, env)?;
         match self {

@@ -22,8 +22,11 @@ use tidemark::hash::ItemHasher;
 use tidemark::membership::{QuotientFilter, StackedFilter};
 
 use super::bundle::{self, invalid};
-use super::{Encoded, Limits, LoadError, TmType, Value};
-use crate::command::{show, Access, Call, Clock, CmdError, Keys, Replicate, Reply, Spec, Time};
+use super::{Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType, Value};
+use crate::args::{show, Time};
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::{Replicate, Reply};
 
 /// One filter: in place or stacked.
 #[derive(Clone, Debug)]

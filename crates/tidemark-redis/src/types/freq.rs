@@ -21,8 +21,10 @@ use tidemark::frequency::ItemCounts;
 use tidemark::hash::ItemHasher;
 
 use super::bundle::{self, invalid};
-use super::{Encoded, Limits, LoadError, TmType, Value};
-use crate::command::{Access, Call, Clock, CmdError, Keys, Replicate, Reply, Spec};
+use super::{Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType, Value};
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::{Replicate, Reply};
 
 /// A ring of per-bucket item counts: Count-Min with the heavy items named.
 #[derive(Clone, Debug)]
@@ -493,7 +495,7 @@ fn query(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     let n = rest.len();
     if n >= 2 && rest[n - 2].eq_ignore_ascii_case(b"WINDOW") {
         // A cursor over `WINDOW ms` reads from its second word.
-        let mut w = crate::command::Args::new(cmd, &rest[n - 2..]);
+        let mut w = crate::args::Args::new(cmd, &rest[n - 2..]);
         window = Some(w.ms("WINDOW")?);
         rest.truncate(n - 2);
     } else if n >= 1 && rest[n - 1].eq_ignore_ascii_case(b"WINDOW") {

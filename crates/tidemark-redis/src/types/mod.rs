@@ -18,58 +18,41 @@
 //! bounds are checked again on every decoded value, so neither a `CREATE` nor
 //! `TM.LOAD`/`RESTORE` can make the server allocate without a bound it would refuse.
 //!
+//! The types' commands are written against what lives here with them, since a command reaches
+//! [`Value`]s: a [`Call`] (the command's arguments, and its keys through a [`Keyspace`]) and a
+//! [`Spec`] (the command as the module registers it). What knows no value — errors, argument
+//! parsing, replies, the server's clock and defaults, the bounds — is below, in
+//! [`crate::error`], [`crate::args`], [`crate::reply`], [`crate::env`](mod@crate::env) and [`crate::limits`];
+//! the command list and the runner are above, in [`crate::command`].
+//!
 //! Adding a type is one file here beside these (its value implementing [`TmType`], its
-//! commands as [`crate::command::Spec`]s), one line in the `value_types!` list below and its
-//! commands' lines in [`crate::command::COMMANDS`].
+//! commands as [`Spec`]s), one line in the `value_types!` list below and its commands' lines
+//! in [`crate::command::COMMANDS`].
 
 pub mod bundle;
+pub mod call;
 pub mod count;
 pub mod distinct;
 pub mod filter;
 pub mod freq;
+pub mod keyspace;
 pub mod quantile;
+pub mod spec;
 
 use tidemark::codec::{self, Family, Reader};
 use tidemark::DecodeError;
 
-use crate::command::Reply;
+use crate::limits::Limits;
+use crate::reply::Reply;
 
+pub use call::{Call, KeyAccess};
 pub use count::Counter;
 pub use distinct::Distinct;
 pub use filter::{Filter, FilterCore, FilterSpec};
 pub use freq::Freq;
+pub use keyspace::{Keyspace, Lookup, Plain};
 pub use quantile::Quantiles;
-
-/// Upper bounds on what one key may be asked to allocate.
-pub struct Limits;
-
-impl Limits {
-    /// The longest window, ms (about 8,900 years): times and windows stay far from `u64`'s
-    /// edge, so no sum of a time and a window overflows.
-    pub const MAX_WINDOW_MS: u64 = 1 << 48;
-    /// The largest time accepted, ms since the epoch.
-    pub const MAX_TIME_MS: u64 = 1 << 52;
-    /// Buckets in a distinct ring (WINDOW / BUCKET).
-    pub const MAX_RING_BUCKETS: u64 = 65_536;
-    /// Buckets in a frequency ring (WINDOW / BUCKET).
-    pub const MAX_FREQ_BUCKETS: u64 = 4_096;
-    /// Bytes a key may reach at full size (all buckets dense), as computed at creation.
-    pub const MAX_KEY_BYTES: u64 = 1 << 30;
-    /// Bytes of one filter's table at creation.
-    pub const MAX_FILTER_BYTES: u64 = 512 << 20;
-    /// The largest `n` of one `TMCOUNT.ADD`.
-    pub const MAX_COUNT_ADD: u64 = 1 << 40;
-    /// The largest total a counter's window may hold.
-    pub const MAX_COUNT_TOTAL: u64 = 1 << 62;
-    /// The largest count of one item in one `TMFREQ.ADD`.
-    pub const MAX_FREQ_ADD: u64 = 1 << 40;
-    /// The longest item a frequency key takes, bytes: it keeps heavy items by name, and names
-    /// are what tell items apart while it counts exactly.
-    pub const MAX_FREQ_ITEM: usize = tidemark::frequency::ItemCounts::MAX_ITEM_LEN;
-    /// Filter generations kept by an expiring filter: an item lives between EXPIRE and
-    /// EXPIRE·(1 + 1/(GENERATIONS − 1)) ms.
-    pub const GENERATIONS: u64 = 5;
-}
+pub use spec::{Access, Clock, Keys, Run, Spec};
 
 /// What one type of value is: its name, memory, bytes, latest time, `TM.INFO` fields, and how
 /// it reads itself back.

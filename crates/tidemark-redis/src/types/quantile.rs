@@ -30,11 +30,12 @@ use tidemark::quantile::{
 };
 use tidemark::Bracket;
 
-use super::{Encoded, Limits, LoadError, TmType, Value};
-use crate::command::{
-    bracket_text, parse_u64, show, Access, Args, Call, Clock, CmdError, Env, Keys, Replicate,
-    Reply, Spec, Time,
-};
+use super::{Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType, Value};
+use crate::args::{parse_u64, show, Args, Time};
+use crate::env::Env;
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::{bracket_text, Replicate, Reply};
 
 /// Windowed quantiles: a ring of bucket DDSketches.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tidemark_redis::command::Reply;
+use tidemark_redis::reply::Reply;
 
 /// Writes to the real standard error, which cargo's output capture does not swallow.
 pub fn loud(msg: &str) {

@@ -87,7 +87,7 @@ pub enum CmdError {
         /// Items added before it filled.
         added: usize,
     },
-    /// A value that would pass one of the module's bounds ([`crate::types::Limits`]): what
+    /// A value that would pass one of the module's bounds ([`crate::limits::Limits`]): what
     /// `INFO tidemark` counts as refused for limits.
     Limit {
         /// The command.

@@ -1,7 +1,7 @@
 //! Reading an argument vector: numbers, times, options, each refused with the argument named.
 
-use super::CmdError;
-use crate::types::Limits;
+use crate::error::CmdError;
+use crate::limits::Limits;
 
 /// A time argument: `*` (the server's clock, resolved before replication) or milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! What a `CREATE` takes for a parameter it is not given, and the module's load arguments
-//! that set it.
+//! The module's load arguments: the defaults a `CREATE` takes for a parameter it is not given
+//! ([`Defaults`]), and whether the names of older builds are registered too.
 //!
 //! ```text
 //! loadmodule /path/to/libtidemark_redis.so EPSILON 0.005 PRECISION 12 DELTA 0.01 PHI 0.05
@@ -13,42 +13,9 @@
 //! `CREATE` checks it. `LEGACY-NAMES` also registers the
 //! two-dot names of builds before 2026-12-04, for replaying their AOF files.
 
-use super::args::Args;
-use super::CmdError;
-
-/// Parameters a `CREATE` is not given.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Defaults {
-    /// ε of counters (`TMCOUNT.CREATE`) and frequency keys (`TMFREQ.CREATE`).
-    pub epsilon: f64,
-    /// The precision of distinct keys.
-    pub precision: u8,
-    /// δ of frequency keys.
-    pub delta: f64,
-    /// φ of frequency keys.
-    pub phi: f64,
-    /// α, the relative accuracy of quantile keys (`TMQUANTILE.CREATE` without `ALPHA` or
-    /// `SCHEMA`).
-    pub alpha: f64,
-}
-
-impl Defaults {
-    /// What a module loaded without arguments uses: Redis's own HyperLogLog precision (14), a
-    /// 1% relative error, a 1% failure probability, heavy items at 5%, quantiles within 1%.
-    pub const BUILT_IN: Defaults = Defaults {
-        epsilon: 0.01,
-        precision: 14,
-        delta: 0.01,
-        phi: 0.05,
-        alpha: tidemark::quantile::DEFAULT_ALPHA,
-    };
-}
-
-impl Default for Defaults {
-    fn default() -> Self {
-        Defaults::BUILT_IN
-    }
-}
+use crate::args::Args;
+use crate::env::Defaults;
+use crate::error::CmdError;
 
 /// What the module's load arguments say.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,9 +1,12 @@
 //! One command being run: its arguments, its keys, the server's clock and defaults, and how
 //! it will replicate.
 
-use super::args::{show, Args, Time};
-use super::{CmdError, Env, Keyspace, Lookup, Plain, Replicate};
-use crate::types::{Held, Limits, Value};
+use super::keyspace::{Keyspace, Lookup, Plain};
+use super::{Held, Value};
+use crate::args::{show, Args, Time};
+use crate::env::Env;
+use crate::error::CmdError;
+use crate::reply::Replicate;
 
 /// What a command's function works with.
 pub struct Call<'a, 'k> {
@@ -119,20 +122,5 @@ impl<'k> KeyAccess<'k> {
     /// What a key that may hold a plain string holds.
     pub fn plain(&mut self, key: &[u8]) -> Plain {
         self.ks.plain(key)
-    }
-}
-
-impl Env {
-    /// The time `time` stands for on a key whose latest time is `latest`: `*` and `*<ms>`
-    /// never fall before it.
-    pub fn resolve(&self, time: Time, latest: Option<u64>) -> u64 {
-        match time {
-            Time::At(t) => t,
-            Time::Now => self
-                .now_ms
-                .min(Limits::MAX_TIME_MS)
-                .max(latest.unwrap_or(0)),
-            Time::Clock(ms) => ms.max(latest.unwrap_or(0)),
-        }
     }
 }
