@@ -1,0 +1,655 @@
+//! Where the lines of an input come from, and the position a checkpoint stores for them: the
+//! [`LineSource`] seam between the read loop ([`super::run`]) and its inputs.
+//!
+//! # The seam
+//!
+//! The read loop knows an input only as a [`LineSource`]. It asks for the next line
+//! ([`LineSource::next_line`]), and gets a [`Line`], [`Next::Idle`] (none yet; more may come)
+//! or [`Next::End`]; before a read that may wait ([`LineSource::waits_next`]) it adds the
+//! engine's deferred events and sends their alerts; before each checkpoint it has the source
+//! write where it stands into the run state ([`LineSource::save_position`]), so the position
+//! commits in the same transaction as the buckets it accounts for — what makes a resume count
+//! every record once. Everything else about an input is its source's:
+//!
+//! - [`FileSource`]: a regular file, known by identity and resumed at its committed offset
+//!   ([`super::resume`]); an unterminated last line of a file that will grow (`keep_open`,
+//!   `--follow`) is not a line yet. Followed, it waits at its end and notices rotation and
+//!   truncation ([`super::follow`]).
+//! - [`PipeSource`]: a named pipe or a device, read from its start as new data every run.
+//! - [`super::stdin::StdinSource`]: standard input, resumed by skipping the committed bytes,
+//!   and refused when it repeats the stream the last completed run read.
+//!
+//! # A message source
+//!
+//! A Kafka consumer (messages at `(topic, partition, offset)`, no header line, reads that wait)
+//! is one more implementation of [`LineSource`], opened by [`open`] for an [`Input`] that names
+//! a topic (a field it would gain beside `path`); the read loop does not change:
+//!
+//! - [`LineSource::next_line`] returns each message's value as [`Line::Text`] (one longer than
+//!   `max_line_bytes` as [`Line::TooLong`], never held), numbered by the messages read; a
+//!   poll that times out with nothing returns [`Next::Idle`], so the run adds what it read,
+//!   checks its stop flag and checkpoints if due, then calls [`LineSource::wait`] (its default
+//!   returns at once: the poll already waited). [`LineSource::waits_next`] is true when the
+//!   consumer has no fetched message left, so alerts go out before a poll blocks.
+//! - [`LineSource::header`] returns `None`: every message is a record.
+//! - Positions: the consumer keeps, per `(topic, partition)`, the offset after the last message
+//!   it returned (and, for [`LineSource::unread_last`], that message's own offset).
+//!   [`LineSource::save_position`] writes them into a new [`RunState`] field — say
+//!   `partitions: Vec<PartitionMark { topic, partition, offset }>`, in a version 5 of the
+//!   state's encoding (version 4 reads with none) — which the checkpoint commits with the
+//!   buckets; the broker's own group offsets may be committed after it, for monitoring only.
+//!   [`LineSource::resume`] seeks each assigned partition to its stored offset, or to the
+//!   group's starting policy for one not in the state; [`LineSource::finish`] writes the
+//!   positions as `save_position` does. A rebalance that revokes a partition keeps its stored
+//!   offset for whoever is assigned it next.
+//! - [`LineSource::idle`], [`LineSource::wait`], [`LineSource::may_commit`],
+//!   [`LineSource::unread_header`] and [`LineSource::size`] keep their defaults.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+
+use super::follow::{self, Following};
+use super::input::{self, Lines};
+use super::state::{FileMark, RunState};
+use super::stdin::StdinSource;
+use super::{resume, Follow, RunOptions};
+use crate::RunError;
+
+/// What a source has next.
+pub(super) enum Next<'a> {
+    /// A line.
+    Line(Line<'a>),
+    /// No line yet, more may come (a followed file at its end): the run adds what it read,
+    /// asks [`LineSource::idle`] what the source found, and waits ([`LineSource::wait`]).
+    Idle,
+    /// No more lines: the input is done for this run.
+    End,
+}
+
+/// One line of an input.
+pub(super) enum Line<'a> {
+    /// A line's bytes (its newline included, if it had one).
+    Text {
+        /// The bytes.
+        raw: &'a [u8],
+        /// Its 1-based number.
+        number: u64,
+        /// The input's offset just after it (for progress).
+        end: u64,
+    },
+    /// A line longer than `max_line_bytes`: skipped, never held.
+    TooLong {
+        /// Its length, bytes (read so far, unless `whole`).
+        len: u64,
+        /// Whether it ended with its newline, so `len` is its whole length.
+        whole: bool,
+        /// Its 1-based number.
+        number: u64,
+        /// The input's offset just after it.
+        end: u64,
+    },
+}
+
+impl<'a> Line<'a> {
+    /// A line read from [`Lines`], or `None` at their end.
+    pub(super) fn of(line: input::Line<'a>) -> Option<Line<'a>> {
+        match line {
+            input::Line::Text {
+                raw, number, end, ..
+            } => Some(Line::Text { raw, number, end }),
+            input::Line::TooLong {
+                len,
+                number,
+                end,
+                terminated,
+            } => Some(Line::TooLong {
+                len,
+                whole: terminated,
+                number,
+                end,
+            }),
+            input::Line::End => None,
+        }
+    }
+}
+
+/// What a source found when idle, once the run has added what it read.
+pub(super) enum Pause {
+    /// Nothing to read yet: the run may checkpoint, then calls [`LineSource::wait`].
+    Wait,
+    /// Read on at once (a rotated file's last line, which no newline will complete now).
+    ReadOn,
+    /// The input was rotated away and read to its end: the path's new file is next.
+    Rotated,
+}
+
+/// What a source found after waiting.
+pub(super) enum Waited {
+    /// Read on.
+    ReadOn,
+    /// The input was truncated: it is read again from its start, and its position is that
+    /// start now (for the checkpoint that says so).
+    Truncated,
+}
+
+/// One input as the read loop sees it: its lines, the position to commit for them, and what to
+/// do while none has come. See the module doc for the contract and a message source's part.
+pub(super) trait LineSource {
+    /// The input's name in messages: the path as given, or `<stdin>`.
+    fn name(&self) -> &str;
+
+    /// The first line as it stands (whole or not), for a CSV header: read before
+    /// [`LineSource::resume`]. `None`: there is none.
+    fn header(&mut self) -> Result<Option<Line<'_>>, RunError>;
+
+    /// Reads the line [`LineSource::header`] returned again, as the first record (a followed
+    /// file's new start that repeats no header).
+    fn unread_header(&mut self) -> Result<(), RunError> {
+        Err(RunError::Input {
+            file: self.name().to_string(),
+            message: "a stream cannot seek".to_string(),
+        })
+    }
+
+    /// Moves past what earlier runs committed (after the header).
+    fn resume(&mut self) -> Result<(), RunError>;
+
+    /// Whether the next [`LineSource::next_line`] may wait for input: the run first adds the
+    /// engine's deferred events and sends their alerts, so none waits on a line not yet come.
+    fn waits_next(&self) -> bool;
+
+    /// The next line, or why there is none.
+    fn next_line(&mut self) -> Result<Next<'_>, RunError>;
+
+    /// Takes the last line back: where the input stands is its start again (a bad line the run
+    /// stops on, read again after it is mended).
+    fn unread_last(&mut self);
+
+    /// Whether the records read so far may be committed and their alerts sent; fails once the
+    /// input is known to be data already counted (standard input, see
+    /// [`super::stdin::StdinHead`]).
+    fn may_commit(&mut self) -> Result<bool, RunError> {
+        Ok(true)
+    }
+
+    /// After [`Next::Idle`], what the source found (once the run has added what it read).
+    fn idle(&mut self) -> Result<Pause, RunError> {
+        Ok(Pause::Wait)
+    }
+
+    /// Waits for more (after the run checked its stop flag and checkpointed if due).
+    fn wait(&mut self) -> Result<Waited, RunError> {
+        Ok(Waited::ReadOn)
+    }
+
+    /// Writes where the input stands into the run state, for a checkpoint.
+    fn save_position(&mut self, state: &mut RunState) -> Result<(), RunError>;
+
+    /// Writes where this run leaves the input into the run state: its reading has ended (its
+    /// end, a stop, a bad line).
+    fn finish(&mut self, state: &mut RunState) -> Result<(), RunError> {
+        self.save_position(state)
+    }
+
+    /// Its size when opened, bytes, for progress (0 when not known).
+    fn size(&self) -> u64 {
+        0
+    }
+}
+
+/// How the run reads its inputs.
+#[derive(Clone, Copy)]
+pub(super) struct Reading {
+    /// `max_line_bytes`.
+    pub max_line: usize,
+    /// Bad lines are counted and skipped (else the run stops on one, so a too-long line need
+    /// not be scanned to its end).
+    pub skip_bad: bool,
+    /// More will be appended to the files: an unterminated last line waits for the next run.
+    pub keep_open: bool,
+    /// Following the one file.
+    pub follow: Option<Follow>,
+    /// Standard input must not be the stream the last run read to its end (that run completed,
+    /// and this one does not restart).
+    pub stdin_new: bool,
+}
+
+/// One input to read.
+#[derive(Clone, Debug)]
+pub(super) struct Input {
+    /// The path; `None` for standard input.
+    pub path: Option<PathBuf>,
+    /// A file the followed path was rotated away from before this run: read to its end, then
+    /// done.
+    pub drain_only: bool,
+    /// The followed path's new file after a rotation: a mark on its inode is a deleted file's.
+    pub after_rotation: bool,
+}
+
+impl Input {
+    /// Its name in messages.
+    pub fn name(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or("<stdin>".to_string(), |p| p.display().to_string())
+    }
+}
+
+/// The inputs to read, in order: the files named (standard input if none) and, when following,
+/// first the files the path was rotated away from while no run followed it.
+pub(super) struct Inputs {
+    queue: VecDeque<Input>,
+    /// The input just done was a rotated file: the next is the path's new file.
+    rotated_in: bool,
+}
+
+impl Inputs {
+    /// This run's inputs, by its options and the restored state.
+    pub fn new(opts: &RunOptions<'_>, state: &RunState) -> Result<Inputs, RunError> {
+        let input = |path: Option<PathBuf>, drain_only| Input {
+            path,
+            drain_only,
+            after_rotation: false,
+        };
+        let mut queue: VecDeque<Input> = if opts.inputs.is_empty() {
+            VecDeque::from([input(None, false)])
+        } else {
+            opts.inputs
+                .iter()
+                .map(|p| input(Some(p.clone()), false))
+                .collect()
+        };
+        if opts.follow.is_some() && opts.inputs.len() != 1 {
+            return Err(RunError::Input {
+                file: "<stdin>".to_string(),
+                message: "--follow follows one named file".to_string(),
+            });
+        }
+        // Following: files the path was rotated away from while no run followed it, with lines
+        // after their marks, are read to their end first, oldest first.
+        let rotated_away = match (opts.follow, opts.inputs.first()) {
+            (Some(f), Some(p)) if !opts.restart => follow::rotated_away(state, p, f.rotate_wait),
+            _ => Vec::new(),
+        };
+        for i in &mut queue {
+            i.drain_only = i.path.as_ref().is_some_and(|p| rotated_away.contains(p));
+        }
+        for p in rotated_away.iter().rev() {
+            queue.push_front(input(Some(p.clone()), true));
+        }
+        Ok(Inputs {
+            queue,
+            rotated_in: false,
+        })
+    }
+
+    /// The next input.
+    pub fn next(&mut self) -> Option<Input> {
+        let mut input = self.queue.pop_front()?;
+        input.after_rotation = std::mem::take(&mut self.rotated_in);
+        Some(input)
+    }
+
+    /// Reads `input` again, next (a followed path after a rotation or a truncation).
+    pub fn again(&mut self, input: &Input) {
+        self.queue.push_front(input.clone());
+    }
+
+    /// The input just done was rotated away: the next is the path's new file.
+    pub fn rotated(&mut self) {
+        self.rotated_in = true;
+    }
+}
+
+/// Opens `input` as a source, positioned (once its header is read, see
+/// [`LineSource::resume`]) where the committed state says.
+pub(super) fn open(
+    input: &Input,
+    state: &RunState,
+    how: Reading,
+) -> Result<Box<dyn LineSource>, RunError> {
+    let Some(p) = &input.path else {
+        return Ok(Box::new(StdinSource::open(state, how)));
+    };
+    Ok(match open_path(p)? {
+        Opened::File(f) => Box::new(FileSource::open(f, input, state, how)?),
+        Opened::Pipe(f) => Box::new(PipeSource::new(f, input.name(), how)),
+    })
+}
+
+/// What a path names.
+pub(super) enum Opened {
+    /// A regular file.
+    File(OpenFile),
+    /// A named pipe (`<(zcat log.gz)`) or a device: a stream without an identity.
+    Pipe(File),
+}
+
+/// One input file, opened and identified.
+pub(super) struct OpenFile {
+    pub file: File,
+    /// A second handle, for fingerprints.
+    pub probe: File,
+    pub dev: u64,
+    pub ino: u64,
+    /// Its canonical path.
+    pub path: String,
+    /// Its size when opened.
+    pub size: u64,
+}
+
+impl OpenFile {
+    /// The mark of its first `offset` bytes (`line` lines), fingerprinted.
+    pub fn mark(&mut self, offset: u64, line: u64) -> Result<FileMark, RunError> {
+        let (head, tail) =
+            input::fingerprint(&mut self.probe, offset).map_err(|e| RunError::Input {
+                file: self.path.clone(),
+                message: format!("reading it back for its fingerprint: {e}"),
+            })?;
+        Ok(FileMark {
+            dev: self.dev,
+            ino: self.ino,
+            path: self.path.clone(),
+            offset,
+            line,
+            head,
+            tail,
+            used: 0,
+        })
+    }
+}
+
+pub(super) const DIRECTORY: &str = "a directory, not a file of records (name the files in it)";
+
+/// An input's I/O error, naming it.
+pub(super) fn input_error(name: &str, e: io::Error) -> RunError {
+    RunError::Input {
+        file: name.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Opens a path: a regular file with its identity, or a stream.
+pub(super) fn open_path(p: &Path) -> Result<Opened, RunError> {
+    let name = p.display().to_string();
+    let input_err = |message: String| RunError::Input {
+        file: name.clone(),
+        message,
+    };
+    // Look before opening: a directory cannot be read as lines.
+    let meta = std::fs::metadata(p).map_err(|e| input_err(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(input_err(DIRECTORY.into()));
+    }
+    let file = File::open(p).map_err(|e| input_err(e.to_string()))?;
+    if !meta.is_file() {
+        return Ok(Opened::Pipe(file));
+    }
+    let probe = File::open(p).map_err(|e| input_err(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| input_err(e.to_string()))?;
+    let (dev, ino) = input::identity(&meta, p);
+    let path = std::fs::canonicalize(p)
+        .map(|c| c.display().to_string())
+        .unwrap_or_else(|_| name.clone());
+    Ok(Opened::File(OpenFile {
+        file,
+        probe,
+        dev,
+        ino,
+        path,
+        size: meta.len(),
+    }))
+}
+
+/// The lines of a reader, bounded by `how`: a stream's tell when its next read may wait.
+fn lines_of<R: io::Read>(reader: R, how: Reading, stream: bool) -> Lines<BufReader<R>> {
+    let mut lines = Lines::new(BufReader::with_capacity(1 << 16, reader), how.max_line);
+    if stream {
+        // Reads that may wait: the engine's deferred events are added before them.
+        lines = lines.telling_waits();
+    }
+    if !how.skip_bad {
+        // The run stops at a too-long line: no need to find its end.
+        lines = lines.stop_at_too_long();
+    }
+    lines
+}
+
+/// A regular file: resumed at its committed offset, its position a [`FileMark`].
+pub(super) struct FileSource {
+    name: String,
+    file: OpenFile,
+    lines: Lines<BufReader<File>>,
+    /// The committed position: (offset, lines before it).
+    resume_at: (u64, u64),
+    /// Where the last line returned began.
+    line_start: (u64, u64),
+    /// Where this run leaves the file when not where its lines stand: before a line not taken
+    /// (a bad line the run stops on; an unterminated last line, read whole by the next run),
+    /// or its start (truncated while followed).
+    end_at: Option<(u64, u64)>,
+    /// An unterminated last line is not whole yet: more will be appended (`keep_open`, or
+    /// followed until a rotated file is done).
+    open_ended: bool,
+    skip_bad: bool,
+    /// A followed file's unterminated last line, to be read again at the next look (whether
+    /// it was too long): handed back to the lines at the next call.
+    taken_back: Option<bool>,
+    /// Following it (`--follow`).
+    follow: Option<Following>,
+}
+
+impl FileSource {
+    fn open(
+        mut file: OpenFile,
+        input: &Input,
+        state: &RunState,
+        how: Reading,
+    ) -> Result<FileSource, RunError> {
+        let name = input.name();
+        let resume_at = resume::file_start(&mut file, &name, state, input.after_rotation)?;
+        let reader = file.file.try_clone().map_err(|e| input_error(&name, e))?;
+        let follow = match (how.follow, &input.path) {
+            (Some(f), Some(p)) => Some(Following::new(p.clone(), f, input.drain_only)),
+            _ => None,
+        };
+        Ok(FileSource {
+            lines: lines_of(reader, how, false),
+            file,
+            resume_at,
+            line_start: (0, 0),
+            end_at: None,
+            open_ended: how.keep_open || follow.is_some(),
+            skip_bad: how.skip_bad,
+            taken_back: None,
+            follow,
+            name,
+        })
+    }
+
+    /// Hands a line taken back to the lines: read again from its start, or, too long, from
+    /// where its scan stopped (it may grow without bound; its bytes are not read twice).
+    fn settle(&mut self) -> Result<(), RunError> {
+        if let Some(too_long) = self.taken_back.take() {
+            let (offset, line) = self.line_start;
+            if too_long {
+                self.lines.hold_too_long(offset, line);
+            } else {
+                self.lines
+                    .seek_to(offset, line)
+                    .map_err(|e| input_error(&self.name, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn position(&self) -> (u64, u64) {
+        self.end_at.unwrap_or((self.lines.offset, self.lines.line))
+    }
+}
+
+impl LineSource for FileSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn header(&mut self) -> Result<Option<Line<'_>>, RunError> {
+        let line = self
+            .lines
+            .next_line()
+            .map_err(|e| input_error(&self.name, e))?;
+        Ok(Line::of(line))
+    }
+
+    fn unread_header(&mut self) -> Result<(), RunError> {
+        self.lines
+            .seek_to(0, 0)
+            .map_err(|e| input_error(&self.name, e))
+    }
+
+    fn resume(&mut self) -> Result<(), RunError> {
+        let (offset, line) = self.resume_at;
+        if offset > self.lines.offset {
+            self.lines
+                .seek_to(offset, line)
+                .map_err(|e| input_error(&self.name, e))?;
+        }
+        Ok(())
+    }
+
+    fn waits_next(&self) -> bool {
+        false
+    }
+
+    fn next_line(&mut self) -> Result<Next<'_>, RunError> {
+        self.settle()?;
+        self.line_start = (self.lines.offset, self.lines.line);
+        let line = self
+            .lines
+            .next_line()
+            .map_err(|e| input_error(&self.name, e))?;
+        let whole = match line {
+            input::Line::Text { terminated, .. } => terminated || !self.open_ended,
+            input::Line::TooLong { terminated, .. } => {
+                terminated || !self.open_ended || !self.skip_bad
+            }
+            input::Line::End => true,
+        };
+        if !whole {
+            // The unterminated last line of a file that more will be appended to is not a
+            // whole line yet: the next run (or a followed file's next look) reads it, whole.
+            // One already past max_line_bytes is bad whatever follows: without skip_bad the
+            // run stops on it now, as on any bad line; counted as a bad line it waits too, so
+            // that it is counted once, whole, and the committed position never falls inside
+            // it.
+            if self.follow.is_none() {
+                self.end_at = Some(self.line_start);
+                return Ok(Next::End);
+            }
+            self.taken_back = Some(matches!(line, input::Line::TooLong { .. }));
+            return Ok(Next::Idle);
+        }
+        Ok(match Line::of(line) {
+            Some(line) => Next::Line(line),
+            // The end of a followed file is the end of what it has for now.
+            None if self.follow.is_some() => Next::Idle,
+            None => Next::End,
+        })
+    }
+
+    fn unread_last(&mut self) {
+        self.end_at = Some(self.line_start);
+    }
+
+    fn idle(&mut self) -> Result<Pause, RunError> {
+        self.settle()?;
+        let at = (self.lines.offset, self.lines.line);
+        let Some(follow) = &mut self.follow else {
+            return Ok(Pause::Wait);
+        };
+        let pause = follow.idle(&mut self.file, at, &self.name)?;
+        if matches!(pause, Pause::ReadOn) {
+            // Rotated and idle: its last line counts even without a newline.
+            self.open_ended = false;
+        }
+        Ok(pause)
+    }
+
+    fn wait(&mut self) -> Result<Waited, RunError> {
+        self.settle()?;
+        let Some(follow) = &mut self.follow else {
+            return Ok(Waited::ReadOn);
+        };
+        let waited = follow.wait(&mut self.file, self.lines.offset)?;
+        if matches!(waited, Waited::Truncated) {
+            self.end_at = Some((0, 0));
+        }
+        Ok(waited)
+    }
+
+    fn save_position(&mut self, state: &mut RunState) -> Result<(), RunError> {
+        self.settle()?;
+        let (offset, line) = self.position();
+        let mark = self.file.mark(offset, line)?;
+        state.set_file(mark);
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.file.size
+    }
+}
+
+/// A named pipe or a device: read from its start as new data each run (it has no identity to
+/// resume by), its position never stored.
+pub(super) struct PipeSource {
+    name: String,
+    lines: Lines<BufReader<File>>,
+}
+
+impl PipeSource {
+    fn new(pipe: File, name: String, how: Reading) -> PipeSource {
+        PipeSource {
+            name,
+            lines: lines_of(pipe, how, true),
+        }
+    }
+}
+
+impl LineSource for PipeSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn header(&mut self) -> Result<Option<Line<'_>>, RunError> {
+        let line = self
+            .lines
+            .next_line()
+            .map_err(|e| input_error(&self.name, e))?;
+        Ok(Line::of(line))
+    }
+
+    fn resume(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    fn waits_next(&self) -> bool {
+        self.lines.waits_next()
+    }
+
+    fn next_line(&mut self) -> Result<Next<'_>, RunError> {
+        let line = self
+            .lines
+            .next_line()
+            .map_err(|e| input_error(&self.name, e))?;
+        Ok(Line::of(line).map_or(Next::End, Next::Line))
+    }
+
+    fn unread_last(&mut self) {}
+
+    fn save_position(&mut self, _: &mut RunState) -> Result<(), RunError> {
+        Ok(())
+    }
+}
