@@ -1,4 +1,5 @@
-//! A batch of items copied out of Python, and the loops that hash it.
+//! A batch of items copied out of Python, the loops that hash it, and the error of one of its
+//! items, named by its index ([`at_index`]).
 //!
 //! However a batch holds its items (bytes back to back, typed integers or floats, booleans,
 //! fixed-width strings, or a NumPy array borrowed in place), each is visited as the bytes the
@@ -8,9 +9,11 @@
 //! the order, for summaries whose updates commute and merge exactly. `TIDEMARK_THREADS=1`
 //! keeps everything on one thread.
 
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
 use tidemark::ItemHasher;
 
-use super::scalar::float_repr;
+use super::text::float_repr;
 
 /// Batches of at least this many items are hashed on two threads.
 pub const PARALLEL_MIN: usize = 1 << 16;
@@ -318,4 +321,19 @@ fn in_order_on_two_threads<E>(
         lo = hi;
     }
     Ok(())
+}
+
+/// An item's error, named by the batch and the item's index (the message without its type's
+/// name, which the new error carries: a `ValueError` stays one, anything else is a
+/// `TypeError`).
+pub(super) fn at_index(e: PyErr, name: &str, i: usize) -> PyErr {
+    Python::with_gil(|py| {
+        let message = e.value(py).to_string();
+        let message = message.strip_prefix("item: ").unwrap_or(&message);
+        if e.is_instance_of::<PyValueError>(py) {
+            PyValueError::new_err(format!("{name}[{i}]: {message}"))
+        } else {
+            PyTypeError::new_err(format!("{name}[{i}]: {message}"))
+        }
+    })
 }

@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 use super::batch::{parallel, Batch};
-use super::extract::{extract_batch, objects_into};
+use super::extract::extract_batch;
+use super::objects::objects_into;
 
 /// Items of a list or tuple copied out per round: bounded memory, a buffer that stays in
 /// cache, and no growth of one buffer the size of the whole list.

@@ -6,9 +6,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
-use super::batch::Batch;
+use super::batch::{at_index, Batch};
 use super::chunks::LIST_CHUNK;
-use super::extract::{at_index, extract_batch};
+use super::extract::extract_batch;
 use super::numpy::{buffer_batch, numpy_batch};
 
 /// A column of integers beside a batch (counts, ticks): one int for every item, or a

@@ -21,24 +21,31 @@
 //! its dtype and bytes, so `np.float32(0.1)` is `repr(float(np.float32(0.1)))` and `np.True_`
 //! is `True`, and a scalar of a dtype arrays refuse (`float16`, `complex64`, …) is refused.
 //!
-//! One concept a file: [`scalar`] turns one value into its bytes; [`batch`] is a batch copied
-//! out of Python and its hashing loops; [`extract`] copies a batch out (a list or tuple item
-//! by item), [`numpy`] reads arrays, NumPy scalars and buffers as one block of memory, and
-//! [`chunks`] works a long list through in bounded chunks; [`integers`](mod@integers) reads
-//! integer columns (counts, ticks) and the items of `integers="binary"`.
+//! One concept a file, each using only those listed before it: [`text`] writes a `str`'s
+//! UTF-8 and a float's `repr`; [`batch`] is a batch copied out of Python and its hashing
+//! loops; [`dtype`] knows NumPy's types and decodes raw bytes by NumPy kind; [`scalar`] turns
+//! one value into its bytes; [`objects`] copies Python objects item by item; [`numpy`] reads
+//! arrays and buffers as one block of memory; [`extract`] copies a batch out (choosing among
+//! those); [`chunks`] works a long list through in bounded chunks; [`integers`](mod@integers)
+//! reads integer columns (counts, ticks) and the items of `integers="binary"`.
 
 mod batch;
 mod chunks;
+mod dtype;
 mod extract;
 mod integers;
 mod numpy;
+mod objects;
 mod scalar;
+mod text;
 
 pub use batch::{parallel, Batch, Native, PARALLEL_MIN};
 pub use chunks::{for_each_chunk, for_each_chunk_overlapped};
+pub(crate) use dtype::numpy_types;
 pub use extract::extract_batch;
 pub use integers::{
     binary_integers, binary_word, for_each_word_chunk, int_column, integers, to_i64, to_u64,
 };
-pub(crate) use numpy::{buffer_batch, numpy_batch, numpy_types};
-pub use scalar::{float_repr, item_bytes};
+pub(crate) use numpy::{buffer_batch, numpy_batch};
+pub use scalar::item_bytes;
+pub use text::float_repr;
