@@ -73,7 +73,7 @@ fn a_time_past_year_9999_or_far_ahead_is_a_bad_line_and_the_store_stays_usable()
     let d = dir("safety-time");
     let config = d.join("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
-    // The reproduction: 9,223,372,036,854,720 s once bricked the store.
+    // A far-future time once reported: 9,223,372,036,854,720 s once bricked the store.
     let z = d.join("z.csv");
     std::fs::write(
         &z,

@@ -550,7 +550,7 @@ mod tests {
             TimeFormat::EpochSeconds.parse("253402300799.999"),
             Ok(MAX_TIME)
         );
-        // The reproduction: 9,223,372,036,854,720 s.
+        // A far-future time once reported: 9,223,372,036,854,720 s.
         let e = TimeFormat::EpochSeconds
             .parse("9223372036854720")
             .unwrap_err();

@@ -50,7 +50,7 @@ fn the_table_with_no_reserve_refuses_its_98304th_key() {
 }
 
 #[test]
-fn reserves_7_and_5_reach_256_times_the_forecast_in_the_seeds_bits() {
+fn reserves_7_and_5_reach_256_times_the_forecast_in_the_same_bits() {
     for (reserve, bits) in [(7, 8_388_608u64), (5, 6_291_456)] {
         let mut f = QuotientFilter::with_reserve(2_000, 0.01, reserve).unwrap();
         for i in 0..512_000 {

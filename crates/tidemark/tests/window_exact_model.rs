@@ -144,7 +144,7 @@ fn a_quiet_window_is_exact() {
 }
 
 #[test]
-fn the_seeds_twenty_arrivals() {
+fn the_worked_example_of_twenty_arrivals() {
     // The design's worked example: at k = 2 the first twenty ones make twelve merges and
     // 4 4 4 2 2 2 1 1; the fourth arrival makes the first merge and the tenth cascades twice.
     let mut h = ExpHistogram::arrivals_with_k(1_000, 2).unwrap();
