@@ -10,7 +10,8 @@
 use crate::config::Config;
 use crate::engine::{Engine, MetricShape};
 use crate::pipeline::RunState;
-use crate::store::{Store, StoreRows};
+use crate::state_rows::StoreRows;
+use crate::store::Store;
 
 /// What a check found in the buckets of one stored name (a metric or a rollup).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

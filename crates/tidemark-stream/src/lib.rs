@@ -13,7 +13,10 @@
 //! - [`engine`]: the pure operator — events in; closed buckets, late merges, alerts out.
 //! - [`kinds`]: the metric kinds (count, distinct, frequency), each in a folder of its own
 //!   behind [`kinds::MetricKind`] and [`kinds::BucketSummary`].
+//! - [`rule`]: a metric's alert rule, which the config reads, each kind checks and the engine
+//!   evaluates.
 //! - [`store`]: the [`store::Store`] trait, the redb file and an in-memory store.
+//! - [`state_rows`]: the engine's spilled state read back from a store's view.
 //! - [`stored`]: a bucket's bytes at rest (the envelope without what the metric implies).
 //! - [`check`]: verifying every value a store holds.
 //! - [`pipeline`]: the runner that reads input, drives the engine, commits, and resumes after
@@ -83,6 +86,8 @@ pub mod kinds;
 pub mod pipeline;
 pub mod query;
 pub mod record;
+pub mod rule;
+pub mod state_rows;
 pub mod store;
 pub mod stored;
 pub mod time;

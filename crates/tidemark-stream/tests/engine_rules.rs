@@ -13,7 +13,8 @@ use tidemark_stream::config::Config;
 use tidemark_stream::engine::Summary;
 use tidemark_stream::engine::{Engine, NoRows, Outputs, StateTable};
 use tidemark_stream::pipeline::RunState;
-use tidemark_stream::store::{MemStore, Store, StoreRows};
+use tidemark_stream::state_rows::StoreRows;
+use tidemark_stream::store::{MemStore, Store};
 use tidemark_stream::stored::{self, Stored};
 
 fn count_config(late: &str, alert: &str) -> Config {

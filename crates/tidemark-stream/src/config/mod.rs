@@ -6,15 +6,14 @@
 
 use serde::Deserialize;
 
-use crate::kinds::{Input, KIND_NAMES};
+use crate::kinds::{Input, KindKeys, KIND_NAMES};
+use crate::rule::AlertRule;
 use crate::time::{format_duration, parse_duration, TimeFormat};
 
-pub mod alert;
-pub mod keys;
+mod alert;
 
 pub use crate::error::ConfigError;
 pub use crate::kinds::{Kind, SketchKind};
-pub use alert::{AlertOn, AlertRule};
 
 /// Every config key with its default and domain, as a commented config that is itself valid.
 pub const REFERENCE: &str = include_str!("reference.toml");
@@ -290,7 +289,7 @@ fn metric_kind(m: &RawMetric, at: &dyn Fn(&str) -> String) -> Result<Kind, Confi
     }
     // The kind's own keys first (a bad value of its own is the first thing to fix), then
     // the keys another kind reads.
-    let keys = keys::KindKeys::new(&m.rest, at);
+    let keys = KindKeys::new(&m.rest, at);
     let kind = Kind::parse(&m.kind, &keys).unwrap_or_else(|| {
         let names: Vec<String> = KIND_NAMES.iter().map(|n| format!("{n:?}")).collect();
         Err(ConfigError::invalid(
@@ -617,6 +616,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rule::AlertOn;
 
     const GOOD: &str = r#"
 [input]

@@ -16,7 +16,7 @@
 use tidemark::Estimate;
 
 use super::shape::MetricShape;
-use crate::config::{AlertOn, AlertRule};
+use crate::rule::{AlertOn, AlertRule};
 
 /// Bit 31 of a streak word: an early alert was raised in this episode.
 pub(super) const EARLY: u32 = 1 << 31;

@@ -194,7 +194,7 @@ impl Close {
     fn line(
         &self,
         key: &[u8],
-        (rule, r, limit): (usize, &crate::config::AlertRule, f64),
+        (rule, r, limit): (usize, &crate::rule::AlertRule, f64),
         estimate: Estimate,
         item: Option<&[u8]>,
         phase: AlertPhase,

@@ -4,8 +4,9 @@
 
 use tidemark::{DecodeError, MergeError};
 
-use crate::config::{AlertRule, Config, MetricConfig};
+use crate::config::{Config, MetricConfig};
 use crate::kinds::{Kind, WindowModel};
+use crate::rule::AlertRule;
 use crate::stored::{self, Prototype, Stored};
 
 pub use crate::kinds::Summary;

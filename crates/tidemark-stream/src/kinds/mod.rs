@@ -40,18 +40,19 @@ use core::fmt;
 
 use tidemark::{DecodeError, Estimate, MergeError};
 
-use crate::config::alert::AlertRule;
-use crate::config::keys::KindKeys;
 use crate::error::ConfigError;
+use crate::rule::AlertRule;
 
 pub mod count;
 pub mod distinct;
 pub mod frequency;
+pub mod keys;
 pub mod quantile;
 
 pub use count::{CountBucket, CountParams, CountWindow};
 pub use distinct::{DistinctBucket, DistinctParams, SketchKind};
 pub use frequency::{FrequencyBucket, FrequencyParams};
+pub use keys::KindKeys;
 pub use quantile::{QuantileBucket, QuantileParams};
 
 /// What an event gives a metric besides its time and key.

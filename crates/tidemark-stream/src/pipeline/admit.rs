@@ -9,7 +9,7 @@
 use crate::config::Limits;
 use crate::engine::Engine;
 use crate::record::{Extractor, Record, RecordError};
-use crate::store::StoreRows;
+use crate::state_rows::StoreRows;
 use crate::time::MAX_TIME;
 use crate::EngineError;
 

@@ -14,9 +14,9 @@ use super::state::RunState;
 use super::{engine_error, AlertOut};
 use crate::config::Config;
 use crate::engine::{Alert, Engine, MetricShape, Outputs, StateTable};
+use crate::state_rows::{StoreRows, TableNames};
 use crate::store::{
-    Batch, BucketRef, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, StoreRows, SweepRef,
-    TableNames,
+    Batch, BucketRef, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, SweepRef,
 };
 use crate::{EngineError, RunError};
 

@@ -23,7 +23,8 @@ use super::state::RunState;
 use super::{engine_error, AlertOut, MetricReport, RunOptions, RunReport};
 use crate::engine::Engine;
 use crate::record::Extractor;
-use crate::store::{ReadTxn, Store, StoreRows};
+use crate::state_rows::StoreRows;
+use crate::store::{ReadTxn, Store};
 use crate::RunError;
 
 /// Why the reading of a source ended.

@@ -16,7 +16,8 @@ use super::state::RunState;
 use super::{engine_error, input, RunOptions};
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::store::{Store, StoreRows};
+use crate::state_rows::StoreRows;
+use crate::store::Store;
 use crate::RunError;
 
 /// The engine and run state a run starts from: the committed ones (and `true`), or new ones

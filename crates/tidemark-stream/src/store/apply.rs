@@ -318,7 +318,7 @@ fn sweep(t: &mut dyn Txn, s: &SweepRef<'_>) -> Result<(), StoreError> {
 }
 
 /// Scans `table`'s entries in `[from, to)`, checking each start's entries against its digest.
-pub(super) fn scan_verified(
+pub(crate) fn scan_verified(
     r: &(impl ReadTxn + ?Sized),
     table: &str,
     from: u64,

@@ -31,11 +31,10 @@ mod apply;
 mod mem;
 mod redb_store;
 mod row_key;
-mod rows;
 
+pub(crate) use apply::scan_verified;
 pub use mem::MemStore;
 pub use redb_store::{cache_for, RedbStore};
-pub use rows::{StoreRows, TableNames};
 
 /// A store that failed.
 #[derive(Debug)]

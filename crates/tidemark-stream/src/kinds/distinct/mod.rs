@@ -5,8 +5,8 @@
 
 use tidemark::DecodeError;
 
-use crate::config::keys::KindKeys;
 use crate::error::ConfigError;
+use crate::kinds::keys::KindKeys;
 use crate::kinds::{Input, MetricKind};
 
 mod bucket;

@@ -4,8 +4,8 @@
 
 use tidemark::{DecodeError, Estimate};
 
-use crate::config::keys::KindKeys;
 use crate::error::ConfigError;
+use crate::kinds::keys::KindKeys;
 use crate::kinds::{Ask, Input, Label, MetricKind};
 
 mod bucket;

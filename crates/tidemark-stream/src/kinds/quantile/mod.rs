@@ -14,10 +14,10 @@
 use tidemark::quantile::{DdSketch, Mapping, DEFAULT_ALPHA, DEFAULT_BIN_LIMIT, MAX_BIN_LIMIT};
 use tidemark::{DecodeError, Estimate};
 
-use crate::config::alert::AlertRule;
-use crate::config::keys::KindKeys;
 use crate::error::ConfigError;
+use crate::kinds::keys::KindKeys;
 use crate::kinds::{Ask, Input, Label, MetricKind};
+use crate::rule::AlertRule;
 
 mod bucket;
 

@@ -1,12 +1,14 @@
 //! The engine's state rows read back from a store: [`StoreRows`], the [`StateSource`] a run,
-//! a restore and `tidemark check` use.
+//! a restore and `tidemark check` use. It sits above both: the engine reads spilled state
+//! through [`StateSource`] without knowing the store, the store keeps rows without knowing
+//! the engine.
 
-use super::{apply, ReadTxn, StoreError, Visit};
 use crate::config::Config;
 use crate::engine::{StateSource, StateTable};
+use crate::store::{scan_verified, ReadTxn, StoreError, Visit};
 
 /// Reads a config's state rows and closed buckets from a store's view (see
-/// [`super::Store::view`]: what the last checkpoint wrote).
+/// [`crate::store::Store::view`]: what the last checkpoint wrote).
 pub struct StoreRows<'a> {
     store: &'a dyn ReadTxn,
     names: std::borrow::Cow<'a, TableNames>,
@@ -102,6 +104,6 @@ impl StateSource for StoreRows<'_> {
         visit: &mut Visit<'_>,
     ) -> Result<(), StoreError> {
         let name = self.names.name(metric, StateTable::Closed);
-        apply::scan_verified(self.store, name, from, to, visit)
+        scan_verified(self.store, name, from, to, visit)
     }
 }
