@@ -5,7 +5,6 @@ pub mod config;
 pub mod count;
 pub mod demo;
 pub mod distinct;
-pub mod distinct_window;
 pub mod filter;
 pub mod freq;
 pub mod quantile;

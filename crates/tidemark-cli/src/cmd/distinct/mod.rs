@@ -5,7 +5,8 @@
 //! sketches, tidemark's own files or Redis `HYLL` values (as `GET` returns them, alone or with
 //! the one newline `redis-cli --raw` writes after them), merges them and reports the count of
 //! the union. `--save` writes the sketch: tidemark's format, or a
-//! Redis value with `--redis`.
+//! Redis value with `--redis`. With `--window` the items are counted over a sliding window of
+//! ticks instead (the `window` module).
 
 use std::path::PathBuf;
 
@@ -19,16 +20,10 @@ use crate::input::{for_each_line, read_saved, SaveTo, Saved};
 use crate::UsageError;
 use tidemark_cli::output::{Output, Record};
 
-/// Which sketch counts the distinct items.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SketchArg {
-    /// HyperLogLog: 6 bits a register at rest, standard error about 1.04/√(2^p).
-    Hyperloglog,
-    /// ExaLogLog (t, d) = (2, 20): 28 bits a register (about 17 range-coded at rest),
-    /// standard error about 0.36/√(2^p): the same error as HyperLogLog in about 43% fewer
-    /// register bits and 60% fewer bytes saved; p 11 ≈ HyperLogLog's 14.
-    Exaloglog,
-}
+mod sketch;
+mod window;
+
+pub use sketch::SketchArg;
 
 /// Arguments of `tidemark distinct`.
 #[derive(clap::Args, Debug)]
@@ -124,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "not with --merge, --save or --redis",
             ));
         }
-        return super::distinct_window::run(&super::distinct_window::Options {
+        return window::run(&window::Options {
             window,
             precision: args.precision,
             sketch: args.sketch,

@@ -16,6 +16,7 @@ use tidemark::{Bracket, Estimate};
 
 use std::path::PathBuf;
 
+use super::sketch::SketchArg;
 use crate::input::for_each_line;
 use crate::UsageError;
 use tidemark_cli::output::{Output, Record};
@@ -96,7 +97,7 @@ pub struct Options<'a> {
     /// `--window`: ticks.
     pub window: u64,
     pub precision: Option<u8>,
-    pub sketch: super::distinct::SketchArg,
+    pub sketch: SketchArg,
     pub confidence: f64,
     pub bucket: Option<u64>,
     pub sliding: bool,
@@ -120,7 +121,7 @@ pub fn run(args: &Options<'_>) -> anyhow::Result<()> {
             "expected at least 1 tick, got 0",
         ));
     }
-    let exaloglog = args.sketch == super::distinct::SketchArg::Exaloglog;
+    let exaloglog = args.sketch == SketchArg::Exaloglog;
     let p = args.precision.unwrap_or(if exaloglog { 11 } else { 14 });
     let mut w = if args.sliding {
         if args.bucket.is_some() {
