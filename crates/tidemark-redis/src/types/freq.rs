@@ -54,7 +54,7 @@ pub struct TooOld {
 }
 
 impl Freq {
-    /// An empty ring (parameters checked by the caller with [`Freq::check`]).
+    /// An empty ring (parameters checked by the caller: `Freq::check`).
     pub fn new(epsilon: f64, delta: f64, phi: f64, bucket_ms: u64, buckets: u64) -> Freq {
         Freq {
             epsilon,
@@ -94,7 +94,7 @@ impl Freq {
 
     /// Checks a shape: the sketch parameters, the bucket count and the bytes at full size.
     /// Returns the full-size bytes.
-    pub fn check(epsilon: f64, delta: f64, phi: f64, buckets: u64) -> Result<u64, String> {
+    fn check(epsilon: f64, delta: f64, phi: f64, buckets: u64) -> Result<u64, String> {
         let probe = ItemCounts::new(epsilon, delta, phi).map_err(|e| e.to_string())?;
         if buckets > Limits::MAX_FREQ_BUCKETS {
             return Err(format!(

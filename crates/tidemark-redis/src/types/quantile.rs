@@ -68,7 +68,7 @@ impl Quantiles {
     }
 
     /// Checks a shape against the module's bounds: the bucket count, the bytes at full size.
-    pub fn check(buckets: u64, bins: u64) -> Result<(), String> {
+    fn check(buckets: u64, bins: u64) -> Result<(), String> {
         if buckets > Quantiles::MAX_BUCKETS {
             return Err(format!(
                 "WINDOW/BUCKET must be at most {}, got {buckets}",
