@@ -56,6 +56,48 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// A size (`max_memory`, `--max-memory`) that [`crate::config::parse_size`] refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeError {
+    /// A unit other than B, KiB, MiB, GiB, TiB, KB, MB, GB or TB.
+    UnknownUnit {
+        /// The size as given.
+        text: String,
+        /// The unit found.
+        unit: String,
+    },
+    /// No number before the unit.
+    NotANumber {
+        /// The size as given.
+        text: String,
+    },
+    /// Negative, or 2^63 bytes or more.
+    OutOfRange {
+        /// The size as given.
+        text: String,
+    },
+}
+
+impl fmt::Display for SizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SizeError::UnknownUnit { text, unit } => write!(
+                f,
+                "unknown unit {unit:?} in {text:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
+            ),
+            SizeError::NotANumber { text } => write!(
+                f,
+                "{text:?} is not a size (a number of bytes, or e.g. \"512MiB\")"
+            ),
+            SizeError::OutOfRange { text } => {
+                write!(f, "{text:?} is out of range (0 to 2^63 - 1 bytes)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SizeError {}
+
 /// The engine cannot be built or restored.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -153,6 +195,24 @@ pub enum RunError {
         /// What was wrong.
         message: String,
     },
+    /// A malformed message of a message source (without `skip_bad`).
+    BadMessage {
+        /// Its topic.
+        topic: String,
+        /// Its partition.
+        partition: i32,
+        /// Its offset.
+        offset: i64,
+        /// What was wrong.
+        message: String,
+    },
+    /// A message source failed (a broker's fatal error).
+    Source {
+        /// The source, for messages.
+        name: String,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The store failed.
     Store(StoreError),
     /// The engine cannot be built or restored.
@@ -172,6 +232,7 @@ impl RunError {
                 | RunError::Input { .. }
                 | RunError::InputChanged { .. }
                 | RunError::BadLine { .. }
+                | RunError::BadMessage { .. }
         ) || matches!(self, RunError::Store(e) if e.is_damaged())
     }
 }
@@ -196,6 +257,16 @@ impl fmt::Display for RunError {
                 line,
                 message,
             } => write!(f, "{file}:{line}: {message}"),
+            RunError::BadMessage {
+                topic,
+                partition,
+                offset,
+                message,
+            } => write!(
+                f,
+                "topic {topic} partition {partition} offset {offset}: {message}"
+            ),
+            RunError::Source { name, source } => write!(f, "{name}: {source}"),
             RunError::Store(e) => e.fmt(f),
             RunError::Engine(e) => e.fmt(f),
             RunError::State(e) => write!(f, "stored run state: {e}"),
@@ -210,6 +281,7 @@ impl std::error::Error for RunError {
             RunError::Store(e) => Some(e),
             RunError::Engine(e) => Some(e),
             RunError::State(e) => Some(e),
+            RunError::Source { source, .. } => Some(&**source),
             _ => None,
         }
     }

@@ -92,4 +92,4 @@ pub mod store;
 pub mod stored;
 pub mod time;
 
-pub use error::{ConfigError, EngineError, QueryError, RunError};
+pub use error::{ConfigError, EngineError, QueryError, RunError, SizeError};

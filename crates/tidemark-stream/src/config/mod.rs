@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 
+use crate::error::SizeError;
 use crate::kinds::{Input, KindKeys, KIND_NAMES};
 use crate::rule::AlertRule;
 use crate::time::{format_duration, parse_duration, TimeFormat};
@@ -147,7 +148,7 @@ pub const MIN_MAX_MEMORY: u64 = 1 << 16;
 
 /// Parses a size: an integer of bytes, or a number with `KiB`, `MiB`, `GiB`, `TiB` (powers of
 /// 1024) or `KB`, `MB`, `GB`, `TB` (powers of 1000), e.g. `"512MiB"`, `"1.5GiB"`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -164,17 +165,20 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "GB" => 1_000_000_000,
         "TB" => 1_000_000_000_000,
         u => {
-            return Err(format!(
-                "unknown unit {u:?} in {text:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
-            ))
+            return Err(SizeError::UnknownUnit {
+                text: text.to_string(),
+                unit: u.to_string(),
+            })
         }
     };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (a number of bytes, or e.g. \"512MiB\")"))?;
+    let n: f64 = num.parse().map_err(|_| SizeError::NotANumber {
+        text: text.to_string(),
+    })?;
     let bytes = n * unit_bytes as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes >= 2f64.powi(63) {
-        return Err(format!("{text:?} is out of range"));
+        return Err(SizeError::OutOfRange {
+            text: text.to_string(),
+        });
     }
     Ok(bytes as u64)
 }
