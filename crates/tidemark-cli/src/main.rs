@@ -55,6 +55,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Window estimates with error bars from a store's sketches.
     Query(cmd::query::Args),
+    /// Serve a store over HTTP: a JSON API, Prometheus /metrics with bounds, a live dashboard.
+    Serve(cmd::serve::Args),
     /// Verify a store: its pages, its metadata and every stored sketch.
     Check(cmd::check::Args),
     /// Print every pipeline config key with its default and domain, or --check a config.
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Filter(args) => cmd::filter::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Query(args) => cmd::query::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Config(args) => cmd::config::run(args),
     };

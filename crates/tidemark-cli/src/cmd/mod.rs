@@ -10,3 +10,4 @@ pub mod freq;
 pub mod quantile;
 pub mod query;
 pub mod run;
+pub mod serve;

@@ -1,0 +1,878 @@
+//! The routes: the token check, the method check, and each endpoint's parameters, read and
+//! bounded before the store is touched.
+//!
+//! Every answer comes from [`tidemark_stream::query::window_asking`], the function behind
+//! `tidemark query`: the server only parses parameters and lays the rows out in the field
+//! names of `docs/output.md`, one row per line `tidemark query --json` would print (a
+//! frequency metric's heavy items and a quantile metric's quantiles each a row), so an answer
+//! here and one from the command line are the same numbers.
+//!
+//! | path | parameters |
+//! | --- | --- |
+//! | `/api/v1/query` | `metric`, `key`, `window` (default the metric's), `at`, `quantile` (repeatable, or `0.5,0.99`), `items` |
+//! | `/api/v1/top` | `metric`, `n` (1 to 1,000, default 10), `window`, `at`, `quantile`, `items` |
+//! | `/api/v1/series` | `metric`, `key`, `window`, `from`, `to` (default the newest window end), `step` (default a bucket; at most 1,440 points), `quantile`, `items` |
+//! | `/api/v1/alerts` | `since`, `metric`, `n` (1 to 1,000, default 100) |
+//! | `/api/v1/metrics` | none |
+//!
+//! Times (`at`, `from`, `to`, `since`) are RFC 3339 or epoch seconds; durations are `30s`,
+//! `5m`, `1h`, `7d`. A window must be a multiple of the metric's bucket and at most its
+//! retention. An unknown parameter, or one given twice that cannot be, is a 400 naming it.
+//!
+//! The store does not keep alerts (`tidemark run` prints them as JSON lines): `/api/v1/alerts`
+//! reads the file those lines were written to, given as `--alerts`, from its last MiB.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+use tidemark::Estimate;
+use tidemark_stream::config::{Config, LatePolicy, MetricConfig};
+use tidemark_stream::engine::{Engine, NoRows};
+use tidemark_stream::pipeline::RunState;
+use tidemark_stream::query::{self, Answer, Ask, Label, QueryError};
+use tidemark_stream::store::{RedbStore, Store};
+use tidemark_stream::time::{format_rfc3339, parse_duration, parse_rfc3339, TimeFormat};
+
+use crate::error::{ApiError, ServeError};
+use crate::http::{self, Request, Response};
+use crate::Options;
+
+/// The dashboard page, served at `/`.
+const DASHBOARD: &str = include_str!("dashboard.html");
+
+/// The most keys `/api/v1/top` ranks, and items a frequency row lists.
+pub const MAX_N: u64 = 1000;
+/// The most points a series has.
+pub const MAX_STEPS: u64 = 1440;
+/// The most quantiles one request asks.
+pub const MAX_QUANTILES: usize = 16;
+/// The most bytes of the alert file read (its end).
+const ALERT_TAIL: u64 = 1 << 20;
+
+/// What every request shares: the store's path, the token, the export limits.
+pub struct App {
+    db: PathBuf,
+    token: Option<Vec<u8>>,
+    top: usize,
+    alerts: Option<PathBuf>,
+}
+
+impl App {
+    /// Checks the options: the token file reads and holds one token, the store opens.
+    pub fn new(options: &Options) -> Result<App, ServeError> {
+        let token = match &options.token_file {
+            None => None,
+            Some(path) => Some(read_token(path)?),
+        };
+        // Opened once to fail early on a missing or foreign file, then let go.
+        RedbStore::open_existing(&options.db).map_err(|source| ServeError::Store {
+            path: options.db.clone(),
+            source: Box::new(source),
+        })?;
+        Ok(App {
+            db: options.db.clone(),
+            token,
+            top: options.top.clamp(1, crate::MAX_TOP),
+            alerts: options.alerts.clone(),
+        })
+    }
+
+    /// The response to `request`.
+    pub fn handle(&self, request: &Request) -> Response {
+        let pairs = match http::parse_query(&request.query) {
+            Ok(p) => p,
+            Err((name, what)) => return error(&ApiError::bad(&name, what)),
+        };
+        if let Some(token) = &self.token {
+            let sent = request
+                .authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .map(str::trim)
+                .or_else(|| {
+                    pairs
+                        .iter()
+                        .find(|(n, _)| n == "access_token")
+                        .map(|(_, v)| v.as_str())
+                });
+            if !sent.is_some_and(|s| same(s.as_bytes(), token)) {
+                return error(&ApiError::status(
+                    401,
+                    "this server needs its token: Authorization: Bearer TOKEN",
+                ))
+                .with_header("WWW-Authenticate", "Bearer realm=\"tidemark\"");
+            }
+        }
+        if request.method != "GET" && request.method != "HEAD" {
+            return error(&ApiError::status(
+                405,
+                format!("{} is not served: GET or HEAD only", request.method),
+            ))
+            .with_header("Allow", "GET, HEAD");
+        }
+        let params = Params { pairs };
+        let result = match request.path.as_str() {
+            "/" | "/index.html" => {
+                return Response {
+                    status: 200,
+                    content_type: "text/html; charset=utf-8",
+                    body: DASHBOARD.as_bytes().to_vec(),
+                    headers: vec![(
+                        "Content-Security-Policy",
+                        "default-src 'none'; script-src 'unsafe-inline'; \
+                         style-src 'unsafe-inline'; connect-src 'self'; img-src data:"
+                            .to_string(),
+                    )],
+                }
+            }
+            "/metrics" => self.prometheus(&params).map(|text| Response {
+                status: 200,
+                content_type: "text/plain; version=0.0.4; charset=utf-8",
+                body: text.into_bytes(),
+                headers: Vec::new(),
+            }),
+            "/api/v1/query" => self.query(&params).map(ok),
+            "/api/v1/top" => self.top(&params).map(ok),
+            "/api/v1/series" => self.series(&params).map(ok),
+            "/api/v1/alerts" => self.alerts(&params).map(ok),
+            "/api/v1/metrics" => self.metrics(&params).map(ok),
+            other => Err(ApiError::status(
+                404,
+                format!(
+                    "no such path: {other:?} (/, /metrics, /api/v1/query, /api/v1/top, \
+                     /api/v1/series, /api/v1/alerts, /api/v1/metrics)"
+                ),
+            )),
+        };
+        result.unwrap_or_else(|e| error(&e))
+    }
+
+    /// Opens the store read-only for one request.
+    fn open(&self) -> Result<Stored, ApiError> {
+        let store = RedbStore::open_existing(&self.db)
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
+        let meta = store
+            .meta()
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?
+            .ok_or_else(|| {
+                ApiError::unavailable("the store holds no checkpoint yet: no run has committed")
+            })?;
+        let config = Config::from_toml(&meta.config)
+            .map_err(|e| ApiError::unavailable(format!("the store's config is damaged: {e}")))?;
+        Ok(Stored {
+            store,
+            config,
+            state: meta.state,
+        })
+    }
+
+    fn query(&self, p: &Params) -> Result<Value, ApiError> {
+        p.only(&["metric", "key", "window", "at", "quantile", "items"])?;
+        let s = self.open()?;
+        let w = WindowAsk::read(p, &s.config)?;
+        let key = p.required("key")?;
+        let answer = w.run(&s.store, Some(key.as_bytes()), None, w.at)?;
+        Ok(answer_json(&w, &answer))
+    }
+
+    fn top(&self, p: &Params) -> Result<Value, ApiError> {
+        p.only(&["metric", "n", "window", "at", "quantile", "items"])?;
+        let s = self.open()?;
+        let w = WindowAsk::read(p, &s.config)?;
+        let n = p.count("n", 10)?;
+        let answer = w.run(&s.store, None, Some(n as usize), w.at)?;
+        Ok(answer_json(&w, &answer))
+    }
+
+    fn series(&self, p: &Params) -> Result<Value, ApiError> {
+        p.only(&[
+            "metric", "key", "window", "from", "to", "step", "quantile", "items",
+        ])?;
+        let s = self.open()?;
+        let w = WindowAsk::read(p, &s.config)?;
+        let key = p.required("key")?;
+        let width = w.metric.width;
+        let step = match p.one("step")? {
+            None => width,
+            Some(t) => parse_duration(t)
+                .filter(|&d| d > 0 && d % width == 0)
+                .ok_or_else(|| {
+                    ApiError::bad(
+                        "step",
+                        format!(
+                            "expected a duration that is a multiple of {}'s bucket ({}), got {t:?}",
+                            w.metric.name,
+                            tidemark_stream::time::format_duration(width)
+                        ),
+                    )
+                })?,
+        };
+        let to = match p.time("to")? {
+            Some(t) => t - t % width,
+            // The newest window's end, as a query without `at` answers it.
+            None => w.run(&s.store, Some(key.as_bytes()), None, None)?.to,
+        };
+        let from = match p.time("from")? {
+            Some(t) => t - t % width,
+            None => to.saturating_sub(step.saturating_mul(59)),
+        };
+        if from > to {
+            return Err(ApiError::bad("from", "expected a time before `to`"));
+        }
+        let points = (to - from) / step + 1;
+        if points > MAX_STEPS {
+            return Err(ApiError::bad(
+                "step",
+                format!(
+                    "from {} to {} every {} is {points} points, more than {MAX_STEPS}",
+                    format_rfc3339(from),
+                    format_rfc3339(to),
+                    tidemark_stream::time::format_duration(step)
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(points as usize);
+        let mut omitted = 0u64;
+        for i in 0..points {
+            let end = from + i * step;
+            match w.run(&s.store, Some(key.as_bytes()), None, Some(end)) {
+                Ok(a) => out.push(json!({
+                    "from": format_rfc3339(a.from),
+                    "to": format_rfc3339(a.to),
+                    "clipped": a.clipped,
+                    "rows": rows(&w, &a),
+                })),
+                // A window wholly before the retention horizon has no answer: the series
+                // starts where the store's buckets do.
+                Err(e) if e.parameter.as_deref() == Some("at") => omitted += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(json!({
+            "metric": w.metric.name,
+            "kind": w.metric.kind,
+            "key": key,
+            "window_s": w.window as f64 / 1000.0,
+            "step_s": step as f64 / 1000.0,
+            "from": format_rfc3339(from),
+            "to": format_rfc3339(to),
+            "omitted": omitted,
+            "points": out,
+        }))
+    }
+
+    fn alerts(&self, p: &Params) -> Result<Value, ApiError> {
+        p.only(&["since", "metric", "n"])?;
+        let since = p.time("since")?.unwrap_or(0);
+        let n = p.count("n", 100)? as usize;
+        let metric = p.one("metric")?;
+        let Some(path) = &self.alerts else {
+            return Err(ApiError::status(
+                404,
+                "no alert log: the store does not keep alerts; `tidemark run` prints them as \
+                 JSON lines, and `tidemark serve --alerts FILE` serves the file they go to",
+            ));
+        };
+        let (text, cut) = tail(path, ALERT_TAIL).map_err(|e| {
+            ApiError::unavailable(format!("cannot read the alert log {}: {e}", path.display()))
+        })?;
+        let mut alerts: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|a| {
+                let at = a.get("at").and_then(Value::as_str).map(parse_rfc3339);
+                let name = a.get("metric").and_then(Value::as_str);
+                matches!(at, Some(Ok(t)) if t >= since) && metric.is_none_or(|m| name == Some(m))
+            })
+            .collect();
+        let dropped = alerts.len().saturating_sub(n);
+        alerts.drain(..dropped);
+        Ok(json!({
+            "source": path.display().to_string(),
+            // Whether older alerts may be missing: the file is read from its last MiB, and
+            // the newest `n` kept.
+            "truncated": cut || dropped > 0,
+            "alerts": alerts,
+        }))
+    }
+
+    fn metrics(&self, p: &Params) -> Result<Value, ApiError> {
+        p.only(&[])?;
+        let s = self.open()?;
+        let health = s.health()?;
+        let tables = stored_tables(&s.config);
+        let metrics: Vec<Value> = s
+            .config
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| metric_json(m, tables.get(i), &health.metrics[i]))
+            .collect();
+        let mut o = Map::new();
+        o.insert("records".into(), health.records.into());
+        o.insert("bad_lines".into(), health.bad_lines.into());
+        if let Some(t) = health.max_time {
+            o.insert("event_time_max".into(), format_rfc3339(t).into());
+        }
+        o.insert("top".into(), self.top.into());
+        o.insert("metrics".into(), metrics.into());
+        Ok(Value::Object(o))
+    }
+
+    fn prometheus(&self, p: &Params) -> Result<String, ApiError> {
+        p.only(&[])?;
+        let s = self.open()?;
+        let health = s.health()?;
+        let file = std::fs::metadata(&self.db).ok();
+        crate::prom::exposition(&s.store, &s.config, &health, file.as_ref(), self.top)
+    }
+}
+
+/// A 200 with a JSON body.
+fn ok(v: Value) -> Response {
+    Response::json(200, &v)
+}
+
+/// An error's response.
+fn error(e: &ApiError) -> Response {
+    Response::json(e.status, &e.body())
+}
+
+/// Whether two byte strings are equal, in time that depends on the expected one's length
+/// alone (not on where they first differ).
+fn same(sent: &[u8], expected: &[u8]) -> bool {
+    let mut diff = sent.len() ^ expected.len();
+    for (i, &b) in expected.iter().enumerate() {
+        diff |= usize::from(sent.get(i).copied().unwrap_or(0) ^ b);
+    }
+    diff == 0
+}
+
+/// The token in `path`: its one line, white space around it dropped.
+fn read_token(path: &Path) -> Result<Vec<u8>, ServeError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ServeError::TokenFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let token = text.trim();
+    let bad = |what| ServeError::BadToken {
+        path: path.to_path_buf(),
+        what,
+    };
+    if token.is_empty() {
+        return Err(bad("holds no token (it is empty or white space)"));
+    }
+    if token.contains(['\n', '\r']) || token.bytes().any(|b| b.is_ascii_whitespace()) {
+        return Err(bad(
+            "holds more than one word: a token is one line, no spaces",
+        ));
+    }
+    Ok(token.as_bytes().to_vec())
+}
+
+/// The last `limit` bytes of a file (from a line start), and whether earlier bytes were cut.
+fn tail(path: &Path, limit: u64) -> std::io::Result<(String, bool)> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let start = len.saturating_sub(limit);
+    f.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    f.take(limit).read_to_end(&mut bytes)?;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if start > 0 {
+        // The first line is likely cut: skip it.
+        let at = text.find('\n').map_or(text.len(), |i| i + 1);
+        text.drain(..at);
+    }
+    Ok((text, start > 0))
+}
+
+/// A query string's pairs, and the reading of each parameter with its bounds.
+struct Params {
+    pairs: Vec<(String, String)>,
+}
+
+impl Params {
+    /// Refuses a parameter not in `allowed` (the token aside), and a repeated one other than
+    /// `quantile`.
+    fn only(&self, allowed: &[&str]) -> Result<(), ApiError> {
+        for (i, (name, _)) in self.pairs.iter().enumerate() {
+            if name == "access_token" {
+                continue;
+            }
+            if !allowed.contains(&name.as_str()) {
+                return Err(ApiError::bad(
+                    name,
+                    if allowed.is_empty() {
+                        "unknown parameter: this path takes none".to_string()
+                    } else {
+                        format!("unknown parameter: expected {}", allowed.join(", "))
+                    },
+                ));
+            }
+            if name != "quantile" && self.pairs[..i].iter().any(|(n, _)| n == name) {
+                return Err(ApiError::bad(name, "given twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of a parameter given at most once.
+    fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        Ok(self
+            .pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str()))
+    }
+
+    fn required(&self, name: &str) -> Result<&str, ApiError> {
+        self.one(name)?
+            .ok_or_else(|| ApiError::bad(name, "required"))
+    }
+
+    /// A count in 1..=[`MAX_N`].
+    fn count(&self, name: &str, default: u64) -> Result<u64, ApiError> {
+        match self.one(name)? {
+            None => Ok(default),
+            Some(t) => t
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=MAX_N).contains(n))
+                .ok_or_else(|| {
+                    ApiError::bad(name, format!("expected an integer 1 to {MAX_N}, got {t:?}"))
+                }),
+        }
+    }
+
+    /// A time: RFC 3339 or epoch seconds, ms.
+    fn time(&self, name: &str) -> Result<Option<u64>, ApiError> {
+        self.one(name)?
+            .map(|t| {
+                parse_rfc3339(t)
+                    .or_else(|_| TimeFormat::EpochSeconds.parse(t))
+                    .map_err(|_| {
+                        ApiError::bad(
+                            name,
+                            format!("expected RFC 3339 or epoch seconds, got {t:?}"),
+                        )
+                    })
+            })
+            .transpose()
+    }
+}
+
+/// An opened store and what its metadata says.
+struct Stored {
+    store: RedbStore,
+    config: Config,
+    state: Vec<u8>,
+}
+
+/// The pipeline's health as the store's last checkpoint records it.
+pub struct Health {
+    /// Records counted over every run.
+    pub records: u64,
+    /// Malformed lines skipped over every run.
+    pub bad_lines: u64,
+    /// Whether the last run read its input to the end.
+    pub completed: bool,
+    /// The largest event time seen, ms.
+    pub max_time: Option<u64>,
+    /// Per metric, in config order.
+    pub metrics: Vec<MetricHealth>,
+}
+
+/// One metric's health.
+pub struct MetricHealth {
+    /// Events added.
+    pub events: u64,
+    /// Late events landed in their own open bucket.
+    pub late: u64,
+    /// Events past the lateness, dropped.
+    pub dropped: u64,
+    /// Events past the lateness, merged into their stored bucket.
+    pub merged: u64,
+    /// Buckets closed.
+    pub buckets: u64,
+    /// Alerts raised.
+    pub alerts: u64,
+    /// Keys held in memory by the writer at its checkpoint.
+    pub live_keys: u64,
+    /// Buckets starting before this are closed (ms).
+    pub watermark: Option<u64>,
+}
+
+impl Stored {
+    fn health(&self) -> Result<Health, ApiError> {
+        let damaged = |e: &dyn std::fmt::Display| {
+            ApiError::unavailable(format!("the store's run state is damaged: {e}"))
+        };
+        let state = RunState::from_bytes(&self.state).map_err(|e| damaged(&e))?;
+        let engine =
+            Engine::restore(&self.config, &state.engine, &mut NoRows).map_err(|e| damaged(&e))?;
+        let metrics = (0..engine.metric_count())
+            .map(|i| {
+                let c = engine.counters(i);
+                MetricHealth {
+                    events: c.events,
+                    late: c.late,
+                    dropped: c.dropped,
+                    merged: c.merged,
+                    buckets: c.buckets,
+                    alerts: c.alerts,
+                    live_keys: engine.live_keys(i) as u64,
+                    watermark: engine.closed_until(i),
+                }
+            })
+            .collect();
+        Ok(Health {
+            records: state.records,
+            bad_lines: state.bad_lines,
+            completed: state.completed,
+            max_time: engine.max_time(),
+            metrics,
+        })
+    }
+}
+
+/// A stored metric (or its rollup) as a window query sees it.
+pub struct MetricRef {
+    /// The stored name (`fanout`, `fanout@1h`).
+    pub name: String,
+    /// The kind's name.
+    pub kind: &'static str,
+    /// Bucket width, ms.
+    pub width: u64,
+    /// Retention, ms.
+    pub retention: u64,
+    /// The default window, ms.
+    pub window: u64,
+    /// The field of its rows' labelled answers (`item`, `quantile`).
+    pub part: Option<&'static str>,
+}
+
+/// The metric of a stored name (a metric's or its rollup's).
+pub fn metric_ref(config: &Config, name: &str) -> Option<MetricRef> {
+    config.metrics.iter().find_map(|m| {
+        let r = |name: String, width: u64, retention: u64, window: u64| MetricRef {
+            name,
+            kind: m.kind.name(),
+            width,
+            retention,
+            window,
+            part: m.kind.part(),
+        };
+        if m.name == name {
+            Some(r(m.name.clone(), m.bucket, m.retention, m.window))
+        } else {
+            match (m.rollup, m.rollup_name()) {
+                (Some(w), Some(n)) if n == name => Some(r(n, w, m.rollup_retention, w)),
+                _ => None,
+            }
+        }
+    })
+}
+
+/// Each metric's stored names: its own, and its rollup's.
+fn stored_tables(config: &Config) -> Vec<Vec<String>> {
+    config
+        .metrics
+        .iter()
+        .map(|m| {
+            std::iter::once(m.name.clone())
+                .chain(m.rollup_name())
+                .collect()
+        })
+        .collect()
+}
+
+/// A window question's parameters, read and bounded.
+pub struct WindowAsk {
+    /// The metric.
+    pub metric: MetricRef,
+    /// The window, ms.
+    pub window: u64,
+    /// The window's end, ms (`None`: the newest).
+    pub at: Option<u64>,
+    /// Quantiles asked (empty: the metric's).
+    pub quantiles: Vec<f64>,
+    /// Items per frequency row.
+    pub items: Option<usize>,
+}
+
+impl WindowAsk {
+    fn read(p: &Params, config: &Config) -> Result<WindowAsk, ApiError> {
+        let name = p.required("metric")?;
+        let metric = metric_ref(config, name).ok_or_else(|| {
+            let have: Vec<String> = stored_tables(config).into_iter().flatten().collect();
+            ApiError::no_metric(format!(
+                "no metric {name:?} in this store (it has {})",
+                have.join(", ")
+            ))
+        })?;
+        let window = match p.one("window")? {
+            None => metric.window,
+            Some(t) => parse_duration(t).filter(|&w| w > 0).ok_or_else(|| {
+                ApiError::bad(
+                    "window",
+                    format!("expected a duration like 5m or 1h, got {t:?}"),
+                )
+            })?,
+        };
+        if window > metric.retention {
+            return Err(ApiError::bad(
+                "window",
+                format!(
+                    "{} is longer than {}'s retention ({})",
+                    tidemark_stream::time::format_duration(window),
+                    metric.name,
+                    tidemark_stream::time::format_duration(metric.retention)
+                ),
+            ));
+        }
+        let mut quantiles = Vec::new();
+        for (_, v) in p.pairs.iter().filter(|(n, _)| n == "quantile") {
+            for q in v.split(',') {
+                let x = q
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| *x > 0.0 && *x <= 1.0)
+                    .ok_or_else(|| {
+                        ApiError::bad(
+                            "quantile",
+                            format!("expected a quantile in (0, 1] (0.99 is the p99), got {q:?}"),
+                        )
+                    })?;
+                quantiles.push(x);
+            }
+        }
+        if quantiles.len() > MAX_QUANTILES {
+            return Err(ApiError::bad(
+                "quantile",
+                format!("at most {MAX_QUANTILES} quantiles, got {}", quantiles.len()),
+            ));
+        }
+        if !quantiles.is_empty() && metric.part != Some("quantile") {
+            return Err(ApiError::bad(
+                "quantile",
+                format!(
+                    "only for a quantile metric; {} is a {} metric",
+                    metric.name, metric.kind
+                ),
+            ));
+        }
+        let items = match p.one("items")? {
+            None => None,
+            Some(_) if metric.part != Some("item") => {
+                return Err(ApiError::bad(
+                    "items",
+                    format!(
+                        "only for a frequency metric; {} is a {} metric",
+                        metric.name, metric.kind
+                    ),
+                ))
+            }
+            Some(_) => Some(p.count("items", 1)? as usize),
+        };
+        Ok(WindowAsk {
+            window,
+            at: p.time("at")?,
+            quantiles,
+            items,
+            metric,
+        })
+    }
+
+    /// The stream crate's window answer, its errors as the API's.
+    fn run(
+        &self,
+        store: &dyn Store,
+        key: Option<&[u8]>,
+        top: Option<usize>,
+        at: Option<u64>,
+    ) -> Result<Answer, ApiError> {
+        let ask = Ask {
+            quantiles: (!self.quantiles.is_empty()).then_some(&self.quantiles[..]),
+        };
+        query::window_asking(store, &self.metric.name, self.window, at, key, top, &ask).map_err(
+            |e| match e {
+                QueryError::NoMetric { .. } => ApiError::no_metric(e.to_string()),
+                QueryError::BadWindow { .. } => ApiError::bad("window", e.to_string()),
+                QueryError::BeforeRetention { .. } if at.is_some() => {
+                    ApiError::bad("at", e.to_string())
+                }
+                QueryError::BeforeRetention { .. } => ApiError::bad("window", e.to_string()),
+                QueryError::Empty | QueryError::Store(_) | QueryError::Corrupt { .. } => {
+                    ApiError::unavailable(format!("the store cannot be read: {e}"))
+                }
+                e => ApiError::status(500, e.to_string()),
+            },
+        )
+    }
+}
+
+/// A window answer: its window and its rows.
+fn answer_json(w: &WindowAsk, a: &Answer) -> Value {
+    json!({
+        "metric": w.metric.name,
+        "kind": a.kind,
+        "from": format_rfc3339(a.from),
+        "to": format_rfc3339(a.to),
+        "clipped": a.clipped,
+        "rows": rows(w, a),
+    })
+}
+
+/// The rows `tidemark query --json` prints for `a`: one per key, or per labelled answer of a
+/// key that has them.
+pub fn rows(w: &WindowAsk, a: &Answer) -> Vec<Value> {
+    let mut out = Vec::new();
+    for row in &a.rows {
+        let line = |label: Option<(&str, &Label)>, e: &Estimate| {
+            let mut o = Map::new();
+            o.insert("metric".into(), w.metric.name.clone().into());
+            o.insert("key".into(), row.key.clone().into());
+            match label {
+                Some((field, Label::Text(t))) => o.insert(field.into(), t.clone().into()),
+                Some((field, Label::Number(x))) => o.insert(field.into(), json!(x)),
+                None => None,
+            };
+            o.insert("from".into(), format_rfc3339(a.from).into());
+            o.insert("to".into(), format_rfc3339(a.to).into());
+            estimate_fields(&mut o, e);
+            if let Some(events) = row.events {
+                o.insert("events".into(), events.into());
+            }
+            o.insert("buckets".into(), row.buckets.into());
+            o.insert("partial".into(), row.partial.into());
+            Value::Object(o)
+        };
+        match a.part {
+            Some(field) if !row.parts.is_empty() => {
+                let keep = w.items.unwrap_or(usize::MAX).min(row.parts.len());
+                for (label, e) in &row.parts[..keep] {
+                    out.push(line(Some((field, label)), e));
+                }
+            }
+            _ => out.push(line(None, &row.estimate)),
+        }
+    }
+    out
+}
+
+/// `estimate`, `low`, `high`, `confidence` and `method`.
+fn estimate_fields(o: &mut Map<String, Value>, e: &Estimate) {
+    o.insert("estimate".into(), json!(e.value));
+    o.insert("low".into(), json!(e.low));
+    o.insert("high".into(), json!(e.high));
+    o.insert("confidence".into(), json!(e.confidence()));
+    o.insert("method".into(), e.method.to_string().into());
+}
+
+/// A metric's configuration for `/api/v1/metrics`.
+fn metric_json(m: &MetricConfig, tables: Option<&Vec<String>>, h: &MetricHealth) -> Value {
+    let secs = |ms: u64| json!(ms as f64 / 1000.0);
+    let mut o = Map::new();
+    o.insert("metric".into(), m.name.clone().into());
+    o.insert("kind".into(), m.kind.name().into());
+    if let Some(part) = m.kind.part() {
+        o.insert("part".into(), part.into());
+    }
+    o.insert("key".into(), json!(m.key));
+    if !m.item.is_empty() {
+        o.insert("item".into(), json!(m.item));
+    }
+    if let Some(v) = &m.value {
+        o.insert("value".into(), v.clone().into());
+    }
+    o.insert("bucket_s".into(), secs(m.bucket));
+    o.insert("window_s".into(), secs(m.window));
+    o.insert("retention_s".into(), secs(m.retention));
+    if let (Some(w), Some(name)) = (m.rollup, m.rollup_name()) {
+        o.insert(
+            "rollup".into(),
+            json!({"metric": name, "bucket_s": secs(w), "retention_s": secs(m.rollup_retention)}),
+        );
+    }
+    o.insert("allowed_lateness_s".into(), secs(m.allowed_lateness));
+    o.insert(
+        "late".into(),
+        match m.late {
+            LatePolicy::Drop => "drop",
+            LatePolicy::Merge => "merge",
+        }
+        .into(),
+    );
+    let alerts: Vec<Value> = m
+        .alerts
+        .iter()
+        .map(|a| {
+            let mut r = Map::new();
+            r.insert("threshold".into(), json!(a.above));
+            // In standard errors of the estimate (0 for exact and guaranteed answers).
+            r.insert("margin".into(), json!(a.margin));
+            r.insert("consecutive".into(), a.consecutive.into());
+            r.insert("early".into(), a.early.into());
+            if let Some(q) = a.quantile {
+                r.insert("quantile".into(), json!(q));
+            }
+            Value::Object(r)
+        })
+        .collect();
+    o.insert("alerts".into(), alerts.into());
+    if let Some(t) = tables {
+        o.insert("tables".into(), json!(t));
+    }
+    if let Some(wm) = h.watermark {
+        o.insert("watermark".into(), format_rfc3339(wm).into());
+    }
+    o.insert("live_keys".into(), h.live_keys.into());
+    Value::Object(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"secret", b"secret"));
+        assert!(!same(b"secre", b"secret"));
+        assert!(!same(b"secrets", b"secret"));
+        assert!(!same(b"", b"secret"));
+        assert!(!same(b"secreT", b"secret"));
+    }
+
+    #[test]
+    fn parameters_are_checked_by_name() {
+        let p = Params {
+            pairs: http::parse_query("metric=a&n=0&n=3&bogus=1").unwrap(),
+        };
+        assert_eq!(
+            p.only(&["metric", "n"]).unwrap_err().parameter.as_deref(),
+            Some("n")
+        );
+        assert_eq!(
+            p.only(&["metric", "n", "x"])
+                .unwrap_err()
+                .parameter
+                .as_deref(),
+            Some("n")
+        );
+        let p = Params {
+            pairs: http::parse_query("n=0").unwrap(),
+        };
+        assert_eq!(p.count("n", 10).unwrap_err().status, 400);
+        let p = Params {
+            pairs: http::parse_query("n=1001").unwrap(),
+        };
+        assert!(p.count("n", 10).is_err());
+        let p = Params {
+            pairs: http::parse_query("at=yesterday").unwrap(),
+        };
+        assert_eq!(p.time("at").unwrap_err().parameter.as_deref(), Some("at"));
+    }
+}

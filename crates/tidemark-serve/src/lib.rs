@@ -1,0 +1,89 @@
+//! tidemark's HTTP server: a store's answers as a JSON API, as Prometheus metrics with their
+//! bounds, and as a live dashboard with error bars.
+//!
+//! - `GET /api/v1/query`, `/api/v1/top`, `/api/v1/series`, `/api/v1/alerts`,
+//!   `/api/v1/metrics`: JSON, in the field names of `docs/output.md` (rows with `estimate`,
+//!   `low`, `high`, `confidence`, `method`); errors as `{"error": …, "parameter": …}` with
+//!   400 for a bad parameter (named), 401 without the token, 404 for an unknown metric or
+//!   path, 405 for a method other than GET or HEAD, 503 while the store cannot be read
+//!   ([`api`]).
+//! - `GET /metrics`: the Prometheus text exposition format: each metric's current window for
+//!   its top keys, estimate and bracket, and the pipeline's health as the store records it
+//!   ([`prom`]).
+//! - `GET /`: a self-contained dashboard (HTML, inline script, SVG: nothing fetched from
+//!   elsewhere) over the same JSON API.
+//!
+//! # Why a small synchronous server
+//!
+//! Every answer is a read of an embedded file that takes a millisecond or so, with no waiting
+//! on other services; a few hundred lines on `std::net` with a bounded pool of threads serve
+//! that, with each limit (head size, header count, time to send the head, workers, queue)
+//! written where it is enforced. An async stack (tokio with hyper or axum) would bring some
+//! hundred crates and most of a minute of build time on the two-core machines this builds on,
+//! for concurrency this server does not need and must bound anyway. The Prometheus format is
+//! written by hand ([`prom`]) for the same reason: its values are read from the store on each
+//! scrape, so a registry of live metric objects (`prometheus-client`) would hold nothing.
+//!
+//! # Read-only, beside the writer
+//!
+//! The server never holds the store's writer: each request opens the file read-only, as
+//! `tidemark query` does, and answers through the stream crate's own query functions
+//! ([`tidemark_stream::query`]), so a `tidemark run` writes the store while it is served,
+//! and each answer is the last checkpoint's.
+//!
+//! # Safety
+//!
+//! It binds to loopback unless told otherwise. With a token (`--token-file`), every path
+//! (the dashboard and `/metrics` too) needs `Authorization: Bearer TOKEN` (or, for a browser
+//! opening the dashboard, `?access_token=TOKEN`, which the page then sends as the header),
+//! compared in constant time. Requests are bounded in size and time ([`http::Limits`]) and
+//! in number ([`Options::workers`], [`Options::queue`]); every query parameter is bounded.
+
+pub mod api;
+mod error;
+pub mod http;
+pub mod prom;
+mod server;
+
+use std::path::PathBuf;
+
+pub use error::{ApiError, ServeError};
+pub use server::Server;
+
+/// How the server runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The store (`tidemark run --db`).
+    pub db: PathBuf,
+    /// A file holding the bearer token every request must carry (`None`: no token).
+    pub token_file: Option<PathBuf>,
+    /// Keys per metric in `/metrics` (the largest window estimates).
+    pub top: usize,
+    /// The alert lines `tidemark run` printed (JSON lines), which `/api/v1/alerts` reads: the
+    /// store does not keep alerts.
+    pub alerts: Option<PathBuf>,
+    /// Worker threads: requests answered at once.
+    pub workers: usize,
+    /// Connections waiting for a worker beyond which new ones get 503.
+    pub queue: usize,
+    /// Bounds on each request.
+    pub limits: http::Limits,
+}
+
+/// The most keys `/metrics` exports per metric (`--top`).
+pub const MAX_TOP: usize = 10_000;
+
+impl Options {
+    /// Defaults for serving `db`: no token, 100 keys a metric, 16 workers, 64 waiting.
+    pub fn new(db: impl Into<PathBuf>) -> Options {
+        Options {
+            db: db.into(),
+            token_file: None,
+            top: 100,
+            alerts: None,
+            workers: 16,
+            queue: 64,
+            limits: http::Limits::default(),
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The listener and its bounded worker pool.
+//!
+//! One thread accepts; a fixed number of workers (16 by default) each take a connection from a
+//! queue of bounded length (64 by default), read one request within the head's limits,
+//! answer it and close. When every worker is busy and the queue is full, the accepting thread
+//! answers 503 itself (a few bytes the socket's buffer takes at once) and closes: load past
+//! the pool's bound is refused, never queued without limit. A worker is held at most the
+//! head's deadline by a silent or trickling client, and a response's write at most its own
+//! timeout, so the pool cannot be stalled for long by anyone.
+//!
+//! The server holds no store open between requests: each request opens the file read-only
+//! (see [`crate::api`]), so it never holds the writer's lock and a `tidemark run` can start,
+//! stop and resume beside it.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::api::App;
+use crate::error::ServeError;
+use crate::http::{self, Limits, ReadError, Response};
+use crate::Options;
+
+/// A bound server, ready to [`Server::run`].
+pub struct Server {
+    listener: TcpListener,
+    app: Arc<App>,
+    workers: usize,
+    queue: usize,
+    limits: Limits,
+}
+
+impl Server {
+    /// Binds `addr` (port 0 picks a free port) and checks `options`: the store exists and
+    /// opens, the token file reads.
+    pub fn bind(addr: &str, options: Options) -> Result<Server, ServeError> {
+        let app = App::new(&options)?;
+        let listener = TcpListener::bind(addr).map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        Ok(Server {
+            listener,
+            app: Arc::new(app),
+            workers: options.workers.max(1),
+            queue: options.queue,
+            limits: options.limits,
+        })
+    }
+
+    /// The address it listens on (with the port picked for port 0).
+    pub fn local_addr(&self) -> Result<SocketAddr, ServeError> {
+        self.listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind {
+                addr: "the bound socket".to_string(),
+                source,
+            })
+    }
+
+    /// Serves until the process ends.
+    pub fn run(self) -> Result<(), ServeError> {
+        let (tx, rx): (SyncSender<TcpStream>, Receiver<TcpStream>) = mpsc::sync_channel(self.queue);
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..self.workers {
+            let rx = Arc::clone(&rx);
+            let app = Arc::clone(&self.app);
+            let limits = self.limits;
+            std::thread::Builder::new()
+                .name(format!("tidemark-serve-{i}"))
+                .spawn(move || work(&rx, &app, &limits))
+                .map_err(|source| ServeError::Spawn { source })?;
+        }
+        for conn in self.listener.incoming() {
+            let stream = match conn {
+                Ok(s) => s,
+                // Out of file descriptors, or a connection reset before it was taken: wait a
+                // moment rather than spin, and go on.
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            };
+            match tx.try_send(stream) {
+                Ok(()) => {}
+                Err(TrySendError::Full(stream)) => refuse(stream, &self.limits),
+                // Every worker has ended, which only a bug could do: refuse rather than hang.
+                Err(TrySendError::Disconnected(stream)) => refuse(stream, &self.limits),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Answers 503 to a connection the pool has no room for.
+fn refuse(mut stream: TcpStream, limits: &Limits) {
+    let body = serde_json::json!({
+        "error": "the server is busy: every worker is answering and the queue is full; retry"
+    });
+    let response = Response::json(503, &body).with_header("Retry-After", "1");
+    let quick = Limits {
+        write_time: Duration::from_millis(100),
+        ..*limits
+    };
+    let _ = http::write_response(&mut stream, &response, false, &quick);
+}
+
+/// A worker: takes connections off the queue until it closes.
+fn work(rx: &Mutex<Receiver<TcpStream>>, app: &App, limits: &Limits) {
+    loop {
+        let next = match rx.lock() {
+            Ok(guard) => guard.recv(),
+            // A worker that panicked while holding the lock cannot have left the receiver
+            // half-changed: take it back.
+            Err(poisoned) => poisoned.into_inner().recv(),
+        };
+        let Ok(mut stream) = next else { return };
+        // A bug in a handler must not take a worker away for good: the connection is
+        // dropped (closed) and the worker goes on.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            serve_one(&mut stream, app, limits)
+        }));
+    }
+}
+
+/// Reads one request from `stream`, answers it.
+fn serve_one(stream: &mut TcpStream, app: &App, limits: &Limits) {
+    let _ = stream.set_nodelay(true);
+    let (response, head_only) = match http::read_request(stream, limits) {
+        Ok(request) => (app.handle(&request), request.method == "HEAD"),
+        Err(ReadError::Gone) => return,
+        Err(ReadError::Slow) => (
+            Response::json(
+                408,
+                &serde_json::json!({"error": "the request's head did not arrive in time"}),
+            ),
+            false,
+        ),
+        Err(ReadError::TooLarge { what }) => (
+            Response::json(431, &serde_json::json!({ "error": what })),
+            false,
+        ),
+        Err(ReadError::Malformed { what }) => (
+            Response::json(
+                400,
+                &serde_json::json!({ "error": format!("not an HTTP/1.1 request: {what}") }),
+            ),
+            false,
+        ),
+    };
+    let _ = http::write_response(stream, &response, head_only, limits);
+}
