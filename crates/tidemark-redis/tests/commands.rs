@@ -1585,3 +1585,54 @@ fn quantile_load_checks_the_bounds_a_create_checks() {
     };
     assert_eq!(bytes, ring.to_bytes(), "a key dumps as the ring's envelope");
 }
+
+/// The frequency example of docs/redis.md, as printed there: three items added (an integer
+/// after an item is its count), and the two largest named with exact brackets.
+#[test]
+fn the_users_guide_frequency_example_answers_as_printed() {
+    let guide = include_str!("../../../docs/redis.md");
+    for line in [
+        "> TMFREQ.CREATE ports WINDOW 300000 BUCKET 10000",
+        "> TMFREQ.ADD ports * 22 5 443 80 8080 1",
+        "> TMFREQ.TOP ports 2",
+    ] {
+        assert!(
+            guide.contains(line),
+            "docs/redis.md no longer shows {line:?}"
+        );
+    }
+    let mut ks = MemKeyspace::default();
+    ok(&mut ks, "TMFREQ.CREATE ports WINDOW 300000 BUCKET 10000");
+    assert_eq!(
+        ok(&mut ks, "TMFREQ.ADD ports * 22 5 443 80 8080 1"),
+        Reply::Integer(3)
+    );
+    let number = |r: &Reply| match r {
+        Reply::Double(f) => *f,
+        Reply::Integer(i) => *i as f64,
+        Reply::Bulk(b) => String::from_utf8_lossy(b).parse().unwrap(),
+        other => panic!("not a number: {other:?}"),
+    };
+    let Reply::Array(top) = ok(&mut ks, "TMFREQ.TOP ports 2") else {
+        panic!("TOP answers an array")
+    };
+    let rows: Vec<(Vec<u8>, [f64; 3])> = top
+        .iter()
+        .map(|row| match row {
+            Reply::Array(v) => match &v[..] {
+                [Reply::Bulk(item), e, lo, hi] => {
+                    (item.clone(), [number(e), number(lo), number(hi)])
+                }
+                other => panic!("a row of item, estimate, low, high: {other:?}"),
+            },
+            other => panic!("a row: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (b"443".to_vec(), [80.0, 80.0, 80.0]),
+            (b"22".to_vec(), [5.0, 5.0, 5.0]),
+        ]
+    );
+}
