@@ -112,27 +112,75 @@ impl Adaptive {
     }
 }
 
+/// [`Adaptive`] for counts below `2^32`, in 64 bits: each difference is then below `2^33`,
+/// and the sum stays below `2^38` (at most 15 differences before the first halving, 8
+/// between halvings after), so no 128-bit arithmetic is needed in a store's commonest code.
+struct NarrowAdaptive {
+    sum: u64,
+    n: u64,
+}
+
+impl NarrowAdaptive {
+    fn new() -> NarrowAdaptive {
+        NarrowAdaptive { sum: 4, n: 1 }
+    }
+
+    /// As [`Adaptive::k`].
+    #[inline(always)]
+    fn k(&self) -> u32 {
+        if self.sum <= self.n {
+            return 0;
+        }
+        let k = self.n.leading_zeros() - self.sum.leading_zeros();
+        if self.n << k >= self.sum {
+            k
+        } else {
+            k + 1
+        }
+    }
+
+    #[inline(always)]
+    fn update(&mut self, d: u64) {
+        self.sum += d;
+        self.n += 1;
+        if self.n == RESET {
+            self.sum /= 2;
+            self.n /= 2;
+        }
+    }
+}
+
 struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
     acc: u64,
-    /// Bits in `acc` not yet written: fewer than 8 between calls.
+    /// Bits in `acc` not yet written: fewer than 64 between calls.
     filled: u32,
 }
 
 impl BitWriter<'_> {
+    fn new(out: &mut Vec<u8>) -> BitWriter<'_> {
+        BitWriter {
+            out,
+            acc: 0,
+            filled: 0,
+        }
+    }
+
     /// Appends the low `n ≤ 56` bits of `v` (whose higher bits are zero).
     #[inline(always)]
     fn bits(&mut self, v: u64, n: u32) {
         debug_assert!(n <= 56 && v >> n == 0);
         self.acc |= v << self.filled;
-        self.filled += n;
-        if self.filled >= 8 {
-            // Whole bytes out at once: a bin's code is usually a byte or less, so this runs
-            // about once a bin, not once a byte.
-            let whole = (self.filled / 8) as usize;
-            self.out.extend_from_slice(&self.acc.to_le_bytes()[..whole]);
-            self.acc >>= 8 * whole as u32;
-            self.filled %= 8;
+        let filled = self.filled + n;
+        if filled >= 64 {
+            // Eight whole bytes out at once, a fixed-size copy: a bin's code is usually a
+            // byte or less, so this runs about once in eight bins. (`filled ≥ 64` with
+            // `n ≤ 56` means `self.filled ≥ 8`: the shift below is less than 64.)
+            self.out.extend_from_slice(&self.acc.to_le_bytes());
+            self.acc = v >> (64 - self.filled);
+            self.filled = filled - 64;
+        } else {
+            self.filled = filled;
         }
     }
 
@@ -146,39 +194,56 @@ impl BitWriter<'_> {
         }
     }
 
-    fn finish(mut self) {
-        if self.filled > 0 {
-            self.out.push(self.acc as u8);
-            self.filled = 0;
+    /// Writes the bits left, the last byte padded with zeros.
+    fn finish(self) {
+        let bytes = self.filled.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
+    }
+
+    /// One difference's code with the parameter `k`: `q = d >> k` one-bits, a zero-bit and the
+    /// low `k` bits of `d`, or the escape.
+    #[inline(always)]
+    fn code(&mut self, d: u64, k: u32) {
+        let q = d >> k;
+        if q < ESCAPE && k < 56 - ESCAPE as u32 {
+            // q ones, a zero, then the low k bits of d: one write of at most 56 bits.
+            let low = d & ((1u64 << k) - 1);
+            self.bits(((1u64 << q) - 1) | low << (q + 1), q as u32 + 1 + k);
+        } else if q < ESCAPE {
+            self.bits((1u64 << q) - 1, q as u32 + 1);
+            self.wide(d, k);
+        } else {
+            self.bits((1u64 << ESCAPE) - 1, ESCAPE as u32);
+            self.wide(d, 64);
         }
     }
 }
 
 /// Appends the Rice code of `counts` (see the module documentation).
 pub(crate) fn write_counts(out: &mut Vec<u8>, counts: impl Iterator<Item = u64>) {
-    let mut w = BitWriter {
-        out,
-        acc: 0,
-        filled: 0,
-    };
+    let mut w = BitWriter::new(out);
     let mut state = Adaptive::new();
     let mut prev = 0u64;
     for c in counts {
         let d = zigzag(c.wrapping_sub(prev) as i64);
         prev = c;
-        let k = state.k();
-        let q = d >> k;
-        if q < ESCAPE && k < 56 - ESCAPE as u32 {
-            // q ones, a zero, then the low k bits of d: one write of at most 56 bits.
-            let low = d & ((1u64 << k) - 1);
-            w.bits(((1u64 << q) - 1) | low << (q + 1), q as u32 + 1 + k);
-        } else if q < ESCAPE {
-            w.bits((1u64 << q) - 1, q as u32 + 1);
-            w.wide(d, k);
-        } else {
-            w.bits((1u64 << ESCAPE) - 1, ESCAPE as u32);
-            w.wide(d, 64);
-        }
+        w.code(d, state.k());
+        state.update(d);
+    }
+    w.finish();
+}
+
+/// [`write_counts`] of counts below `2^32` (a store's 32-bit counts, a few values' bins):
+/// the same bytes, the parameter kept in 64 bits.
+pub(crate) fn write_narrow_counts(out: &mut Vec<u8>, counts: impl Iterator<Item = u32>) {
+    let mut w = BitWriter::new(out);
+    let mut state = NarrowAdaptive::new();
+    let mut prev = 0u64;
+    for c in counts {
+        let c = c as u64;
+        let d = zigzag(c.wrapping_sub(prev) as i64);
+        prev = c;
+        w.code(d, state.k());
         state.update(d);
     }
     w.finish();
@@ -319,6 +384,11 @@ mod tests {
                     k_by_definition(sum, n as u128),
                     "sum {sum}, n {n}"
                 );
+                // The narrow state's sums: below 2^38 (checked to 2^40).
+                if sum < 1 << 40 {
+                    let narrow = NarrowAdaptive { sum: sum as u64, n };
+                    assert_eq!(narrow.k(), state.k(), "sum {sum}, n {n}");
+                }
             }
         }
     }
@@ -366,11 +436,7 @@ mod tests {
         assert!(read_counts(&padded, 2, 0).is_err());
         // An escape for d = 1: 16 ones, then 64 bits of 1.
         let mut esc = Vec::new();
-        let mut w = BitWriter {
-            out: &mut esc,
-            acc: 0,
-            filled: 0,
-        };
+        let mut w = BitWriter::new(&mut esc);
         w.bits(0xffff, 16);
         w.wide(1, 64);
         w.finish();
@@ -389,6 +455,20 @@ mod tests {
                 let bytes = coded(c);
                 prop_assert_eq!(&read_counts(&bytes, c.len(), 0).unwrap(), c);
             }
+        }
+
+        /// Counts below 2^32 (up to the largest, in runs of every size) code to the same
+        /// bytes in 64 bits as in 128.
+        #[test]
+        fn narrow_counts_code_as_wide_ones(
+            counts in proptest::collection::vec(
+                prop_oneof![0u32..4, 0u32..1_000, Just(u32::MAX), any::<u32>()],
+                0..300,
+            ),
+        ) {
+            let mut narrow = Vec::new();
+            write_narrow_counts(&mut narrow, counts.iter().copied());
+            prop_assert_eq!(&narrow, &coded(&counts.iter().map(|&c| c as u64).collect::<Vec<_>>()));
         }
 
         #[test]

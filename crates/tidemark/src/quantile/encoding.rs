@@ -32,7 +32,9 @@
 //! bins are trimmed to the non-empty ends, so the encoding is canonical: equal sketches
 //! encode to equal bytes.
 
-use super::bits::{put_varint, read_counts, read_varint, unzigzag, write_counts, zigzag};
+use super::bits::{
+    put_varint, read_counts, read_varint, unzigzag, write_counts, write_narrow_counts, zigzag,
+};
 use super::mapping::{Mapping, MappingKind};
 use super::sketch::{DdSketch, MAX_BIN_LIMIT, MAX_COUNT};
 use super::store::{Counts, Store};
@@ -89,17 +91,9 @@ pub(crate) fn read_params(r: &mut Reader<'_>) -> Result<(Mapping, u64), DecodeEr
 impl DdSketch {
     /// Encodes the sketch in the envelope (see `FORMAT.md`).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut params = Writer::with_capacity(13);
-        write_params(&mut params, self.mapping(), self.bin_limit());
         let mut body = Vec::new();
         self.write_body(&mut body);
-        codec::encode(
-            Family::Quantiles,
-            0,
-            ItemHasher::default(),
-            params.bytes(),
-            &body,
-        )
+        envelope(self.mapping(), self.bin_limit(), &body)
     }
 
     /// Decodes a sketch, checking every field before building it.
@@ -118,21 +112,13 @@ impl DdSketch {
     /// Appends the body: everything but the mapping and bin limit.
     pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
         let (min, max, sum, min_exact, max_exact) = self.scalars();
-        let mut state = 0;
-        if !min_exact {
-            state |= MIN_IS_BOUND;
-        }
-        if !max_exact {
-            state |= MAX_IS_BOUND;
-        }
-        out.push(state);
-        put_varint(out, self.count());
-        if self.count() > 0 {
-            out.extend_from_slice(&min.to_le_bytes());
-            out.extend_from_slice(&max.to_le_bytes());
-            out.extend_from_slice(&sum.to_le_bytes());
-        }
-        put_varint(out, self.zero_count());
+        write_head(
+            out,
+            (min_exact, max_exact),
+            self.count(),
+            (min, max, sum),
+            self.zero_count(),
+        );
         let (negative, positive) = self.stores();
         for store in [negative, positive] {
             write_store(out, store);
@@ -230,24 +216,80 @@ pub(crate) fn check_envelope(flags: u8, hasher: ItemHasher) -> Result<(), Decode
     Ok(())
 }
 
+/// The envelope of a sketch of `mapping` and `bin_limit` around `body`.
+pub(crate) fn envelope(mapping: Mapping, bin_limit: u64, body: &[u8]) -> Vec<u8> {
+    let mut params = Writer::with_capacity(13);
+    write_params(&mut params, mapping, bin_limit);
+    codec::encode(
+        Family::Quantiles,
+        0,
+        ItemHasher::default(),
+        params.bytes(),
+        body,
+    )
+}
+
+/// Appends the body's fields before the stores: the state (whether the minimum and maximum
+/// are exact), the count, the minimum, maximum and sum if the count is not 0, and the zero
+/// count.
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    (min_exact, max_exact): (bool, bool),
+    count: u64,
+    (min, max, sum): (f64, f64, f64),
+    zero: u64,
+) {
+    let mut state = 0;
+    if !min_exact {
+        state |= MIN_IS_BOUND;
+    }
+    if !max_exact {
+        state |= MAX_IS_BOUND;
+    }
+    out.push(state);
+    put_varint(out, count);
+    if count > 0 {
+        out.extend_from_slice(&min.to_le_bytes());
+        out.extend_from_slice(&max.to_le_bytes());
+        out.extend_from_slice(&sum.to_le_bytes());
+    }
+    put_varint(out, zero);
+}
+
 fn write_store(out: &mut Vec<u8>, store: &Store) {
     let Some((lowest, highest)) = store.occupied() else {
         put_varint(out, 0);
         return;
     };
+    let collapsed = store.collapsed();
+    match store.counts(lowest, highest) {
+        Counts::Narrow(c) => write_bins(out, (lowest, highest), collapsed, |out| {
+            write_narrow_counts(out, c.iter().copied())
+        }),
+        Counts::Wide(c) => write_bins(out, (lowest, highest), collapsed, |out| {
+            write_counts(out, c.iter().copied())
+        }),
+    }
+}
+
+/// Appends a non-empty store: its bins from `lowest` to `highest` (both non-empty), collapsed
+/// at `collapsed`, whose counts `code` appends ([`write_counts`] or [`write_narrow_counts`]).
+pub(crate) fn write_bins(
+    out: &mut Vec<u8>,
+    (lowest, highest): (i64, i64),
+    collapsed: Option<i64>,
+    code: impl FnOnce(&mut Vec<u8>),
+) {
     put_varint(out, (highest - lowest + 1) as u64);
     put_varint(out, zigzag(lowest));
-    put_varint(
-        out,
-        store.collapsed().map_or(0, |c| (lowest - c) as u64 + 1),
-    );
-    let mut coded = Vec::new();
-    match store.counts(lowest, highest) {
-        Counts::Narrow(c) => write_counts(&mut coded, c.iter().map(|&c| c as u64)),
-        Counts::Wide(c) => write_counts(&mut coded, c.iter().copied()),
-    }
-    put_varint(out, coded.len() as u64);
-    out.extend_from_slice(&coded);
+    put_varint(out, collapsed.map_or(0, |c| (lowest - c) as u64 + 1));
+    // The counts' code is written after the bytes held, then its length put before it.
+    let start = out.len();
+    code(out);
+    let coded = out.len() - start;
+    put_varint(out, coded as u64);
+    let length = out.len() - start - coded;
+    out[start..].rotate_right(length);
 }
 
 /// Reads a store whose keys must lie in `keys`, adding its counts to `total`.

@@ -86,6 +86,7 @@
 mod bits;
 mod encoding;
 mod error;
+mod few;
 mod mapping;
 mod ring;
 mod ring_encoding;
@@ -93,9 +94,10 @@ mod sketch;
 mod store;
 
 pub use error::{Part, QuantileError};
+pub use few::MAX_FEW_VALUES;
 pub use mapping::{Mapping, MappingKind, MAX_SCHEMA, MIN_ALPHA, MIN_INDEXABLE, MIN_SCHEMA};
 pub use ring::{QuantileRing, MAX_RING_BUCKETS};
 pub use sketch::{
-    nearest_rank, DdSketch, QuantileEstimate, DEFAULT_ALPHA, DEFAULT_BIN_LIMIT, MAX_BIN_LIMIT,
-    MAX_COUNT,
+    nearest_rank, BinLimit, DdSketch, QuantileEstimate, DEFAULT_ALPHA, DEFAULT_BIN_LIMIT,
+    MAX_BIN_LIMIT, MAX_COUNT,
 };

@@ -21,6 +21,36 @@ pub const MAX_BIN_LIMIT: u64 = 1 << 24;
 /// count can wrap.
 pub const MAX_COUNT: u64 = u64::MAX >> 1;
 
+/// A bin limit checked to lie in `1..=`[`MAX_BIN_LIMIT`]: a sketch built with one
+/// ([`DdSketch::with_limit`]) cannot fail, so a caller that validated its limit once (a
+/// pipeline's config) builds its sketches without an error path.
+///
+/// ```
+/// use tidemark::quantile::{BinLimit, DdSketch, Mapping};
+///
+/// let limit = BinLimit::new(512).unwrap();
+/// let s = DdSketch::with_limit(Mapping::cubic(0.01).unwrap(), limit);
+/// assert_eq!(s.bin_limit(), 512);
+/// assert!(BinLimit::new(0).is_err() && BinLimit::new(1 << 25).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BinLimit(u32);
+
+impl BinLimit {
+    /// `bins`, if it is in `1..=2^24`.
+    pub fn new(bins: u64) -> Result<BinLimit, ParamError> {
+        if !(1..=MAX_BIN_LIMIT).contains(&bins) {
+            return Err(ParamError::new("bin limit", "in 1..=16777216 (2^24)", bins));
+        }
+        Ok(BinLimit(bins as u32))
+    }
+
+    /// The limit.
+    pub fn get(self) -> u64 {
+        self.0 as u64
+    }
+}
+
 /// A quantile answer: the [`Estimate`] of the value of nearest rank, and that rank.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QuantileEstimate {
@@ -98,15 +128,14 @@ impl DdSketch {
 
     /// A sketch of `mapping` with at most `bin_limit` bins a store (`1..=2^24`).
     pub fn with_mapping(mapping: Mapping, bin_limit: u64) -> Result<DdSketch, ParamError> {
-        if !(1..=MAX_BIN_LIMIT).contains(&bin_limit) {
-            return Err(ParamError::new(
-                "bin limit",
-                "in 1..=16777216 (2^24)",
-                bin_limit,
-            ));
-        }
-        let limit = bin_limit as u32;
-        Ok(DdSketch {
+        Ok(DdSketch::with_limit(mapping, BinLimit::new(bin_limit)?))
+    }
+
+    /// An empty sketch of `mapping` with at most `limit` bins a store: infallible, the limit
+    /// being checked already.
+    pub fn with_limit(mapping: Mapping, limit: BinLimit) -> DdSketch {
+        let limit = limit.0;
+        DdSketch {
             mapping,
             negative: Store::new(limit),
             positive: Store::new(limit),
@@ -117,7 +146,7 @@ impl DdSketch {
             max: f64::NEG_INFINITY,
             min_exact: true,
             max_exact: true,
-        })
+        }
     }
 
     /// The same sketch, emptied, with at most `bin_limit` bins a store (`1..=2^24`).
@@ -168,8 +197,7 @@ impl DdSketch {
 
     /// Empties the sketch, keeping its mapping and bin limit.
     pub fn clear(&mut self) {
-        *self = DdSketch::with_mapping(self.mapping, self.bin_limit())
-            .expect("the sketch's own parameters");
+        *self = DdSketch::with_limit(self.mapping, BinLimit(self.positive.limit()));
     }
 
     /// Adds a value. NaN and ±∞ are refused ([`QuantileError::NotFinite`]), as is a value past

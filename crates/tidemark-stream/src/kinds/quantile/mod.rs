@@ -11,7 +11,9 @@
 //! margins in standard errors do not apply (σ = 0): alert on `low` to fire only when the p99
 //! is surely above the threshold, on `high` to never miss one.
 
-use tidemark::quantile::{DdSketch, Mapping, DEFAULT_ALPHA, DEFAULT_BIN_LIMIT, MAX_BIN_LIMIT};
+use tidemark::quantile::{
+    BinLimit, DdSketch, Mapping, DEFAULT_ALPHA, DEFAULT_BIN_LIMIT, MAX_BIN_LIMIT,
+};
 use tidemark::{DecodeError, Estimate};
 
 use crate::error::ConfigError;
@@ -33,6 +35,8 @@ pub struct QuantileParams {
     pub mapping: Mapping,
     /// The bins a sign's store may hold before its lowest collapse.
     pub bin_limit: u64,
+    /// The same, as the config checked it.
+    limit: BinLimit,
     quantiles: [f64; MAX_QUANTILES],
     count: u8,
 }
@@ -44,8 +48,7 @@ impl QuantileParams {
     }
 
     fn sketch(&self) -> DdSketch {
-        DdSketch::with_mapping(self.mapping, self.bin_limit)
-            .expect("the config checked the bin limit")
+        DdSketch::with_limit(self.mapping, self.limit)
     }
 }
 
@@ -99,13 +102,16 @@ impl MetricKind for QuantileParams {
         let bin_limit = keys
             .integer("bin_limit")?
             .unwrap_or(DEFAULT_BIN_LIMIT as i64);
-        if !(1..=MAX_BIN_LIMIT as i64).contains(&bin_limit) {
-            return Err(ConfigError::invalid(
-                keys.at("bin_limit"),
-                format!("an integer in 1..={MAX_BIN_LIMIT}"),
-                bin_limit,
-            ));
-        }
+        let limit = u64::try_from(bin_limit)
+            .ok()
+            .and_then(|b| BinLimit::new(b).ok())
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    keys.at("bin_limit"),
+                    format!("an integer in 1..={MAX_BIN_LIMIT}"),
+                    bin_limit,
+                )
+            })?;
         let listed = keys
             .numbers("quantiles", MAX_QUANTILES)?
             .unwrap_or_else(|| vec![0.5, 0.9, 0.99]);
@@ -129,7 +135,8 @@ impl MetricKind for QuantileParams {
         }
         Ok(QuantileParams {
             mapping,
-            bin_limit: bin_limit as u64,
+            bin_limit: limit.get(),
+            limit,
             quantiles,
             count: listed.len() as u8,
         })
