@@ -36,6 +36,9 @@
 //!   the caller of event times ([`KafkaSource::observe_time`]);
 //! - broker faults the client retries by itself come back as [`Event::Notice`] for the caller
 //!   to report; [`KafkaSource::lag`] per partition;
+//! - [`KafkaMessages`]: the source as `tidemark run`'s message source (the pipeline's
+//!   [`MessageSource`](tidemark_stream::pipeline::MessageSource)), which stores the positions
+//!   in its checkpoints;
 //! - memory: the client's prefetch queue is bounded (about 12 MiB of messages in all; see
 //!   [`Config`]).
 //!
@@ -77,11 +80,13 @@ mod clock;
 mod config;
 mod context;
 mod error;
+mod messages;
 mod partition;
 mod source;
 
 pub use clock::PartitionClock;
 pub use config::Config;
 pub use error::{Error, Notice};
+pub use messages::{KafkaMessages, POLL_WAIT};
 pub use partition::{Message, Partition, Positions};
 pub use source::{Event, KafkaSource, Lag};

@@ -6,6 +6,14 @@
 //! in the line — copies nothing but the key bytes into a buffer that is reused.
 //! JSON Lines: one object per line; a field may be a string, a number or a boolean.
 //!
+//! Messages (a Kafka topic's): each message's value is one record, and a CSV value has no
+//! header line: its fields are the source's declared `columns`
+//! ([`Extractor::declare_columns`]). Two more fields name the message itself, ahead of any
+//! field of the record of the same name: [`KEY_FIELD`] (`@key`), its key as text (empty when
+//! it has none; a key that is not UTF-8 is a bad record if a metric reads it), and
+//! [`TIMESTAMP_FIELD`] (`@timestamp`), its timestamp, milliseconds since the epoch whatever
+//! the `time_format` (a message without one is a bad record if it is the time field).
+//!
 //! A metric over values (a quantile metric's `value` field) reads its field as a finite
 //! number instead of an item: its text parsed as a 64-bit float (surrounding spaces
 //! ignored), passed to the engine as the float's bits. Text, an empty field, NaN, ±inf or a
@@ -50,6 +58,15 @@ fn err(message: impl Into<String>) -> RecordError {
         message: message.into(),
     }
 }
+
+/// The field that names a message's key.
+pub const KEY_FIELD: &str = "@key";
+/// The field that names a message's timestamp (ms since the epoch).
+pub const TIMESTAMP_FIELD: &str = "@timestamp";
+
+/// A CSV column index naming a message's key or timestamp rather than a column.
+const KEY_COLUMN: usize = usize::MAX;
+const TIMESTAMP_COLUMN: usize = usize::MAX - 1;
 
 struct Columns {
     time: usize,
@@ -131,6 +148,18 @@ pub struct Extractor {
     json_items: Vec<Vec<usize>>,
     /// A reusable buffer of the fields found (emptied after each line).
     json_found: Vec<Option<Field<'static>>>,
+    /// Records are messages: `@key` and `@timestamp` name the message's (see the module doc).
+    messages: bool,
+    /// The current message's key, when UTF-8 (else `msg_key_bad`).
+    msg_key: String,
+    msg_key_bad: bool,
+    /// The current message's timestamp, ms.
+    msg_time: Option<i64>,
+    /// Some metric's key or item reads `@key` (a key that is not UTF-8 is then bad), or
+    /// `@timestamp` (then kept as text too).
+    reads_key: bool,
+    reads_timestamp: bool,
+    msg_time_text: String,
 }
 
 impl Extractor {
@@ -180,6 +209,13 @@ impl Extractor {
             json_keys,
             json_items,
             json_found: Vec::new(),
+            messages: false,
+            msg_key: String::new(),
+            msg_key_bad: false,
+            msg_time: None,
+            reads_key: false,
+            reads_timestamp: false,
+            msg_time_text: String::new(),
             named: config
                 .metrics
                 .iter()
@@ -198,6 +234,59 @@ impl Extractor {
         self.format == Format::Csv
     }
 
+    /// Reads records from messages: `@key` and `@timestamp` name the message's key and
+    /// timestamp ([`Extractor::set_message`]), and a CSV record's fields are `columns` (there
+    /// is no header line), each configured field among them or one of those two.
+    pub fn declare_columns(&mut self, columns: &[String]) -> Result<(), RecordError> {
+        self.messages = true;
+        let reads = |name: &str| {
+            self.key_fields
+                .iter()
+                .chain(&self.item_fields)
+                .flatten()
+                .any(|f| f == name)
+        };
+        self.reads_key = reads(KEY_FIELD);
+        self.reads_timestamp = reads(TIMESTAMP_FIELD);
+        if self.format == Format::Csv {
+            let names: Vec<&str> = columns.iter().map(|c| c.trim()).collect();
+            self.set_columns(&names, "the source's columns")?;
+        }
+        Ok(())
+    }
+
+    /// The message whose value the next [`Extractor::parse`] reads: its key and timestamp.
+    pub fn set_message(&mut self, key: Option<&[u8]>, timestamp: Option<i64>) {
+        self.msg_key.clear();
+        self.msg_key_bad = false;
+        match std::str::from_utf8(key.unwrap_or_default()) {
+            Ok(text) => self.msg_key.push_str(text),
+            Err(_) => self.msg_key_bad = true,
+        }
+        self.msg_time = timestamp;
+        if self.reads_timestamp {
+            self.msg_time_text.clear();
+            if let Some(t) = timestamp {
+                use std::fmt::Write;
+                // Writing to a String cannot fail.
+                let _ = write!(self.msg_time_text, "{t}");
+            }
+        }
+    }
+
+    /// The current message's timestamp as the event time.
+    fn message_time(&self) -> Result<u64, RecordError> {
+        match self.msg_time {
+            Some(t) if t >= 0 => Ok(t as u64),
+            Some(t) => Err(err(format!(
+                "field {TIMESTAMP_FIELD:?}: the message timestamp {t} is before 1970"
+            ))),
+            None => Err(err(format!(
+                "field {TIMESTAMP_FIELD:?}: the message has no timestamp"
+            ))),
+        }
+    }
+
     /// Reads a CSV header: every configured field must be named in it.
     pub fn header(&mut self, line: &str) -> Result<(), RecordError> {
         // A byte-order mark (spreadsheets write one) is not part of the first name.
@@ -212,32 +301,47 @@ impl Extractor {
             )));
         }
         let base = self.split(line)?;
+        let unquoted = std::mem::take(&mut self.unquoted);
         let names: Vec<&str> = self
             .ranges
             .iter()
-            .map(|&(a, b)| base_str(line, &self.unquoted, base)[a..b].trim())
+            .map(|&(a, b)| base_str(line, &unquoted, base)[a..b].trim())
             .collect();
+        let set = self.set_columns(&names, "the header");
+        drop(names);
+        self.unquoted = unquoted;
+        set
+    }
+
+    /// The CSV columns named `names` (by `what`: the header or the source's columns).
+    fn set_columns(&mut self, names: &[&str], what: &str) -> Result<(), RecordError> {
         // Each name's column, in one pass (a header may have a great many).
         let mut column: std::collections::HashMap<&str, usize> =
             std::collections::HashMap::with_capacity(names.len());
         for (j, n) in names.iter().enumerate() {
             if let Some(i) = column.insert(n, j) {
                 return Err(err(format!(
-                    "the header names field {n:?} twice (columns {} and {}): which one a \
+                    "{what} names field {n:?} twice (columns {} and {}): which one a \
                      metric reads would be a guess",
                     i + 1,
                     j + 1
                 )));
             }
         }
+        let messages = self.messages;
         let find = |f: &str| -> Result<usize, RecordError> {
+            match f {
+                KEY_FIELD if messages => return Ok(KEY_COLUMN),
+                TIMESTAMP_FIELD if messages => return Ok(TIMESTAMP_COLUMN),
+                _ => {}
+            }
             column.get(f).copied().ok_or_else(|| {
                 const SHOWN: usize = 20;
                 let mut has = names[..names.len().min(SHOWN)].join(",");
                 if names.len() > SHOWN {
                     has.push_str(&format!(",… ({} fields)", names.len()));
                 }
-                err(format!("the header has no field {f:?} (it has {has})"))
+                err(format!("{what} has no field {f:?} (it has {has})"))
             })
         };
         let time = find(&self.time_field)?;
@@ -363,21 +467,42 @@ impl Extractor {
             .as_ref()
             .ok_or_else(|| err("no header line before the records"))?;
         if self.ranges.len() != cols.count {
+            let names = if self.messages {
+                "the source's columns name"
+            } else {
+                "the header names"
+            };
             return Err(err(format!(
-                "{} fields, but the header names {}",
+                "{} fields, but {names} {}",
                 self.ranges.len(),
                 cols.count
             )));
         }
         let text = base_str(line, &self.unquoted, quoted);
+        if self.msg_key_bad && self.reads_key {
+            return Err(err(format!(
+                "field {KEY_FIELD:?}: the message key is not UTF-8"
+            )));
+        }
+        let key_text = self.msg_key.as_str();
+        let time_text = self.msg_time_text.as_str();
         let field = |i: usize| -> &str {
+            if i == KEY_COLUMN {
+                return key_text;
+            }
+            if i == TIMESTAMP_COLUMN {
+                return time_text;
+            }
             let (a, b) = self.ranges[i];
             &text[a..b]
         };
-        self.time = self
-            .time_reader
-            .read(field(cols.time))
-            .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?;
+        self.time = if cols.time == TIMESTAMP_COLUMN {
+            self.message_time()?
+        } else {
+            self.time_reader
+                .read(field(cols.time))
+                .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?
+        };
         for m in 0..cols.keys.len() {
             let key = &mut self.keys[m];
             key.clear();
@@ -437,8 +562,22 @@ impl Extractor {
     ) -> Result<(), RecordError> {
         crate::json::fields(line, &self.json_wanted, found)
             .map_err(|e| err(format!("not a JSON object: {e}")))?;
+        let messages = self.messages;
+        let msg_key = if self.msg_key_bad {
+            Err(err(format!(
+                "field {KEY_FIELD:?}: the message key is not UTF-8"
+            )))
+        } else {
+            Ok(self.msg_key.as_str())
+        };
+        let msg_time_text = self.msg_time_text.as_str();
         let get = |i: usize| -> Result<&str, RecordError> {
             let f = &self.json_wanted[i];
+            match f.as_str() {
+                KEY_FIELD if messages => return msg_key.clone(),
+                TIMESTAMP_FIELD if messages => return Ok(msg_time_text),
+                _ => {}
+            }
             match &found[i] {
                 Some(Field::Text(t)) => Ok(t),
                 Some(Field::Other(what)) => Err(err(format!(
@@ -447,11 +586,14 @@ impl Extractor {
                 None => Err(err(format!("no field {f:?}"))),
             }
         };
-        let t = get(0)?;
-        self.time = self
-            .time_reader
-            .read(t)
-            .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?;
+        self.time = if messages && self.time_field == TIMESTAMP_FIELD {
+            self.message_time()?
+        } else {
+            let t = get(0)?;
+            self.time_reader
+                .read(t)
+                .map_err(|e| err(format!("field {:?}: {e}", self.time_field)))?
+        };
         for m in 0..self.key_fields.len() {
             let key = &mut self.keys[m];
             key.clear();

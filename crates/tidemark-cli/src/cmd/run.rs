@@ -4,6 +4,10 @@
 //! terminal and the input is files) goes to stderr. A store written before is resumed from its
 //! committed input position, so a run killed at any point and started again with the same
 //! arguments counts every record once.
+//!
+//! With a `[source] kind = "kafka"` table (or `--brokers`/`--topic`) the run reads a Kafka topic
+//! instead of files ([`kafka`]): it follows the topic until SIGINT or SIGTERM (a final
+//! checkpoint, exit 0), or with `--until-end` stops at the partitions' ends as seen at start.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -19,6 +23,8 @@ use tidemark_stream::RunError;
 
 use crate::cmd::check::{damaged, store_error};
 use crate::UsageError;
+
+pub mod kafka;
 
 /// Arguments of `tidemark run`.
 #[derive(clap::Args, Debug)]
@@ -70,6 +76,20 @@ pub struct Args {
         requires = "follow"
     )]
     pub rotate_wait: String,
+    /// Read a Kafka topic from these brokers (host:port[,host:port…]; overrides the config's
+    /// [source] brokers).
+    #[arg(long, value_name = "HOSTS")]
+    pub brokers: Option<String>,
+    /// The Kafka topic to read (repeat for several; overrides [source] topic).
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Vec<String>,
+    /// The Kafka consumer group (overrides [source] group; default "tidemark").
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// Kafka: stop at the end offsets the partitions had at start (a backfill), instead of
+    /// following the topic until SIGINT or SIGTERM.
+    #[arg(long)]
+    pub until_end: bool,
     /// Print no summary.
     #[arg(long)]
     pub quiet: bool,
@@ -125,6 +145,7 @@ pub fn run_error(db: &std::path::Path, e: RunError) -> anyhow::Error {
             line,
             message,
         } => crate::input::Loc { file, line }.error(message),
+        e @ RunError::BadMessage { .. } => UsageError::file("tidemark run", e),
         RunError::Store(e) => store_error(db, e),
         RunError::State(e) => damaged(db, format!("its run state: {e}")),
         // A budget too small for the keys that cannot spill is the user's setting, not damage.
@@ -158,6 +179,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 format!("a duration such as 5s or 500ms, got {:?}", args.rotate_wait),
             )
         })?;
+    let reads_kafka = kafka::wanted(&config, &args);
+    if reads_kafka && !args.files.is_empty() {
+        return Err(UsageError::flag(
+            "FILES",
+            "a run reads a Kafka topic ([source] or --brokers/--topic) or files, not both",
+        ));
+    }
+    if reads_kafka && args.follow {
+        return Err(UsageError::flag(
+            "--follow",
+            "a Kafka topic is followed already (until SIGINT or SIGTERM; --until-end stops at \
+             its end)",
+        ));
+    }
+    if args.until_end && !reads_kafka {
+        return Err(UsageError::flag(
+            "--until-end",
+            "for a Kafka source ([source] or --brokers/--topic)",
+        ));
+    }
     if args.follow && args.files.len() != 1 {
         return Err(UsageError::flag(
             "--follow",
@@ -167,11 +208,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut store = RedbStore::open_for_run(&args.db, config.checkpoint.max_memory)
         .map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
+    let messages = if reads_kafka {
+        Some(kafka::connect(&config, &args)?)
+    } else {
+        None
+    };
     let report = execute(
         &config,
         &mut store,
         &args,
         Duration::from_millis(rotate_wait),
+        messages,
     )?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
@@ -226,6 +273,25 @@ pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
         "spills": r.spills,
         "metrics": metrics,
     });
+    if !r.partitions.is_empty() {
+        let partitions: Vec<serde_json::Value> = r
+            .partitions
+            .iter()
+            .map(|p| {
+                json!({
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "position": p.position,
+                    "lag": p.lag,
+                })
+            })
+            .collect();
+        summary["source"] = json!({
+            "kind": "kafka",
+            "bad_messages": r.bad_lines,
+            "partitions": partitions,
+        });
+    }
     if let (Some(peak), Some(map)) = (peak_rss(), summary.as_object_mut()) {
         map.insert("peak_rss_bytes".into(), peak.into());
     }
@@ -237,6 +303,7 @@ fn execute(
     store: &mut RedbStore,
     args: &Args,
     rotate_wait: Duration,
+    messages: Option<tidemark_kafka::KafkaMessages<'static>>,
 ) -> anyhow::Result<RunReport> {
     let bar = if std::io::stderr().is_terminal() && !args.files.is_empty() {
         let b = indicatif::ProgressBar::new(0);
@@ -259,7 +326,12 @@ fn execute(
     let mut bad_shown = 0u32;
     let mut on_bad = |file: &str, line: u64, message: &str| {
         if bad_shown < 10 {
-            eprintln!("tidemark: skipped {file}:{line}: {message}");
+            // A message is named by topic, partition and offset, with no line.
+            if line == 0 {
+                eprintln!("tidemark: skipped {file}: {message}");
+            } else {
+                eprintln!("tidemark: skipped {file}:{line}: {message}");
+            }
         }
         bad_shown += 1;
     };
@@ -279,7 +351,9 @@ fn execute(
     let stop = Arc::new(AtomicBool::new(false));
     let stream =
         |f: &std::path::PathBuf| std::fs::metadata(f).is_ok_and(|m| !m.is_file() && !m.is_dir());
-    let signals = if args.files.is_empty() || args.files.iter().any(stream) {
+    // A Kafka source polls in short waits, so it sees the flag.
+    let signals = if messages.is_none() && (args.files.is_empty() || args.files.iter().any(stream))
+    {
         &[][..]
     } else {
         &[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM][..]
@@ -304,6 +378,8 @@ fn execute(
                 rotate_wait,
             }),
             stop: Some(&stop),
+            messages: messages
+                .map(|m| Box::new(m) as Box<dyn tidemark_stream::pipeline::MessageSource>),
         },
         &mut on_alert,
     );
@@ -345,6 +421,15 @@ pub fn print_summary(r: &RunReport, secs: f64) {
             b as f64 / (1 << 20) as f64
         ))
     );
+    for p in &r.partitions {
+        eprintln!(
+            "  {}[{}]: next offset {}, lag {}",
+            p.topic,
+            p.partition,
+            p.position.map_or("unknown".to_string(), |o| o.to_string()),
+            p.lag.map_or("unknown".to_string(), |l| l.to_string())
+        );
+    }
     for m in &r.metrics {
         let c = &m.counters;
         eprintln!(

@@ -24,6 +24,7 @@ pub const REFERENCE: &str = include_str!("reference.toml");
 struct RawConfig {
     input: RawInput,
     state: Option<RawState>,
+    source: Option<RawSource>,
     #[serde(default)]
     metric: Vec<RawMetric>,
 }
@@ -38,6 +39,19 @@ struct RawInput {
     max_line_bytes: Option<i64>,
     max_key_bytes: Option<i64>,
     max_item_bytes: Option<i64>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    kind: String,
+    brokers: Option<String>,
+    topic: Option<toml::Value>,
+    group: Option<String>,
+    #[serde(default)]
+    properties: toml::Table,
+    columns: Option<Vec<String>>,
+    idle_timeout: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -78,6 +92,27 @@ pub enum Format {
     Csv,
     /// One JSON object per line.
     JsonLines,
+}
+
+/// A `[source]` table: records read from a Kafka topic instead of files, as plain data (the
+/// client lives outside this crate; `tidemark run` connects it). The brokers, topics and group
+/// may be left to `run`'s flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// The brokers, `host:port[,host:port…]`.
+    pub brokers: Option<String>,
+    /// The topics (one or more).
+    pub topics: Vec<String>,
+    /// The consumer group.
+    pub group: Option<String>,
+    /// Client properties passed through to the client as they are (librdkafka's names:
+    /// `security.protocol`, `sasl.mechanism`, …), in file order.
+    pub properties: Vec<(String, String)>,
+    /// A CSV record's fields, in order (a message has no header line); empty for JSON.
+    pub columns: Vec<String>,
+    /// How long a partition may stay without messages before the watermark leaves it out,
+    /// ms (`None`: the client's default, 10 s).
+    pub idle_timeout: Option<u64>,
 }
 
 /// Where the time, key and item fields are.
@@ -263,6 +298,8 @@ pub struct Config {
     pub metrics: Vec<MetricConfig>,
     /// When state is committed.
     pub checkpoint: CheckpointConfig,
+    /// A message source to read instead of files (`[source]`), if any.
+    pub source: Option<SourceConfig>,
     /// The TOML it was parsed from (the store keeps it, so queries need only the file).
     text: String,
 }
@@ -350,6 +387,118 @@ fn check_input(m: &RawMetric, kind: &Kind, at: &dyn Fn(&str) -> String) -> Resul
             format!("{v:?}"),
         )),
     }
+}
+
+/// Validates a `[source]` table: a Kafka source, its topics one or a list, its properties
+/// passed through as text, and for CSV its columns, which must name every field read (the time
+/// field and the metrics' fields, except the message's own `@key` and `@timestamp`).
+fn source_config(
+    raw: RawSource,
+    format: Format,
+    time_field: &str,
+    metrics: &[MetricConfig],
+) -> Result<SourceConfig, ConfigError> {
+    use crate::record::{KEY_FIELD, TIMESTAMP_FIELD};
+    if raw.kind != "kafka" {
+        return Err(ConfigError::invalid(
+            "source.kind".into(),
+            "\"kafka\"",
+            format!("{:?}", raw.kind),
+        ));
+    }
+    let topics = match raw.topic {
+        None => Vec::new(),
+        Some(toml::Value::String(t)) => vec![t],
+        Some(toml::Value::Array(list)) => list
+            .into_iter()
+            .map(|v| match v {
+                toml::Value::String(t) => Ok(t),
+                other => Err(ConfigError::invalid(
+                    "source.topic".into(),
+                    "a topic name or a list of them",
+                    other.type_str(),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                "source.topic".into(),
+                "a topic name or a list of them",
+                other.type_str(),
+            ))
+        }
+    };
+    if topics.iter().any(|t| t.trim().is_empty()) {
+        return Err(ConfigError::invalid(
+            "source.topic".into(),
+            "topic names, none empty",
+            format!("{topics:?}"),
+        ));
+    }
+    let mut properties = Vec::new();
+    for (key, value) in raw.properties {
+        let text = match value {
+            toml::Value::String(t) => t,
+            toml::Value::Integer(n) => n.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(ConfigError::invalid(
+                    format!("source.properties.{key}"),
+                    "a string, an integer or a boolean",
+                    other.type_str(),
+                ))
+            }
+        };
+        properties.push((key, text));
+    }
+    let columns = raw.columns.unwrap_or_default();
+    match format {
+        Format::Csv => {
+            if columns.is_empty() || columns.iter().any(|c| c.trim().is_empty()) {
+                return Err(ConfigError::invalid(
+                    "source.columns".into(),
+                    "the names of a CSV message's fields, in order (a message has no header \
+                     line)",
+                    format!("{columns:?}"),
+                ));
+            }
+            let fields = metrics
+                .iter()
+                .flat_map(|m| m.key.iter().chain(&m.item).chain(&m.value))
+                .map(String::as_str)
+                .chain([time_field]);
+            for f in fields {
+                if f != KEY_FIELD && f != TIMESTAMP_FIELD && !columns.iter().any(|c| c.trim() == f)
+                {
+                    return Err(ConfigError::invalid(
+                        "source.columns".into(),
+                        format!("a list naming field {f:?} (or read it from @key or @timestamp)"),
+                        format!("{columns:?}"),
+                    ));
+                }
+            }
+        }
+        Format::JsonLines if !columns.is_empty() => {
+            return Err(ConfigError::invalid(
+                "source.columns".into(),
+                "no columns for JSON messages (their fields are named)",
+                format!("{columns:?}"),
+            ))
+        }
+        Format::JsonLines => {}
+    }
+    let idle_timeout = match raw.idle_timeout.as_deref() {
+        None => None,
+        Some(t) => Some(duration("source.idle_timeout".into(), t)?),
+    };
+    Ok(SourceConfig {
+        brokers: raw.brokers,
+        topics,
+        group: raw.group,
+        properties,
+        columns,
+        idle_timeout,
+    })
 }
 
 impl Config {
@@ -559,6 +708,15 @@ impl Config {
                 alerts,
             });
         }
+        let source = match raw.source {
+            None => None,
+            Some(raw_source) => Some(source_config(
+                raw_source,
+                format,
+                &raw.input.time_field,
+                &metrics,
+            )?),
+        };
         Ok(Config {
             input: InputConfig {
                 format,
@@ -569,6 +727,7 @@ impl Config {
             },
             metrics,
             checkpoint,
+            source,
             text: text.to_string(),
         })
     }
@@ -840,6 +999,11 @@ consecutive = 2
             "checkpoint",
             "checkpoint_records",
             "max_memory",
+            "brokers",
+            "topic",
+            "group",
+            "columns",
+            "idle_timeout",
             "name",
             "kind",
             "key",

@@ -175,8 +175,35 @@ impl Engine {
         if self.max_time.is_some_and(|m| m >= time) {
             return false;
         }
+        let closing = self.closing_time(time);
         self.metrics
             .iter()
-            .any(|m| m.closed_until.is_none_or(|c| m.closes_until(time) > c))
+            .any(|m| m.closed_until.is_none_or(|c| m.closes_until(closing) > c))
+    }
+
+    /// Bounds the time that closes buckets by `bound` from now on (a source's watermark over
+    /// streams read interleaved; see the module doc), and closes the buckets a higher bound
+    /// passes now, the deferred events added first (spilled keys read back from `source`).
+    /// The bound only rises: a lower one is ignored.
+    pub fn bound_time(
+        &mut self,
+        bound: u64,
+        source: &mut dyn StateSource,
+    ) -> Result<(), EngineError> {
+        let bound = self.bound.map_or(bound, |b| b.max(bound));
+        self.bound = Some(bound);
+        let Some(time) = self.max_time else {
+            return Ok(());
+        };
+        let closing = bound.min(time);
+        let closes = self
+            .metrics
+            .iter()
+            .any(|m| m.closed_until.is_none_or(|c| m.closes_until(closing) > c));
+        if closes {
+            self.drain(source)?;
+            self.close_to(closing, time);
+        }
+        Ok(())
     }
 }

@@ -12,6 +12,12 @@
 //! for the caller to read-merge-write into the stored bucket (`merge`). It never goes into
 //! the current bucket: that would move it into the wrong window.
 //!
+//! A source of several ordered streams read interleaved (a topic's partitions) bounds the time
+//! that closes buckets from outside ([`Engine::bound_time`]): buckets close as if the largest
+//! time seen were at most that bound (the minimum over the streams of their latest time, as
+//! Flink's watermark), so one stream read ahead of another makes the other's events neither
+//! late nor dropped. Without a bound (files, standard input) the largest time seen alone rules.
+//!
 //! # Windows and alerts
 //!
 //! When a bucket closes, every key that has something in its metric's window is evaluated:
@@ -240,6 +246,8 @@ pub struct Engine {
     out: Outputs,
     /// Events deferred ([`Engine::defer`]), not added yet.
     batch: batch::Batch,
+    /// An outside bound on the time that closes buckets ([`Engine::bound_time`]).
+    bound: Option<u64>,
 }
 
 impl MetricState {
@@ -295,6 +303,7 @@ impl Engine {
             spilled_at: 0,
             out: Outputs::empty(n),
             batch: batch::Batch::default(),
+            bound: None,
         })
     }
 
@@ -397,9 +406,23 @@ impl Engine {
             return;
         }
         self.max_time = Some(time);
+        self.close_to(self.closing_time(time), time);
+    }
+
+    /// The time that closes buckets once event time reaches `time`: `time`, or the outside
+    /// bound when lower.
+    #[inline]
+    fn closing_time(&self, time: u64) -> u64 {
+        self.bound.map_or(time, |b| b.min(time))
+    }
+
+    /// Closes every metric's buckets that `closing` (the time that closes buckets) passes;
+    /// `time` is the latest event time (when the closes happen).
+    #[inline]
+    fn close_to(&mut self, closing: u64, time: u64) {
         for i in 0..self.metrics.len() {
             let m = &self.metrics[i];
-            let until = m.closes_until(time);
+            let until = m.closes_until(closing);
             match m.closed_until {
                 None => {
                     let m = &mut self.metrics[i];

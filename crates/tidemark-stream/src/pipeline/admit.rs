@@ -17,8 +17,8 @@ use crate::EngineError;
 pub(super) enum Admitted {
     /// Empty, or spaces and tabs only: skipped.
     Blank,
-    /// A record, fed to the engine.
-    Fed,
+    /// A record, fed to the engine: its event time.
+    Fed(u64),
     /// A bad line: why.
     Bad(RecordError),
 }
@@ -56,8 +56,9 @@ pub(super) fn admit(
     if let Err(e) = check_record(&rec, engine, rules) {
         return Ok(Admitted::Bad(e));
     }
+    let time = rec.time();
     feed(engine, &rec, rows)?;
-    Ok(Admitted::Fed)
+    Ok(Admitted::Fed(time))
 }
 
 /// Why a line longer than `max_line_bytes` (`max`) is bad: `len` bytes of it were read, the

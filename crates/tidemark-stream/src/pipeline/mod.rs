@@ -38,7 +38,8 @@
 //! not), a pipe, standard input (`stdin`) — positioned where the state says; `read` reads its
 //! lines through `admit` into the engine; `checkpoint` commits what they produced with the
 //! positions the sources wrote. `input` reads bounded lines, and [`state`] is the run state's
-//! encoding.
+//! encoding. A message source (a Kafka topic) is supplied from outside the crate as a
+//! [`MessageSource`] and read by the same loop ([`message`] has how).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -52,6 +53,7 @@ mod admit;
 mod checkpoint;
 mod follow;
 mod input;
+pub mod message;
 mod read;
 mod resume;
 mod sources;
@@ -60,11 +62,15 @@ mod stdin;
 
 use checkpoint::CommitCtx;
 pub use follow::Follow;
+use message::MessageLines;
+pub use message::{Message, MessageSource, Polled, SourceError};
 use read::{Ended, Runner};
+use sources::LineSource;
 use sources::{Inputs, Reading};
-pub use state::{FileMark, RunState};
+pub use state::{FileMark, PartitionMark, RunState};
 
-/// Receives each malformed line skipped: `(file, line, message)`.
+/// Receives each malformed line skipped: `(file, line, message)`; for a message, the file
+/// names its topic, partition and offset, and the line is 0.
 pub type BadLineFn<'a> = dyn FnMut(&str, u64, &str) + 'a;
 
 /// How to run.
@@ -89,6 +95,8 @@ pub struct RunOptions<'a> {
     /// Set (by a signal handler) to stop the run in an orderly way: what was read is
     /// committed, with the position after it, and the run returns.
     pub stop: Option<&'a AtomicBool>,
+    /// Read this message source instead of files (see [`message`]); `inputs` must be empty.
+    pub messages: Option<Box<dyn MessageSource + 'a>>,
 }
 
 /// An alert as printed: the metric's name and the key as text.
@@ -132,6 +140,21 @@ pub struct RunReport {
     /// Per metric, in the config's order: its name, its counters (cumulative like the sums
     /// above, which add them across metrics) and its keys with a live window.
     pub metrics: Vec<MetricReport>,
+    /// A message source's partitions at the end: where each stands and its lag.
+    pub partitions: Vec<PartitionReport>,
+}
+
+/// Where one partition of a message source stands, for a [`RunReport`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionReport {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The next offset to read, when known.
+    pub position: Option<i64>,
+    /// Messages between it and the partition's end, when known.
+    pub lag: Option<i64>,
 }
 
 /// One metric's part of a [`RunReport`].
@@ -152,6 +175,14 @@ pub fn run(
     opts: RunOptions<'_>,
     on_alert: &mut dyn FnMut(&AlertOut),
 ) -> Result<RunReport, RunError> {
+    let mut opts = opts;
+    let messages = opts.messages.take();
+    if messages.is_some() && !opts.inputs.is_empty() {
+        return Err(RunError::Input {
+            file: opts.inputs[0].display().to_string(),
+            message: "a run reads files or a message source, not both".to_string(),
+        });
+    }
     let ctx = CommitCtx::new(config);
     let (engine, mut state, resumed) = resume::restore(config, store, ctx.fingerprint)?;
     let stdin_new = resume::prepare(&mut state, &opts)?;
@@ -170,6 +201,18 @@ pub fn run(
     // checkpoint's interval passed. Resuming from it is starting afresh.
     if !resumed {
         r.checkpoint(false)?;
+    }
+    if let Some(messages) = messages {
+        let mut source = MessageLines::new(messages, config.input.limits.line);
+        let columns = config.source.as_ref().map_or(&[][..], |s| &s.columns[..]);
+        r.ex.declare_columns(columns).map_err(|e| RunError::Input {
+            file: source.name().to_string(),
+            message: e.message,
+        })?;
+        source.seek(&r.state.partitions)?;
+        r.read(&mut source)?;
+        r.done(&mut source)?;
+        return r.finish(Some(&mut source));
     }
     // A followed CSV file's header is read once; a file it rotates or truncates to may repeat
     // it (skipped) or not.
@@ -202,7 +245,7 @@ pub fn run(
         }
         r.done(&mut *source)?;
     }
-    r.finish()
+    r.finish(None)
 }
 
 /// An engine error as the run reports it: a store that failed stays a store error (its

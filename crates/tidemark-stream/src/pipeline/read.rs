@@ -8,8 +8,12 @@
 //! their alerts sent before a read that may wait; a checkpoint comes every
 //! `checkpoint.records` records, or every 64 records once `checkpoint.interval` has passed,
 //! or when the state passes its memory trigger (checked every 1,024 records), and while idle
-//! once the interval has passed with something read; the source writes its position into the
-//! state just before each; a bad line the run stops on is committed up to its start.
+//! once the interval has passed with something read, and when the source asks for one
+//! ([`Next::Checkpoint`]); the source writes its position into the state just before each,
+//! and hears of it after ([`LineSource::checkpointed`]); a bad line the run stops on is
+//! committed up to its start. A source that bounds the time that closes buckets (a message
+//! source's watermark) gives its bound to the engine before its first record, every 256
+//! records and whenever it is idle.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -165,7 +169,7 @@ impl<'r, 'o> Runner<'r, 'o> {
                     "header: longer than max_line_bytes = {max} ({len} bytes read of it)"
                 )))
             }
-            Some(Line::Text { raw, .. }) => {
+            Some(Line::Text { raw, .. } | Line::Message { raw, .. }) => {
                 let text = line_text(raw).map_err(|e| bad(e.message))?;
                 if reopened {
                     self.ex.header(text).is_err()
@@ -189,6 +193,7 @@ impl<'r, 'o> Runner<'r, 'o> {
     pub fn read(&mut self, source: &mut dyn LineSource) -> Result<Ended, RunError> {
         let config = self.ctx.config;
         let limits = config.input.limits;
+        self.bound_time(source)?;
         loop {
             if self.report.records_this_run % 64 == 0 && self.stop_now() {
                 return Ok(Ended::Stopped);
@@ -200,6 +205,11 @@ impl<'r, 'o> Runner<'r, 'o> {
             }
             let (number, end, admitted) = match source.next_line()? {
                 Next::End => return Ok(Ended::End),
+                Next::Checkpoint => {
+                    self.drain_and_emit(source)?;
+                    self.checkpoint_source(source)?;
+                    continue;
+                }
                 Next::Idle => match self.idle(source)? {
                     Some(ended) => return Ok(ended),
                     None => continue,
@@ -225,14 +235,32 @@ impl<'r, 'o> Runner<'r, 'o> {
                         .map_err(engine_error)?;
                     (number, end, admitted)
                 }
+                Next::Line(Line::Message {
+                    raw,
+                    key,
+                    timestamp,
+                    number,
+                }) => {
+                    let rules = Rules {
+                        names: &self.ctx.names,
+                        limits,
+                        max_ahead: config.input.max_ahead,
+                    };
+                    self.ex.set_message(key, timestamp);
+                    let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
+                    let admitted = admit(raw, &mut self.ex, &mut self.engine, &rules, &mut rows)
+                        .map_err(engine_error)?;
+                    (number, number, admitted)
+                }
             };
             match admitted {
                 Admitted::Blank => {}
-                Admitted::Fed => self.fed(source, end)?,
+                Admitted::Fed(time) => self.fed(source, end, time)?,
                 Admitted::Bad(e) if self.opts.skip_bad => {
                     self.state.bad_lines += 1;
                     if let Some(f) = self.opts.on_bad.as_mut() {
-                        f(source.name(), number, &e.message);
+                        let (at, line) = source.bad_at(number);
+                        f(&at, line, &e.message);
                     }
                 }
                 Admitted::Bad(e) => {
@@ -247,11 +275,8 @@ impl<'r, 'o> Runner<'r, 'o> {
                         &mut self.state,
                         &mut *self.on_alert,
                     )?;
-                    return Err(RunError::BadLine {
-                        file: source.name().to_string(),
-                        line: number,
-                        message: e.message,
-                    });
+                    source.checkpointed(&self.state);
+                    return Err(source.bad(number, e.message));
                 }
             }
         }
@@ -270,11 +295,34 @@ impl<'r, 'o> Runner<'r, 'o> {
         Ok(())
     }
 
-    /// A record was fed (its line ending at `end`): counted, its alerts sent, and a
-    /// checkpoint if one is due.
-    fn fed(&mut self, source: &mut dyn LineSource, end: u64) -> Result<(), RunError> {
+    /// Gives the source's bound on the time that closes buckets, if it has one, to the
+    /// engine.
+    fn bound_time(&mut self, source: &mut dyn LineSource) -> Result<(), RunError> {
+        if let Some(bound) = source.time_bound() {
+            self.engine
+                .bound_time(bound, &mut StoreRows::with(&*self.view, &self.ctx.tables))
+                .map_err(engine_error)?;
+        }
+        Ok(())
+    }
+
+    /// A checkpoint with the source's position, which then hears of it.
+    fn checkpoint_source(&mut self, source: &mut dyn LineSource) -> Result<(), RunError> {
+        source.save_position(&mut self.state)?;
+        self.checkpoint(false)?;
+        source.checkpointed(&self.state);
+        Ok(())
+    }
+
+    /// A record was fed (its line ending at `end`, its event time `time`): counted, its
+    /// alerts sent, and a checkpoint if one is due.
+    fn fed(&mut self, source: &mut dyn LineSource, end: u64, time: u64) -> Result<(), RunError> {
         self.state.records += 1;
         self.report.records_this_run += 1;
+        source.observed(time);
+        if self.report.records_this_run % 256 == 0 {
+            self.bound_time(source)?;
+        }
         let decided = source.may_commit()?;
         // Alerts go out as they are raised (once the stream is known to be new); a crash
         // before the next checkpoint raises them again on resume (at least once).
@@ -300,6 +348,7 @@ impl<'r, 'o> Runner<'r, 'o> {
         {
             source.save_position(&mut self.state)?;
             self.checkpoint(over)?;
+            source.checkpointed(&self.state);
             self.progress(self.bytes_before + end);
         }
         Ok(())
@@ -312,6 +361,7 @@ impl<'r, 'o> Runner<'r, 'o> {
         // All read so far is added, and its alerts go out, before any wait (a file is read
         // without waiting until its end).
         self.drain_and_emit(source)?;
+        self.bound_time(source)?;
         match source.idle()? {
             Pause::ReadOn => return Ok(None),
             Pause::Rotated => return Ok(Some(Ended::Rotated)),
@@ -321,8 +371,7 @@ impl<'r, 'o> Runner<'r, 'o> {
             return Ok(Some(Ended::Stopped));
         }
         if self.interval.idle_due() {
-            source.save_position(&mut self.state)?;
-            self.checkpoint(false)?;
+            self.checkpoint_source(source)?;
         }
         match source.wait()? {
             Waited::ReadOn => Ok(None),
@@ -339,6 +388,10 @@ impl<'r, 'o> Runner<'r, 'o> {
     /// checkpoint commits it), and its bytes count as done.
     pub fn done(&mut self, source: &mut dyn LineSource) -> Result<(), RunError> {
         source.finish(&mut self.state)?;
+        let partitions = source.partitions();
+        if !partitions.is_empty() {
+            self.report.partitions = partitions;
+        }
         self.bytes_before += source.size();
         self.progress(self.bytes_before);
         Ok(())
@@ -346,7 +399,7 @@ impl<'r, 'o> Runner<'r, 'o> {
 
     /// The run's last commit, after its inputs: the end of the input closes every bucket,
     /// unless they are kept open or the run was stopped.
-    pub fn finish(mut self) -> Result<RunReport, RunError> {
+    pub fn finish(mut self, source: Option<&mut dyn LineSource>) -> Result<RunReport, RunError> {
         // A run stopped by a signal has more input to come: standard input is resumed, not
         // taken as a new stream, and the buckets stay open.
         self.state.completed = !self.stopped;
@@ -361,6 +414,9 @@ impl<'r, 'o> Runner<'r, 'o> {
             &mut self.state,
             &mut *self.on_alert,
         )?;
+        if let Some(source) = source {
+            source.checkpointed(&self.state);
+        }
         let mut report = self.report;
         report.commits += 1;
         report.records = self.state.records;
@@ -491,7 +547,7 @@ window = "3m"
         };
         assert!(matches!(r.read(&mut source).unwrap(), Ended::End));
         r.done(&mut source).unwrap();
-        let report = r.finish().unwrap();
+        let report = r.finish(None).unwrap();
         assert_eq!(report.records, 4);
         assert_eq!(source.waits, 2, "an empty poll is a wait, then reads on");
         // Saved at the second record and the fourth (the blank line is read, not counted),

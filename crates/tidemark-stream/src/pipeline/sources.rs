@@ -19,31 +19,18 @@
 //! - [`super::stdin::StdinSource`]: standard input, resumed by skipping the committed bytes,
 //!   and refused when it repeats the stream the last completed run read.
 //!
-//! # A message source
+//! - [`super::message::MessageLines`]: a message source (a Kafka consumer, supplied from
+//!   outside the crate as a [`super::MessageSource`]), each message one record, its position
+//!   a [`super::state::PartitionMark`] per partition.
 //!
-//! A Kafka consumer (messages at `(topic, partition, offset)`, no header line, reads that wait)
-//! is one more implementation of [`LineSource`], opened by [`open`] for an [`Input`] that names
-//! a topic (a field it would gain beside `path`); the read loop does not change:
-//!
-//! - [`LineSource::next_line`] returns each message's value as [`Line::Text`] (one longer than
-//!   `max_line_bytes` as [`Line::TooLong`], never held), numbered by the messages read; a
-//!   poll that times out with nothing returns [`Next::Idle`], so the run adds what it read,
-//!   checks its stop flag and checkpoints if due, then calls [`LineSource::wait`] (its default
-//!   returns at once: the poll already waited). [`LineSource::waits_next`] is true when the
-//!   consumer has no fetched message left, so alerts go out before a poll blocks.
-//! - [`LineSource::header`] returns `None`: every message is a record.
-//! - Positions: the consumer keeps, per `(topic, partition)`, the offset after the last message
-//!   it returned (and, for [`LineSource::unread_last`], that message's own offset).
-//!   [`LineSource::save_position`] writes them into a new [`RunState`] field — say
-//!   `partitions: Vec<PartitionMark { topic, partition, offset }>`, in a version 5 of the
-//!   state's encoding (version 4 reads with none) — which the checkpoint commits with the
-//!   buckets; the broker's own group offsets may be committed after it, for monitoring only.
-//!   [`LineSource::resume`] seeks each assigned partition to its stored offset, or to the
-//!   group's starting policy for one not in the state; [`LineSource::finish`] writes the
-//!   positions as `save_position` does. A rebalance that revokes a partition keeps its stored
-//!   offset for whoever is assigned it next.
-//! - [`LineSource::idle`], [`LineSource::wait`], [`LineSource::may_commit`],
-//!   [`LineSource::unread_header`] and [`LineSource::size`] keep their defaults.
+//! A message source uses the parts of the seam a file does not: [`Line::Message`] carries a
+//! message's key and timestamp beside its value and names it by topic, partition and offset
+//! in a bad record's error ([`LineSource::bad`]); [`Next::Checkpoint`] asks the run to
+//! checkpoint now (partitions are being taken away, and must be committed before they go);
+//! [`LineSource::observed`] tells the source each record's event time and
+//! [`LineSource::time_bound`] bounds the time that closes buckets by its watermark (see
+//! [`crate::engine::Engine::bound_time`]); [`LineSource::checkpointed`] follows each commit
+//! of its positions (to write the broker's group offsets, for monitoring).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -66,6 +53,9 @@ pub(super) enum Next<'a> {
     Idle,
     /// No more lines: the input is done for this run.
     End,
+    /// Checkpoint now, the positions the source saves included, then read on (a message
+    /// source whose partitions are being taken away).
+    Checkpoint,
 }
 
 /// One line of an input.
@@ -78,6 +68,17 @@ pub(super) enum Line<'a> {
         number: u64,
         /// The input's offset just after it (for progress).
         end: u64,
+    },
+    /// A message's value: one record, with the message's key and timestamp.
+    Message {
+        /// The value's bytes.
+        raw: &'a [u8],
+        /// The message's key.
+        key: Option<&'a [u8]>,
+        /// The message's timestamp, ms.
+        timestamp: Option<i64>,
+        /// Its 1-based number among the messages read.
+        number: u64,
     },
     /// A line longer than `max_line_bytes`: skipped, never held.
     TooLong {
@@ -196,6 +197,40 @@ pub(super) trait LineSource {
     /// Its size when opened, bytes, for progress (0 when not known).
     fn size(&self) -> u64 {
         0
+    }
+
+    /// The error for the bad record numbered `number` (the last returned) when the run stops
+    /// on it.
+    fn bad(&self, number: u64, message: String) -> RunError {
+        RunError::BadLine {
+            file: self.name().to_string(),
+            line: number,
+            message,
+        }
+    }
+
+    /// Where the bad record numbered `number` (the last returned) is, as a skipped one is
+    /// reported: a file and a line, or a place and 0 (a message: its topic, partition and
+    /// offset).
+    fn bad_at(&self, number: u64) -> (String, u64) {
+        (self.name().to_string(), number)
+    }
+
+    /// The event time of the record just fed from the last line returned.
+    fn observed(&mut self, _time: u64) {}
+
+    /// An outside bound on the time that closes buckets (the source's watermark), for a
+    /// source of several streams read interleaved; `None` for one ordered stream.
+    fn time_bound(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// The positions this source saved into `state` were just committed.
+    fn checkpointed(&mut self, _state: &RunState) {}
+
+    /// Where the source's partitions stand, for the run's report.
+    fn partitions(&self) -> Vec<super::PartitionReport> {
+        Vec::new()
     }
 }
 

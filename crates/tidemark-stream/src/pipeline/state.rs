@@ -21,6 +21,10 @@
 //! stream that run read to its end: that is refused as the same stream fed twice (a run
 //! killed after its last commit looks interrupted to whoever started it). A named pipe or a device given as a file (`<(zcat log.gz)`) has no identity
 //! either: it is read from its start, as new data, every run.
+//!
+//! A message source (a Kafka topic) is known by its partitions: each `(topic, partition)` has
+//! a [`PartitionMark`], the offset of the next message to read, committed with the state that
+//! counted the messages before it (version 5 of the encoding; older states read with none).
 
 use tidemark::codec::{Reader, Writer};
 use tidemark::DecodeError;
@@ -52,6 +56,20 @@ pub struct FileMark {
     pub used: u64,
 }
 
+/// Where one partition of a message source stands: the offset of the next message to read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionMark {
+    /// The topic.
+    pub topic: String,
+    /// The partition's number.
+    pub partition: i32,
+    /// The next offset to read (the offset after the last message counted).
+    pub offset: i64,
+}
+
+/// How many partitions the state remembers.
+pub const MAX_PARTITIONS: usize = 100_000;
+
 /// The state committed with each batch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunState {
@@ -72,6 +90,8 @@ pub struct RunState {
     pub files: Vec<FileMark>,
     /// A counter for [`FileMark::used`].
     pub sequence: u64,
+    /// Each partition of a message source read so far, in (topic, partition) order.
+    pub partitions: Vec<PartitionMark>,
     /// Records counted so far.
     pub records: u64,
     /// Malformed lines skipped so far (`--skip-bad`).
@@ -97,7 +117,7 @@ pub struct LegacyPosition {
     pub line: u64,
 }
 
-const STATE_VERSION: u8 = 4;
+const STATE_VERSION: u8 = 5;
 
 impl RunState {
     /// The mark of a file, by identity.
@@ -132,7 +152,20 @@ impl RunState {
         }
     }
 
-    /// Encodes the state (version 4).
+    /// Records where partitions stand (replacing their earlier marks).
+    pub fn set_partitions<'m>(&mut self, marks: impl IntoIterator<Item = &'m PartitionMark>) {
+        for mark in marks {
+            let at = self.partitions.binary_search_by(|m| {
+                (m.topic.as_str(), m.partition).cmp(&(&mark.topic, mark.partition))
+            });
+            match at {
+                Ok(i) => self.partitions[i].offset = mark.offset,
+                Err(i) => self.partitions.insert(i, mark.clone()),
+            }
+        }
+    }
+
+    /// Encodes the state (version 5).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(STATE_VERSION)
@@ -156,6 +189,13 @@ impl RunState {
                 .u64(f.path.len() as u64)
                 .raw(f.path.as_bytes());
         }
+        w.u64(self.partitions.len() as u64);
+        for p in &self.partitions {
+            w.u64(p.topic.len() as u64)
+                .raw(p.topic.as_bytes())
+                .u64(p.partition as u32 as u64)
+                .u64(p.offset as u64);
+        }
         w.u64(self.records)
             .u64(self.bad_lines)
             .u64(self.engine.len() as u64)
@@ -163,8 +203,8 @@ impl RunState {
         w.into_bytes()
     }
 
-    /// Decodes a state of version 4 or 3 (without the resume head), or 2 (its position kept
-    /// in [`RunState::legacy`]), checking every field.
+    /// Decodes a state of version 5, 4 (without partitions), 3 (nor the resume head), or 2
+    /// (its position kept in [`RunState::legacy`]), checking every field.
     pub fn from_bytes(bytes: &[u8]) -> Result<RunState, DecodeError> {
         let mut r = Reader::new(bytes);
         let off = r.offset();
@@ -189,11 +229,11 @@ impl RunState {
                     line: r.u64("line")?,
                 });
             }
-            3 | 4 => {
+            3..=5 => {
                 s.completed = bool_at(&mut r, "completed")?;
                 s.stdin = (r.u64("stdin offset")?, r.u64("stdin line")?);
                 s.stdin_head = (r.u64("stdin head length")?, r.u64("stdin head hash")?);
-                if v == 4 {
+                if v >= 4 {
                     s.stdin_resume = (r.u64("stdin resume length")?, r.u64("stdin resume hash")?);
                 }
                 s.sequence = r.u64("sequence")?;
@@ -220,8 +260,56 @@ impl RunState {
                     }
                     s.files.push(f);
                 }
+                if v >= 5 {
+                    // A topic's length and bytes, the partition and the offset: at least 25
+                    // bytes a partition.
+                    let n = r.count("partitions", 25, MAX_PARTITIONS as u64)?;
+                    for _ in 0..n {
+                        let off = r.offset();
+                        let len = r.count("partition topic", 1, 1 << 10)?;
+                        let topic = r.bytes(len as u64, "partition topic")?;
+                        let topic = String::from_utf8(topic.to_vec()).map_err(|_| {
+                            Reader::invalid("partition topic", off, "UTF-8", len as u64)
+                        })?;
+                        let off = r.offset();
+                        let partition = r.u64("partition")?;
+                        let partition = u32::try_from(partition)
+                            .map_err(|_| Reader::invalid("partition", off, "a u32", partition))?
+                            as i32;
+                        let off = r.offset();
+                        let offset = r.u64("partition offset")?;
+                        let offset = i64::try_from(offset).map_err(|_| {
+                            Reader::invalid("partition offset", off, "at most i64::MAX", offset)
+                        })?;
+                        let mark = PartitionMark {
+                            topic,
+                            partition,
+                            offset,
+                        };
+                        let in_order = s.partitions.last().is_none_or(|last| {
+                            (last.topic.as_str(), last.partition)
+                                < (mark.topic.as_str(), mark.partition)
+                        });
+                        if !in_order {
+                            return Err(Reader::invalid(
+                                "partitions",
+                                off,
+                                "each partition once, in order",
+                                offset as u64,
+                            ));
+                        }
+                        s.partitions.push(mark);
+                    }
+                }
             }
-            _ => return Err(Reader::invalid("state version", off, "2, 3 or 4", v as u64)),
+            _ => {
+                return Err(Reader::invalid(
+                    "state version",
+                    off,
+                    "2, 3, 4 or 5",
+                    v as u64,
+                ))
+            }
         }
         s.records = r.u64("records")?;
         s.bad_lines = r.u64("bad lines")?;
@@ -273,8 +361,10 @@ mod tests {
             ..RunState::default()
         };
         let mut v3 = s.to_bytes();
-        assert_eq!(v3[0], 4);
-        // version, completed, stdin (16 bytes), head (16): the resume head's 16 bytes follow.
+        assert_eq!(v3[0], 5);
+        // version, completed, stdin (16 bytes), head (16): the resume head's 16 bytes follow;
+        // after them the sequence and the file count (no files), then the partition count.
+        v3.drain(66..74);
         v3.drain(34..50);
         v3[0] = 3;
         let back = RunState::from_bytes(&v3).expect("a version 3 run state still reads");
@@ -286,5 +376,45 @@ mod tests {
                 ..s
             }
         );
+    }
+
+    /// Partitions round-trip in order; a version 4 state reads with none; a partition twice
+    /// is refused.
+    #[test]
+    fn partitions_round_trip_and_version_4_reads_with_none() {
+        let mut s = RunState {
+            records: 3,
+            engine: vec![9],
+            ..RunState::default()
+        };
+        let mark = |topic: &str, partition, offset| PartitionMark {
+            topic: topic.into(),
+            partition,
+            offset,
+        };
+        s.set_partitions(&[mark("b", 1, 10), mark("a", 2, 5), mark("a", 0, 7)]);
+        s.set_partitions(&[mark("a", 2, 6)]);
+        assert_eq!(
+            s.partitions,
+            [mark("a", 0, 7), mark("a", 2, 6), mark("b", 1, 10)]
+        );
+        let bytes = s.to_bytes();
+        assert_eq!(RunState::from_bytes(&bytes).unwrap(), s);
+        for cut in [bytes.len() - 20, bytes.len() - 30] {
+            assert!(RunState::from_bytes(&bytes[..cut]).is_err());
+        }
+        let old = RunState {
+            records: 3,
+            engine: vec![9],
+            ..RunState::default()
+        };
+        let mut v4 = old.to_bytes();
+        // version … sequence, file count (no files): the partition count's 8 bytes follow.
+        v4.drain(66..74);
+        v4[0] = 4;
+        assert_eq!(RunState::from_bytes(&v4).unwrap(), old);
+        let mut twice = s.clone();
+        twice.partitions[1] = mark("a", 0, 1);
+        assert!(RunState::from_bytes(&twice.to_bytes()).is_err());
     }
 }

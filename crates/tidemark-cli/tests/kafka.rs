@@ -1,0 +1,552 @@
+//! `tidemark run` reading a Kafka topic, against a real Kafka-protocol broker (Tansu, started by
+//! each test on a free port; `scripts/kafka-broker` installs it): the demo log produced into
+//! four partitions and read to its end answers as the file run of the same log does; runs
+//! killed with SIGKILL at random points and restarted count every record once; bad messages are
+//! bad records named by topic, partition and offset.
+//!
+//! Without `TIDEMARK_TANSU` each test prints a loud SKIPPED line and passes, unless
+//! `TIDEMARK_REQUIRE_KAFKA=1`.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{dir, ok, s, tidemark};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::ClientConfig;
+use tidemark_stream::pipeline::RunState;
+use tidemark_stream::store::{RedbStore, Store};
+
+/// The Tansu binary, or `None` after printing why the test is skipped.
+fn tansu(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("TIDEMARK_TANSU") {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ => {
+            assert!(
+                std::env::var("TIDEMARK_REQUIRE_KAFKA").as_deref() != Ok("1"),
+                "{test}: TIDEMARK_REQUIRE_KAFKA=1 but TIDEMARK_TANSU is not set \
+                 (export TIDEMARK_TANSU=\"$(scripts/kafka-broker)\")"
+            );
+            eprintln!(
+                "\n*** SKIPPED {test}: no Kafka broker (set TIDEMARK_TANSU to the Tansu binary: \
+                 export TIDEMARK_TANSU=\"$(scripts/kafka-broker)\") ***\n"
+            );
+            None
+        }
+    }
+}
+
+/// A running broker (in-memory storage), killed on drop.
+struct Broker {
+    port: u16,
+    child: Child,
+}
+
+impl Broker {
+    fn start(binary: &Path) -> Broker {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = Command::new(binary)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Tansu broker");
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "Tansu did not listen"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        Broker { port, child }
+    }
+
+    fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits for an admin client's future (it answers through a channel: no runtime needed).
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut context) {
+            return out;
+        }
+        thread::park_timeout(Duration::from_millis(50));
+    }
+}
+
+fn create_topic(brokers: &str, topic: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("admin client");
+    let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    for result in block_on(admin.create_topics([&new], &options)).expect("create_topics") {
+        result.unwrap_or_else(|(name, code)| panic!("creating topic {name}: {code}"));
+    }
+}
+
+/// One message: partition, key, value, timestamp (ms).
+type Produced = (i32, Vec<u8>, Vec<u8>, i64);
+
+/// Produces `messages` in order and waits until the broker acknowledged them all.
+fn produce(brokers: &str, topic: &str, messages: &[Produced]) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        // One broker, each message sent once: the idempotent producer's requests are not
+        // needed; one request in flight keeps each partition in the order produced.
+        .set("enable.idempotence", "false")
+        .set("max.in.flight.requests.per.connection", "1")
+        .set("acks", "all")
+        .create()
+        .expect("producer");
+    for (partition, key, value, timestamp) in messages {
+        let mut record = BaseRecord::to(topic)
+            .partition(*partition)
+            .key(key)
+            .payload(value)
+            .timestamp(*timestamp);
+        loop {
+            match producer.send(record) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    record = back;
+                    thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    }
+    producer
+        .flush(Duration::from_secs(30))
+        .expect("every message acknowledged");
+}
+
+/// The fan-out config over the demo log, as a file run reads it, with a lateness generous
+/// enough that no record is too late in either run (the topic's partitions are read
+/// interleaved, each in the log's order).
+const FILE_CONFIG: &str = r#"
+[input]
+format = "csv"
+time_field = "ts"
+time_format = "epoch_s"
+
+[state]
+checkpoint_records = 500
+
+[[metric]]
+name = "fanout"
+kind = "distinct"
+key = ["src_ip"]
+item = ["dst_ip", "dst_port"]
+bucket = "1m"
+window = "5m"
+precision = 10
+allowed_lateness = "10m"
+
+[[metric]]
+name = "flows"
+kind = "count"
+key = ["dst_port"]
+bucket = "1m"
+window = "5m"
+allowed_lateness = "10m"
+"#;
+
+/// The same config reading the topic: group timings short enough for quick restarts.
+fn kafka_config(brokers: &str, topic: &str) -> String {
+    format!(
+        "{FILE_CONFIG}
+[source]
+kind = \"kafka\"
+brokers = \"{brokers}\"
+topic = \"{topic}\"
+group = \"tidemark-test\"
+columns = [\"ts\", \"src_ip\", \"dst_ip\", \"dst_port\"]
+[source.properties]
+\"session.timeout.ms\" = 6000
+\"heartbeat.interval.ms\" = 500
+\"statistics.interval.ms\" = 200
+"
+    )
+}
+
+/// Writes the demo log (about 25,000 flows) and returns its data lines.
+fn demo_log(d: &Path) -> (PathBuf, Vec<String>) {
+    let log = d.join("flows.csv");
+    ok(&tidemark(
+        &[
+            "demo",
+            "--emit",
+            s(&log),
+            "--minutes",
+            "20",
+            "--users",
+            "60",
+        ],
+        "",
+    ));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    assert!(lines.len() > 20_000, "{} lines", lines.len());
+    (log, lines)
+}
+
+/// The log's lines as messages keyed by source address, each source's in one of 4
+/// partitions, in the log's order; the timestamp is the line's time.
+fn as_messages(lines: &[String]) -> Vec<Produced> {
+    lines
+        .iter()
+        .map(|line| {
+            let mut fields = line.split(',');
+            let ts: i64 = fields.next().unwrap().parse().unwrap();
+            let src = fields.next().unwrap();
+            // FNV-1a: each source's flows in one partition.
+            let hash = src.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            let partition = (hash % 4) as i32;
+            (
+                partition,
+                src.as_bytes().to_vec(),
+                line.as_bytes().to_vec(),
+                ts * 1000,
+            )
+        })
+        .collect()
+}
+
+/// What queries of `db` answer: each metric's windows ending every 2 minutes of the log.
+fn answers(db: &Path) -> Vec<serde_json::Value> {
+    let mut all = Vec::new();
+    for metric in ["fanout", "flows"] {
+        for minute in (2..=22).step_by(2) {
+            let at = (1_700_000_000 + minute * 60).to_string();
+            let out = tidemark(
+                &[
+                    "query",
+                    "--db",
+                    s(db),
+                    "--metric",
+                    metric,
+                    "--window",
+                    "5m",
+                    "--at",
+                    &at,
+                    "--json",
+                ],
+                "",
+            );
+            ok(&out);
+            all.extend(common::json_lines(&out));
+        }
+    }
+    assert!(all.len() > 100, "{} rows", all.len());
+    all
+}
+
+fn run_until_end(config: &Path, db: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--config",
+        s(config),
+        "--db",
+        s(db),
+        "--until-end",
+        "--close",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    tidemark(&args, "")
+}
+
+fn summary(out: &Output) -> serde_json::Value {
+    common::json_lines(out)
+        .pop()
+        .expect("the summary is the last line")
+}
+
+/// The records a store has committed, read beside the run that holds it (`None` before its
+/// first commit).
+fn records_now(db: &Path) -> Option<u64> {
+    let store = RedbStore::open_existing(db).ok()?;
+    let meta = store.meta().ok()??;
+    Some(RunState::from_bytes(&meta.state).ok()?.records)
+}
+
+/// The committed run state of a store no run holds.
+fn committed(db: &Path) -> RunState {
+    let store = RedbStore::open(db).expect("the store opens");
+    let meta = store.meta().expect("meta").expect("a committed run");
+    RunState::from_bytes(&meta.state).expect("the run state decodes")
+}
+
+#[test]
+fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
+    let Some(binary) = tansu("kafka: read to end, and killed runs") else {
+        return;
+    };
+    let broker = Broker::start(&binary);
+    let brokers = broker.address();
+    let d = dir("kafka-end");
+    let (log, lines) = demo_log(&d);
+    let topic = "flows";
+    create_topic(&brokers, topic, 4);
+    produce(&brokers, topic, &as_messages(&lines));
+
+    // The file run.
+    let file_config = d.join("file.toml");
+    std::fs::write(&file_config, FILE_CONFIG).unwrap();
+    let file_db = d.join("file.db");
+    let out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&file_config),
+            "--db",
+            s(&file_db),
+            "--close",
+            "--json",
+            s(&log),
+        ],
+        "",
+    );
+    ok(&out);
+    let file_summary = summary(&out);
+    for m in file_summary["metrics"].as_array().unwrap() {
+        assert_eq!(m["dropped"], 0, "{file_summary}");
+    }
+    let expected = answers(&file_db);
+
+    // The topic read to its end, in one run.
+    let config = d.join("kafka.toml");
+    std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
+    let db = d.join("kafka.db");
+    let started = Instant::now();
+    let out = run_until_end(&config, &db, &[]);
+    ok(&out);
+    let one_run = started.elapsed();
+    thread::sleep(Duration::from_millis(1));
+    let sum = summary(&out);
+    assert_eq!(sum["records"], lines.len() as u64, "{sum}");
+    let partitions = sum["source"]["partitions"].as_array().unwrap();
+    assert_eq!(partitions.len(), 4, "{sum}");
+    for p in partitions {
+        assert_eq!(p["lag"], 0, "{sum}");
+    }
+    assert_eq!(answers(&db), expected, "the topic's answers are the file's");
+    let state = committed(&db);
+    let ends: i64 = state.partitions.iter().map(|p| p.offset).sum();
+    assert_eq!(ends, lines.len() as i64, "{:?}", state.partitions);
+
+    // Killed at random points (SIGKILL), then restarted: the same answers, every record once.
+    let killed_db = d.join("killed.db");
+    let mut seed = std::process::id() as u64 | 1;
+    let mut random = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // Six points in the log, in order: each run is killed once its commits pass the next.
+    let mut points: Vec<u64> = (0..6).map(|_| random() % lines.len() as u64).collect();
+    points.sort_unstable();
+    let mut kills = 0;
+    let mut progress = Vec::new();
+    for (attempt, point) in points.into_iter().enumerate() {
+        // A group of its own each run: the killed runs' members would hold their partitions
+        // until their sessions expire, and the first run's group offsets are its end. Where
+        // each run starts is the store's alone.
+        let group = format!("killed-{attempt}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(["run", "--config", s(&config), "--db", s(&killed_db)])
+            .args(["--group", &group])
+            .args(["--until-end", "--close", "--quiet"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary runs");
+        let started = Instant::now();
+        while records_now(&killed_db).is_none_or(|r| r < point)
+            && started.elapsed() < Duration::from_secs(60)
+            && child.try_wait().unwrap().is_none()
+        {
+            thread::sleep(Duration::from_millis(5));
+        }
+        // And a little after: between two commits, or in one.
+        thread::sleep(Duration::from_micros(random() % 30_000));
+        if child.try_wait().unwrap().is_some() {
+            eprintln!("attempt {attempt}: the run ended before its kill");
+            continue;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+        progress.push((point, committed(&killed_db).records));
+    }
+    eprintln!("one run: {one_run:?}; {kills} kills (point, records committed): {progress:?}");
+    assert!(kills >= 5, "only {kills} runs were killed while running");
+    let out = run_until_end(&config, &killed_db, &["--group", "killed-last"]);
+    ok(&out);
+    let sum = summary(&out);
+    assert_eq!(
+        sum["records"],
+        lines.len() as u64,
+        "every record once: {sum}"
+    );
+    assert_eq!(
+        answers(&killed_db),
+        expected,
+        "the killed runs' answers are the file's"
+    );
+}
+
+#[test]
+fn bad_messages_are_bad_records_named_by_topic_partition_and_offset() {
+    let Some(binary) = tansu("kafka: bad messages") else {
+        return;
+    };
+    let broker = Broker::start(&binary);
+    let brokers = broker.address();
+    let d = dir("kafka-bad");
+    let topic = "bad";
+    create_topic(&brokers, topic, 1);
+    let t0 = 1_700_000_000_000i64;
+    let message =
+        |key: &str, value: &[u8], ts: i64| (0, key.as_bytes().to_vec(), value.to_vec(), ts);
+    produce(
+        &brokers,
+        topic,
+        &[
+            message("alice", b"10.0.0.1,443", t0),
+            message("bob", b"10.0.0.\xff,443", t0 + 1),
+            message("carol", b"10.0.0.3,443,extra", t0 + 2),
+            message("dave", b"10.0.0.4,443", t0 + 2 * 86_400_000),
+            message("erin", b"10.0.0.5,443", t0 + 3),
+        ],
+    );
+    // The key and the time come from the message itself.
+    let config = d.join("bad.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[input]
+format = "csv"
+time_field = "@timestamp"
+
+[[metric]]
+name = "per_key"
+kind = "count"
+key = ["@key"]
+bucket = "1m"
+window = "1m"
+
+[[metric]]
+name = "ports"
+kind = "distinct"
+key = ["@key"]
+item = ["dst", "port"]
+bucket = "1m"
+window = "1m"
+
+[source]
+kind = "kafka"
+brokers = "{brokers}"
+topic = "{topic}"
+columns = ["dst", "port"]
+[source.properties]
+"statistics.interval.ms" = 200
+"#
+        ),
+    )
+    .unwrap();
+    let db = d.join("bad.db");
+    let out = run_until_end(&config, &db, &[]);
+    assert_eq!(out.status.code(), Some(2), "a bad message stops the run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("topic bad partition 0 offset 1") && err.contains("not UTF-8"),
+        "{err}"
+    );
+    // Committed up to the bad message: a run that skips bad messages goes on from it.
+    assert_eq!(committed(&db).records, 1);
+    let out = run_until_end(&config, &db, &["--skip-bad"]);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (offset, why) in [
+        (1, "not UTF-8"),
+        (2, "3 fields, but the source's columns name 2"),
+        (3, "ahead of the latest time seen"),
+    ] {
+        assert!(
+            err.contains(&format!("skipped topic bad partition 0 offset {offset}: "))
+                && err.contains(why),
+            "offset {offset} ({why}): {err}"
+        );
+    }
+    let sum = summary(&out);
+    assert_eq!(sum["records"], 2, "{sum}");
+    assert_eq!(sum["source"]["bad_messages"], 3, "{sum}");
+    let out = tidemark(
+        &[
+            "query",
+            "--db",
+            s(&db),
+            "--metric",
+            "per_key",
+            "--window",
+            "1m",
+            "--json",
+        ],
+        "",
+    );
+    ok(&out);
+    let keys: Vec<String> = common::json_lines(&out)
+        .iter()
+        .map(|row| row["key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.contains(&"alice".to_string()) && keys.contains(&"erin".to_string()));
+}
