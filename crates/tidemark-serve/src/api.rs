@@ -22,8 +22,10 @@
 //! The store does not keep alerts (`tidemark run` prints them as JSON lines): `/api/v1/alerts`
 //! reads the file those lines were written to, given as `--alerts`, from its last MiB.
 
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Map, Value};
 use tidemark::Estimate;
@@ -50,12 +52,75 @@ pub const MAX_QUANTILES: usize = 16;
 /// The most bytes of the alert file read (its end).
 const ALERT_TAIL: u64 = 1 << 20;
 
-/// What every request shares: the store's path, the token, the export limits.
+/// Entries of bucket starts a held store handle remembers having verified (16 bytes each):
+/// see [`tidemark_stream::store::VerifiedStarts`].
+const VERIFIED_ENTRIES: usize = 1 << 20;
+/// `/api/v1/top` answers kept for the current generation of the store.
+const TOP_CACHE: usize = 64;
+/// How long after a scrape the server keeps `/metrics`' answer computed ahead ([`App::warm`]).
+pub const WARM_FOR: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// What every request shares: the store's path, the token, the export limits, the store
+/// handle kept between requests and the answers kept until the next checkpoint.
 pub struct App {
     db: PathBuf,
     token: Option<Vec<u8>>,
     top: usize,
     alerts: Option<PathBuf>,
+    /// The store opened read-only, kept between requests (see [`App::open`]).
+    held: Mutex<Option<Held>>,
+    /// `/metrics`' estimate families and health at one generation of the store.
+    scrape: Mutex<Option<(Generation, Arc<Scrape>)>>,
+    /// `/api/v1/top` answers at one generation, by their parameters.
+    tops: Mutex<(Option<Generation>, HashMap<String, Value>)>,
+    /// Held while `/metrics`' or `/api/v1/top`'s answer is computed: requests that find it
+    /// missing at once (the first after a checkpoint) wait for one computation.
+    computing: Mutex<()>,
+    /// When `/metrics` was last asked for.
+    scraped: Mutex<Option<std::time::Instant>>,
+    /// The serving run's own health (`tidemark run --serve`).
+    run: Option<Arc<crate::RunHealth>>,
+}
+
+/// `/metrics`' estimate families, and the health they go with.
+type Scrape = (String, Health);
+
+/// A store handle kept between requests, and the file it was opened on.
+struct Held {
+    store: Arc<RedbStore>,
+    file: FileId,
+}
+
+/// A file's identity (device and inode): a store replaced at the same path is opened anew.
+type FileId = (u64, u64);
+
+fn file_id(m: &std::fs::Metadata) -> FileId {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        (0, 0)
+    }
+}
+
+/// What answers computed from the store hold for: the metadata's seal (which every checkpoint
+/// changes with the run state) and the file's identity, length and modification time (which
+/// every commit changes). An answer kept is served while all are unchanged.
+#[derive(Clone, Debug, PartialEq)]
+struct Generation {
+    seal: Option<u64>,
+    file: FileId,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+/// A lock whose holder panicked: what it guards (a cache, a handle) is whole at every step.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl App {
@@ -65,17 +130,40 @@ impl App {
             None => None,
             Some(path) => Some(read_token(path)?),
         };
-        // Opened once to fail early on a missing or foreign file, then let go.
-        RedbStore::open_existing(&options.db).map_err(|source| ServeError::Store {
+        // Opened now to fail early on a missing or foreign file; kept if opened read-only.
+        let store = RedbStore::open_existing(&options.db).map_err(|source| ServeError::Store {
             path: options.db.clone(),
             source: Box::new(source),
         })?;
-        Ok(App {
+        let app = App {
             db: options.db.clone(),
             token,
             top: options.top.clamp(1, crate::MAX_TOP),
             alerts: options.alerts.clone(),
-        })
+            held: Mutex::new(None),
+            scrape: Mutex::new(None),
+            tops: Mutex::new((None, HashMap::new())),
+            computing: Mutex::new(()),
+            scraped: Mutex::new(None),
+            run: options.run.clone(),
+        };
+        if let Ok(m) = std::fs::metadata(&options.db) {
+            app.hold(store, file_id(&m));
+        }
+        Ok(app)
+    }
+
+    /// Keeps `store` for later requests if it is open read-only (one opened as the writer —
+    /// to repair a file an interrupted run left — is let go, so that a run can open it).
+    fn hold(&self, store: RedbStore, file: FileId) -> Arc<RedbStore> {
+        let store = Arc::new(store.remember_verified(VERIFIED_ENTRIES));
+        if store.is_read_only() {
+            *lock(&self.held) = Some(Held {
+                store: Arc::clone(&store),
+                file,
+            });
+        }
+        store
     }
 
     /// The response to `request`.
@@ -148,16 +236,34 @@ impl App {
         result.unwrap_or_else(|e| error(&e))
     }
 
-    /// Opens the store read-only for one request.
+    /// The store, read-only, for one request: the handle kept from the last request (a
+    /// read-only handle follows the writer's commits, and keeps redb's page cache and what
+    /// keyed reads verified), or a new one when there is none, when the file at the path is
+    /// another (replaced), or when the kept one failed.
     fn open(&self) -> Result<Stored, ApiError> {
-        let store = RedbStore::open_existing(&self.db)
-            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
-        let meta = store
-            .meta()
-            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?
-            .ok_or_else(|| {
-                ApiError::unavailable("the store holds no checkpoint yet: no run has committed")
-            })?;
+        let unreadable = |e: &dyn std::fmt::Display| {
+            ApiError::unavailable(format!("the store cannot be read: {e}"))
+        };
+        let file = std::fs::metadata(&self.db).map_err(|e| unreadable(&e))?;
+        let id = file_id(&file);
+        let kept = lock(&self.held)
+            .as_ref()
+            .filter(|h| h.file == id)
+            .map(|h| Arc::clone(&h.store));
+        let (store, meta) = match kept.map(|s| (s.meta(), s)) {
+            Some((Ok(meta), store)) => (store, meta),
+            // None kept, or the kept one failed: open anew.
+            _ => {
+                *lock(&self.held) = None;
+                let store = RedbStore::open_existing(&self.db).map_err(|e| unreadable(&e))?;
+                let store = self.hold(store, id);
+                let meta = store.meta().map_err(|e| unreadable(&e))?;
+                (store, meta)
+            }
+        };
+        let meta = meta.ok_or_else(|| {
+            ApiError::unavailable("the store holds no checkpoint yet: no run has committed")
+        })?;
         let config = Config::from_toml(&meta.config)
             .map_err(|e| ApiError::unavailable(format!("the store's config is damaged: {e}")))?;
         Ok(Stored {
@@ -167,12 +273,30 @@ impl App {
         })
     }
 
+    /// The store's generation now (read before an answer is computed: an answer computed
+    /// across a commit is kept under the older generation, and computed again at the next
+    /// request).
+    fn generation(&self, s: &Stored) -> Result<Generation, ApiError> {
+        let file = std::fs::metadata(&self.db)
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
+        let seal = s
+            .store
+            .generation()
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
+        Ok(Generation {
+            seal,
+            file: file_id(&file),
+            len: file.len(),
+            modified: file.modified().ok(),
+        })
+    }
+
     fn query(&self, p: &Params) -> Result<Value, ApiError> {
         p.only(&["metric", "key", "window", "at", "quantile", "items"])?;
         let s = self.open()?;
         let w = WindowAsk::read(p, &s.config)?;
         let key = p.required("key")?;
-        let answer = w.run(&s.store, Some(key.as_bytes()), None, w.at)?;
+        let answer = w.run(&*s.store, Some(key.as_bytes()), None, w.at)?;
         Ok(answer_json(&w, &answer))
     }
 
@@ -181,8 +305,34 @@ impl App {
         let s = self.open()?;
         let w = WindowAsk::read(p, &s.config)?;
         let n = p.count("n", 10)?;
-        let answer = w.run(&s.store, None, Some(n as usize), w.at)?;
-        Ok(answer_json(&w, &answer))
+        // A scan of every key of the window: kept until the next checkpoint, by parameters.
+        let generation = self.generation(&s)?;
+        let asked = format!(
+            "{}\n{}\n{:?}\n{n}\n{:?}\n{:?}",
+            w.metric.name, w.window, w.at, w.quantiles, w.items
+        );
+        let kept = |g: &Generation| {
+            let tops = lock(&self.tops);
+            (tops.0.as_ref() == Some(g))
+                .then(|| tops.1.get(&asked).cloned())
+                .flatten()
+        };
+        if let Some(v) = kept(&generation) {
+            return Ok(v);
+        }
+        let _one = lock(&self.computing);
+        let generation = self.generation(&s)?;
+        if let Some(v) = kept(&generation) {
+            return Ok(v);
+        }
+        let answer = w.run(&*s.store, None, Some(n as usize), w.at)?;
+        let v = answer_json(&w, &answer);
+        let mut tops = lock(&self.tops);
+        if tops.0.as_ref() != Some(&generation) || tops.1.len() >= TOP_CACHE {
+            *tops = (Some(generation), HashMap::new());
+        }
+        tops.1.insert(asked, v.clone());
+        Ok(v)
     }
 
     fn series(&self, p: &Params) -> Result<Value, ApiError> {
@@ -211,7 +361,7 @@ impl App {
         let to = match p.time("to")? {
             Some(t) => t - t % width,
             // The newest window's end, as a query without `at` answers it.
-            None => w.run(&s.store, Some(key.as_bytes()), None, None)?.to,
+            None => w.run(&*s.store, Some(key.as_bytes()), None, None)?.to,
         };
         let from = match p.time("from")? {
             Some(t) => t - t % width,
@@ -236,7 +386,7 @@ impl App {
         let mut omitted = 0u64;
         for i in 0..points {
             let end = from + i * step;
-            match w.run(&s.store, Some(key.as_bytes()), None, Some(end)) {
+            match w.run(&*s.store, Some(key.as_bytes()), None, Some(end)) {
                 Ok(a) => out.push(json!({
                     "from": format_rfc3339(a.from),
                     "to": format_rfc3339(a.to),
@@ -322,10 +472,61 @@ impl App {
 
     fn prometheus(&self, p: &Params) -> Result<String, ApiError> {
         p.only(&[])?;
+        *lock(&self.scraped) = Some(std::time::Instant::now());
         let s = self.open()?;
-        let health = s.health()?;
+        let computed = self.scrape_parts(&s)?;
+        let (estimates, health) = &*computed;
+        let mut out = estimates.clone();
         let file = std::fs::metadata(&self.db).ok();
-        crate::prom::exposition(&s.store, &s.config, &health, file.as_ref(), self.top)
+        crate::prom::health_families(&mut out, &s.config, health, file.as_ref());
+        if let Some(run) = &self.run {
+            run.families(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// `/metrics`' estimates (a scan of each metric's window) and health (the run state
+    /// decoded), kept until the next checkpoint; the file's size and age are read at each
+    /// scrape. Computed once however many scrapes ask at once.
+    fn scrape_parts(&self, s: &Stored) -> Result<Arc<Scrape>, ApiError> {
+        let kept = |g: &Generation| {
+            lock(&self.scrape)
+                .as_ref()
+                .filter(|(k, _)| k == g)
+                .map(|(_, c)| Arc::clone(c))
+        };
+        if let Some(c) = kept(&self.generation(s)?) {
+            return Ok(c);
+        }
+        let _one = lock(&self.computing);
+        let generation = self.generation(s)?;
+        if let Some(c) = kept(&generation) {
+            return Ok(c);
+        }
+        let estimates = crate::prom::estimates(&*s.store, &s.config, self.top)?;
+        // The run state as of now, not of before the generation was read.
+        let state = s
+            .store
+            .meta()
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?
+            .map(|m| m.state);
+        let health = s.health_of(state.as_deref().unwrap_or(&s.state))?;
+        let c = Arc::new((estimates, health));
+        *lock(&self.scrape) = Some((generation, Arc::clone(&c)));
+        Ok(c)
+    }
+
+    /// Computes `/metrics`' answer ahead of the next scrape when the store has moved on since
+    /// the last (a checkpoint), if anything scraped in the last [`WARM_FOR`]: the server's
+    /// warming thread calls it every 100 ms, so a scrape finds the answer ready rather than
+    /// scanning each metric's window itself.
+    pub fn warm(&self) {
+        let recent = lock(&self.scraped).is_some_and(|t| t.elapsed() < WARM_FOR);
+        if recent {
+            if let Ok(s) = self.open() {
+                let _ = self.scrape_parts(&s);
+            }
+        }
     }
 }
 
@@ -465,7 +666,7 @@ impl Params {
 
 /// An opened store and what its metadata says.
 struct Stored {
-    store: RedbStore,
+    store: Arc<RedbStore>,
     config: Config,
     state: Vec<u8>,
 }
@@ -506,10 +707,14 @@ pub struct MetricHealth {
 
 impl Stored {
     fn health(&self) -> Result<Health, ApiError> {
+        self.health_of(&self.state)
+    }
+
+    fn health_of(&self, state: &[u8]) -> Result<Health, ApiError> {
         let damaged = |e: &dyn std::fmt::Display| {
             ApiError::unavailable(format!("the store's run state is damaged: {e}"))
         };
-        let state = RunState::from_bytes(&self.state).map_err(|e| damaged(&e))?;
+        let state = RunState::from_bytes(state).map_err(|e| damaged(&e))?;
         let engine =
             Engine::restore(&self.config, &state.engine, &mut NoRows).map_err(|e| damaged(&e))?;
         let metrics = (0..engine.metric_count())

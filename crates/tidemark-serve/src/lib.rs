@@ -26,10 +26,23 @@
 //!
 //! # Read-only, beside the writer
 //!
-//! The server never holds the store's writer: each request opens the file read-only, as
-//! `tidemark query` does, and answers through the stream crate's own query functions
-//! ([`tidemark_stream::query`]), so a `tidemark run` writes the store while it is served,
-//! and each answer is the last checkpoint's.
+//! The server never holds the store's writer: it opens the file read-only, as `tidemark
+//! query` does (one handle kept between requests, following the writer's commits, opened
+//! anew if the file at the path is replaced), and answers through the stream crate's own
+//! query functions ([`tidemark_stream::query`]), so a `tidemark run` writes the store while
+//! it is served, and each answer is the last checkpoint's.
+//!
+//! # What a request costs
+//!
+//! A one-key answer (`/api/v1/query`, each point of `/api/v1/series`) reads that key's entry
+//! at each bucket start of the window, not every key's; each start is verified against its
+//! digest once (read whole) and then checked against what was verified
+//! ([`tidemark_stream::store::VerifiedStarts`]), so the first read of a start after it
+//! closes costs a scan of that start and later ones a lookup. `/metrics` and `/api/v1/top`
+//! rank every key of the window, a scan; their answers are kept until the next checkpoint
+//! (the store's seal, and the file's identity, length and modification time, unchanged), and
+//! computed once however many requests ask at once. While something scrapes, a thread
+//! computes `/metrics`' answer ahead after each checkpoint, so scrapes find it ready.
 //!
 //! # Safety
 //!
@@ -42,12 +55,14 @@
 pub mod api;
 mod error;
 pub mod http;
+mod live;
 pub mod prom;
 mod server;
 
 use std::path::PathBuf;
 
 pub use error::{ApiError, ServeError};
+pub use live::RunHealth;
 pub use server::Server;
 
 /// How the server runs.
@@ -68,6 +83,9 @@ pub struct Options {
     pub queue: usize,
     /// Bounds on each request.
     pub limits: http::Limits,
+    /// The health of the run serving its own store (`tidemark run --serve`), which `/metrics`
+    /// adds to what the store records.
+    pub run: Option<std::sync::Arc<RunHealth>>,
 }
 
 /// The most keys `/metrics` exports per metric (`--top`).
@@ -84,6 +102,7 @@ impl Options {
             workers: 16,
             queue: 64,
             limits: http::Limits::default(),
+            run: None,
         }
     }
 }

@@ -47,6 +47,14 @@ pub fn exposition(
     file: Option<&std::fs::Metadata>,
     top: usize,
 ) -> Result<String, ApiError> {
+    let mut out = estimates(store, config, top)?;
+    health_families(&mut out, config, health, file);
+    Ok(out)
+}
+
+/// The estimate families: each metric's current window for its `top` keys. What a scrape
+/// costs (a scan of each metric's window); the server keeps it until the next checkpoint.
+pub fn estimates(store: &dyn Store, config: &Config, top: usize) -> Result<String, ApiError> {
     let mut out = String::with_capacity(64 * 1024);
     let mut names: Vec<String> = Vec::new();
     for (i, m) in config.metrics.iter().enumerate() {
@@ -102,12 +110,11 @@ pub fn exposition(
             }
         }
     }
-    health_families(&mut out, config, health, file);
     Ok(out)
 }
 
 /// The health families.
-fn health_families(
+pub fn health_families(
     out: &mut String,
     config: &Config,
     health: &Health,

@@ -8,9 +8,10 @@
 //! head's deadline by a silent or trickling client, and a response's write at most its own
 //! timeout, so the pool cannot be stalled for long by anyone.
 //!
-//! The server holds no store open between requests: each request opens the file read-only
-//! (see [`crate::api`]), so it never holds the writer's lock and a `tidemark run` can start,
-//! stop and resume beside it.
+//! The server keeps one read-only handle of the store between requests (see
+//! [`crate::api::App`]): it never holds the writer's lock, so a `tidemark run` can start,
+//! stop and resume beside it. A thread computes `/metrics`' answer ahead after each
+//! checkpoint while something scrapes ([`crate::api::App::warm`]).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -72,6 +73,16 @@ impl Server {
                 .spawn(move || work(&rx, &app, &limits))
                 .map_err(|source| ServeError::Spawn { source })?;
         }
+        // `/metrics`' answer is computed ahead after each checkpoint (while something
+        // scrapes), so that a scrape finds it ready.
+        let app = Arc::clone(&self.app);
+        std::thread::Builder::new()
+            .name("tidemark-serve-warm".into())
+            .spawn(move || loop {
+                std::thread::sleep(WARM_EVERY);
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| app.warm()));
+            })
+            .map_err(|source| ServeError::Spawn { source })?;
         for conn in self.listener.incoming() {
             let stream = match conn {
                 Ok(s) => s,
@@ -92,6 +103,10 @@ impl Server {
         Ok(())
     }
 }
+
+/// How often the warming thread looks for a new checkpoint (a file's metadata and one read of
+/// the store's seal).
+const WARM_EVERY: Duration = Duration::from_millis(100);
 
 /// Answers 503 to a connection the pool has no room for.
 fn refuse(mut stream: TcpStream, limits: &Limits) {

@@ -6,6 +6,10 @@
 //! the named heavy items (a frequency row's estimate is its most frequent item's count, and
 //! it lists the heavy items of the window with their brackets). The config is read from the store, so a
 //! query needs only the file.
+//!
+//! A query for one key reads only that key's entry at each start of the window (and its open
+//! row), not every key's ([`Store::key_buckets`]); the starts it reads are checked against
+//! their digests as a scan checks them. `top`, and a query of every key, scan the window.
 
 use std::collections::BinaryHeap;
 
@@ -96,6 +100,19 @@ impl Ord for Ranked {
             .total_cmp(&self.value)
             .then_with(|| self.key.cmp(&other.key))
     }
+}
+
+/// A key's buckets `(start, bytes)` merged into one summary (`None` for none).
+fn merged(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Option<Summary>, String> {
+    let mut acc: Option<Summary> = None;
+    for (start, bytes) in parts {
+        let s = shape.decode(bytes, *start).map_err(|e| e.to_string())?;
+        match &mut acc {
+            None => acc = Some(s),
+            Some(a) => a.absorb(&s).map_err(|e| e.to_string())?,
+        }
+    }
+    Ok(acc)
 }
 
 /// One key's row from its window summary.
@@ -248,64 +265,58 @@ pub fn window_asking(
     let mut rows: Vec<Row> = Vec::new();
     let mut best: BinaryHeap<Ranked> = BinaryHeap::new();
     let mut err = None;
-    store
-        .scan_by_key(
-            metric,
-            open_table.as_deref(),
-            from,
-            to,
-            width,
-            &mut |k, parts| {
-                if key.is_some_and(|want| want != k) || err.is_some() {
+    let mut visit = |k: &[u8], parts: &[(u64, Vec<u8>)]| {
+        if err.is_some() {
+            return;
+        }
+        let s = match merged(&shape, parts) {
+            Ok(Some(s)) => s,
+            Ok(None) => return,
+            Err(e) => {
+                err = Some(e);
+                return;
+            }
+        };
+        let value = shape.kind().rank(&s, ask).value;
+        let row = |s: &Summary| row(&shape, ask, k, s, parts.len() as u64, partial(parts));
+        match top {
+            None => rows.push(row(&s)),
+            Some(n) => {
+                let key = String::from_utf8_lossy(k).into_owned();
+                // Only a key that enters the best `n` pays for its full row.
+                if best.len() == n
+                    && best
+                        .peek()
+                        .is_some_and(|w| worse(value, &key, w.value, &w.key))
+                {
                     return;
                 }
-                let mut acc: Option<Summary> = None;
-                for (start, bytes) in parts {
-                    let s = match shape.decode(bytes, *start) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            err = Some(e.to_string());
-                            return;
-                        }
-                    };
-                    match &mut acc {
-                        None => acc = Some(s),
-                        Some(a) => {
-                            if let Err(e) = a.absorb(&s) {
-                                err = Some(e.to_string());
-                                return;
-                            }
-                        }
-                    }
+                best.push(Ranked {
+                    value,
+                    key,
+                    row: row(&s),
+                });
+                if best.len() > n {
+                    best.pop();
                 }
-                let Some(s) = acc else { return };
-                let value = shape.kind().rank(&s, ask).value;
-                let row = |s: &Summary| row(&shape, ask, k, s, parts.len() as u64, partial(parts));
-                match top {
-                    None => rows.push(row(&s)),
-                    Some(n) => {
-                        let key = String::from_utf8_lossy(k).into_owned();
-                        // Only a key that enters the best `n` pays for its full row.
-                        if best.len() == n
-                            && best
-                                .peek()
-                                .is_some_and(|w| worse(value, &key, w.value, &w.key))
-                        {
-                            return;
-                        }
-                        best.push(Ranked {
-                            value,
-                            key,
-                            row: row(&s),
-                        });
-                        if best.len() > n {
-                            best.pop();
-                        }
-                    }
-                }
-            },
-        )
-        .map_err(QueryError::Store)?;
+            }
+        }
+    };
+    match key {
+        // One key: its entry at each start, not every key's (each start read is checked
+        // against its digest all the same: see `Store::key_buckets`).
+        Some(k) => {
+            let parts = store
+                .key_buckets(metric, open_table.as_deref(), from, to, k)
+                .map_err(QueryError::Store)?;
+            if !parts.is_empty() {
+                visit(k, &parts);
+            }
+        }
+        None => store
+            .scan_by_key(metric, open_table.as_deref(), from, to, width, &mut visit)
+            .map_err(QueryError::Store)?,
+    }
     if let Some(message) = err {
         return Err(QueryError::Corrupt { message });
     }

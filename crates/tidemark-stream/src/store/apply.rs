@@ -28,13 +28,13 @@ const STORED_FORMS: u64 = 3;
 const UNDIGESTED_STORED_FORMS: u64 = 4;
 
 /// The digests' table for a metric's stored name.
-fn digest_table(table: &str) -> String {
+pub(super) fn digest_table(table: &str) -> String {
     format!("#{table}")
 }
 
 /// One entry's contribution to its start's digest.
 #[inline]
-fn entry_hash(start: u64, key: &[u8], bytes: &[u8]) -> u64 {
+pub(super) fn entry_hash(start: u64, key: &[u8], bytes: &[u8]) -> u64 {
     xxh3_64_with_seed(bytes, xxh3_64_with_seed(key, start))
 }
 
@@ -50,7 +50,7 @@ fn u64_of(bytes: &[u8], what: &str) -> Result<u64, StoreError> {
 }
 
 /// Whether the store keeps digests.
-fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
+pub(super) fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
     match r.meta(FORMAT)? {
         // A seal without the format key that goes with it: the key was lost.
         None if r.meta(SEAL)?.is_some() => Err(StoreError::damaged(
@@ -66,6 +66,11 @@ fn digested(r: &(impl ReadTxn + ?Sized)) -> Result<bool, StoreError> {
             ))),
         },
     }
+}
+
+/// The metadata's seal (a store written before digests has none).
+pub(super) fn read_seal(r: &(impl ReadTxn + ?Sized)) -> Result<Option<u64>, StoreError> {
+    r.meta(SEAL)?.map(|v| u64_of(&v, SEAL)).transpose()
 }
 
 /// The committed metadata, its seal checked.
@@ -167,7 +172,7 @@ impl Digests {
     }
 }
 
-fn parse_digest(table: &str, start: u64, v: &[u8]) -> Result<(u64, u64), StoreError> {
+pub(super) fn parse_digest(table: &str, start: u64, v: &[u8]) -> Result<(u64, u64), StoreError> {
     if v.len() != 16 {
         return Err(StoreError::damaged(format!(
             "{table} bucket {start}: its digest is {} bytes, not 16",

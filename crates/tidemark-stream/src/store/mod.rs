@@ -21,18 +21,23 @@
 //! 64-bit hash of each `(start, key, value)` — updated in the same transaction as the entries.
 //! A scan recomputes the digest of every start it reads and compares: an entry lost, moved to
 //! another key or start, or altered on disk turns into [`StoreError::Damaged`] instead of a
-//! silently smaller answer. On top of that, the redb file's own page checksums are verified
-//! whenever a writer opens it, and by `tidemark check`.
+//! silently smaller answer. A read of one key's buckets ([`Store::key_buckets`]) reads one
+//! entry per start instead, and still verifies each start it reads whole, once per store
+//! handle while the start's digest is unchanged (see [`VerifiedStarts`]). On top of that, the
+//! redb file's own page checksums are verified whenever a writer opens it, and by
+//! `tidemark check`.
 
 use core::fmt;
 use std::path::PathBuf;
 
 mod apply;
+mod keyed;
 mod mem;
 mod redb_store;
 mod row_key;
 
 pub(crate) use apply::scan_verified;
+pub use keyed::VerifiedStarts;
 pub use mem::MemStore;
 pub use redb_store::{cache_for, RedbStore};
 
@@ -371,6 +376,48 @@ pub trait Store {
         f: &mut KeyVisit<'_>,
     ) -> Result<(), StoreError> {
         self.read(&mut |r| apply::scan_by_key_verified(r, metric, open, from, to, width, f))
+    }
+
+    /// `key`'s buckets of `metric` in `[from, to)` (`(start, bytes)`, by start), then its rows
+    /// of the open-bucket table `open` in the range: what [`Store::scan_by_key`] hands over for
+    /// this key, read with one lookup per start. Each start read is checked against its digest
+    /// as a scan checks it: read whole the first time, and after that against what
+    /// [`Store::verified_starts`] remembers of it while its digest is unchanged (see
+    /// [`VerifiedStarts`]). A mismatch is [`StoreError::Damaged`].
+    fn key_buckets(
+        &self,
+        metric: &str,
+        open: Option<&str>,
+        from: u64,
+        to: u64,
+        key: &[u8],
+    ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        let none = VerifiedStarts::default();
+        let memo = self.verified_starts().unwrap_or(&none);
+        let mut out = Vec::new();
+        self.read(&mut |r| {
+            out = keyed::key_buckets_verified(r, metric, open, from, to, key, memo)?;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// What this handle's keyed reads remember of the starts they verified (`None`: nothing,
+    /// each read verifies its starts whole).
+    fn verified_starts(&self) -> Option<&VerifiedStarts> {
+        None
+    }
+
+    /// A number that changes with every commit (the metadata's seal, a hash of the run state
+    /// each checkpoint rewrites): answers computed at one generation hold until it changes.
+    /// `None` while nothing is committed.
+    fn generation(&self) -> Result<Option<u64>, StoreError> {
+        let mut out = None;
+        self.read(&mut |r| {
+            out = keyed::generation(r)?;
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Checks every stored entry of `metric` against its digests, returning the number of

@@ -23,7 +23,7 @@ use redb::{
 };
 
 use super::row_key::{row_key, split_row_key};
-use super::{ReadTxn, Store, StoreError, Txn, Visit};
+use super::{ReadTxn, Store, StoreError, Txn, VerifiedStarts, Visit};
 
 /// Every row — buckets, digests, state rows — keyed by [`row_key`].
 const ROWS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows");
@@ -48,6 +48,8 @@ enum Db {
 pub struct RedbStore {
     db: Db,
     path: PathBuf,
+    /// What keyed reads remember of the starts they verified (nothing unless asked).
+    verified: VerifiedStarts,
 }
 
 fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
@@ -214,6 +216,7 @@ impl RedbStore {
                             converted: true,
                         },
                         path: path.to_path_buf(),
+                        verified: VerifiedStarts::default(),
                     })
                 }
             }
@@ -232,6 +235,7 @@ impl RedbStore {
             Some(db) => Ok(RedbStore {
                 db: Db::Reader(db),
                 path: path.to_path_buf(),
+                verified: VerifiedStarts::default(),
             }),
             // A run was interrupted and no writer holds the file: a reader cannot repair
             // it, a writer's open does (verifying every page as it goes).
@@ -278,12 +282,26 @@ impl RedbStore {
                 converted: false,
             },
             path: path.to_path_buf(),
+            verified: VerifiedStarts::default(),
         })
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the file is open read-only (beside any writer), rather than as its writer.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Db::Reader(_))
+    }
+
+    /// Makes keyed reads ([`Store::key_buckets`]) remember what they verified of each bucket
+    /// start, up to `entries` entries (16 bytes each), so that a handle kept for many reads
+    /// (a server's) reads each start whole once rather than at every read.
+    pub fn remember_verified(mut self, entries: usize) -> RedbStore {
+        self.verified = VerifiedStarts::with_capacity(entries);
+        self
     }
 }
 
@@ -678,6 +696,10 @@ impl Store for RedbStore {
             };
             f(&r)
         })
+    }
+
+    fn verified_starts(&self) -> Option<&VerifiedStarts> {
+        Some(&self.verified)
     }
 
     fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
