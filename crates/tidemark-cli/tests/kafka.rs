@@ -387,12 +387,18 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
         seed ^= seed << 17;
         seed
     };
-    // Six points in the log, in order: each run is killed once its commits pass the next.
-    let mut points: Vec<u64> = (0..6).map(|_| random() % lines.len() as u64).collect();
-    points.sort_unstable();
+    // Each run is killed once its commits pass a random point in the next third of what is
+    // left, then a little later: between two commits, or in one.
+    let total = lines.len() as u64;
     let mut kills = 0;
     let mut progress = Vec::new();
-    for (attempt, point) in points.into_iter().enumerate() {
+    for attempt in 0..6 {
+        let done = if killed_db.exists() {
+            committed(&killed_db).records
+        } else {
+            0
+        };
+        let point = done + 1 + random() % ((total - done) / 3).max(1);
         // A group of its own each run: the killed runs' members would hold their partitions
         // until their sessions expire, and the first run's group offsets are its end. Where
         // each run starts is the store's alone.
@@ -660,4 +666,117 @@ topic = "{topic}"
     let sum = summary(&out);
     assert_eq!(sum["records_this_run"], 0, "{sum}");
     assert_eq!(sum["records"], 1_500, "{sum}");
+}
+
+/// `/usr/bin/time -f "%U %S %M"` of a command: (CPU seconds, peak resident KiB), and its
+/// output.
+fn timed(binary: &str, args: &[&str]) -> (f64, u64, Output) {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "TIMED %U %S %M", binary])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("/usr/bin/time runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("TIMED "))
+        .unwrap_or_else(|| panic!("no timing in {err}"));
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0] + f[1], f[2] as u64, out)
+}
+
+/// The acceptance measurement, not a test (run by hand: `cargo test --release -p tidemark-cli
+/// --test kafka -- --ignored --nocapture`; `TIDEMARK_BIN` names another binary): about a
+/// million demo flows read from a file and from a 4-partition topic, paired on one machine;
+/// prints records per CPU-second of the tidemark process (the broker's CPU excluded) and peak
+/// memory of each.
+#[test]
+#[ignore = "a measurement: run by hand"]
+fn measure_the_topic_against_the_file() {
+    let Some(tansu) = tansu("kafka: measurement") else {
+        return;
+    };
+    let binary = std::env::var("TIDEMARK_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tidemark").to_string());
+    let broker = Broker::start(&tansu);
+    let brokers = broker.address();
+    let d = dir("kafka-measure");
+    let log = d.join("flows.csv");
+    ok(&tidemark(
+        &[
+            "demo",
+            "--emit",
+            s(&log),
+            "--minutes",
+            "60",
+            "--users",
+            "800",
+        ],
+        "",
+    ));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    let topic = "flows";
+    create_topic(&brokers, topic, 4);
+    produce(&brokers, topic, &as_messages(&lines));
+    let config = |source: &str| {
+        FILE_CONFIG.replace("checkpoint_records = 500", "checkpoint_records = 10000000") + source
+    };
+    let file_config = d.join("file.toml");
+    std::fs::write(&file_config, config("")).unwrap();
+    let kafka = kafka_config(&brokers, topic);
+    let kafka_config_path = d.join("kafka.toml");
+    let source = &kafka[kafka.find("[source]").unwrap()..];
+    std::fs::write(&kafka_config_path, config(&format!("\n{source}"))).unwrap();
+    for round in 0..2 {
+        let file_db = d.join(format!("file{round}.db"));
+        let (file_cpu, file_kib, out) = timed(
+            &binary,
+            &[
+                "run",
+                "--config",
+                s(&file_config),
+                "--db",
+                s(&file_db),
+                "--close",
+                "--quiet",
+                s(&log),
+            ],
+        );
+        ok(&out);
+        let kafka_db = d.join(format!("kafka{round}.db"));
+        let group = format!("measure-{round}");
+        let (kafka_cpu, kafka_kib, out) = timed(
+            &binary,
+            &[
+                "run",
+                "--config",
+                s(&kafka_config_path),
+                "--db",
+                s(&kafka_db),
+                "--group",
+                &group,
+                "--until-end",
+                "--close",
+                "--quiet",
+            ],
+        );
+        ok(&out);
+        let n = lines.len() as f64;
+        eprintln!(
+            "round {round}: {} records; file {:.0} records/CPU-s, peak {} MiB; kafka {:.0} \
+             records/CPU-s, peak {} MiB; kafka/file throughput {:.2}, memory {:.2}",
+            lines.len(),
+            n / file_cpu,
+            file_kib / 1024,
+            n / kafka_cpu,
+            kafka_kib / 1024,
+            file_cpu / kafka_cpu,
+            kafka_kib as f64 / file_kib as f64,
+        );
+    }
 }

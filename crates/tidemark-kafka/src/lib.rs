@@ -39,7 +39,7 @@
 //! - [`KafkaMessages`]: the source as `tidemark run`'s message source (the pipeline's
 //!   [`MessageSource`](tidemark_stream::pipeline::MessageSource)), which stores the positions
 //!   in its checkpoints;
-//! - memory: the client's prefetch queue is bounded (about 12 MiB of messages in all; see
+//! - memory: the client's prefetch queue is bounded (about 2 MiB of messages in all; see
 //!   [`Config`]).
 //!
 //! # Example

@@ -94,7 +94,16 @@ pub struct KafkaSource {
     ended: bool,
     /// The partition number of an end-of-partition event not yet booked.
     eof: Option<i32>,
+    /// A recent reading of the clock, for the partitions' activity: read when a poll waits
+    /// and every [`CLOCK_EVERY`] messages, not at each (a reading was a tenth of a run's CPU).
+    now: Instant,
+    /// Messages delivered since `now` was read.
+    since_now: u32,
 }
+
+/// How many messages may share one reading of the clock (at a million a second, a
+/// millisecond's worth: nothing beside an idle timeout of seconds).
+const CLOCK_EVERY: u32 = 1024;
 
 /// The pause before the `n`th metadata retry (from 0): 250 ms doubling to 5 s.
 fn backoff(n: u32) -> Duration {
@@ -204,6 +213,8 @@ impl KafkaSource {
             clock,
             ended: false,
             eof: None,
+            now: Instant::now(),
+            since_now: 0,
         })
     }
 
@@ -249,9 +260,11 @@ impl KafkaSource {
     /// fatal client error, or a partition that `auto.offset.reset = error` cannot start, is an
     /// `Err`.
     pub fn poll(&mut self, timeout: Duration) -> Result<Event, Error> {
-        let deadline = Instant::now() + timeout;
         // What the caller was told at the last poll takes effect now: it has acted on it.
         self.apply_deferred()?;
+        // Set once the client had nothing at once: from then on the poll waits, in slices,
+        // until this deadline. A message ready at once is taken without reading the clock.
+        let mut deadline: Option<Instant> = None;
         loop {
             if let Some(event) = self.ready.pop_front() {
                 return Ok(event);
@@ -269,20 +282,33 @@ impl KafkaSource {
             if let Some(detail) = self.consumer.context().take_no_start() {
                 return Err(Error::NoStartPosition { detail });
             }
-            if self.config.until_end && self.check_end() {
+            // Whether every partition is read to its end can change only when the client has
+            // nothing ready (or a message reached an end: then `on_message` says so).
+            let waiting = deadline.is_some() || self.since_now == 0;
+            if self.config.until_end && waiting && self.check_end() {
                 return Ok(Event::End);
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(Event::Idle);
-            }
-            // Short slices, so that rebalances and notices recorded by the callbacks are
-            // returned promptly and `End` is seen within a statistics interval.
-            let slice = (deadline - now).min(Duration::from_millis(100));
+            let slice = match deadline {
+                None => Duration::ZERO,
+                Some(deadline) => {
+                    let now = self.tick();
+                    if now >= deadline {
+                        return Ok(Event::Idle);
+                    }
+                    // Short slices, so that rebalances and notices recorded by the callbacks
+                    // are returned promptly and `End` is seen within a statistics interval.
+                    (deadline - now).min(Duration::from_millis(100))
+                }
+            };
             let polled = match self.consumer.poll(slice) {
-                None => continue,
+                None => {
+                    if deadline.is_none() {
+                        deadline = Some(self.tick() + timeout);
+                    }
+                    continue;
+                }
                 Some(Ok(message)) => Ok(Message {
-                    partition: Partition::new(message.topic(), message.partition()),
+                    partition: self.partition_named(message.topic(), message.partition()),
                     offset: message.offset(),
                     key: message.key().map(<[u8]>::to_vec),
                     value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
@@ -313,6 +339,11 @@ impl KafkaSource {
                 }
                 // Others were recorded as notices by the context, with librdkafka's reason.
                 Err(_) => {}
+            }
+            // Something other than a message to return: from now on the poll is bounded by
+            // its timeout.
+            if deadline.is_none() {
+                deadline = Some(self.tick() + timeout);
             }
         }
     }
@@ -385,7 +416,7 @@ impl KafkaSource {
     /// Reports the event time the caller read from a message of `partition` to the source's
     /// [`PartitionClock`].
     pub fn observe_time(&mut self, partition: &Partition, time: u64) {
-        self.clock.record(partition, Some(time), Instant::now());
+        self.clock.record(partition, Some(time), self.now);
     }
 
     /// The watermark over the assigned partitions as of now (see [`PartitionClock`]).
@@ -401,6 +432,23 @@ impl KafkaSource {
     /// The config the source runs with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Reads the clock.
+    fn tick(&mut self) -> Instant {
+        self.now = Instant::now();
+        self.since_now = 0;
+        self.now
+    }
+
+    /// The partition `number` of `topic`: an assigned one's own name shared, not allocated
+    /// again for each message.
+    fn partition_named(&self, topic: &str, number: i32) -> Partition {
+        self.lanes
+            .keys()
+            .find(|p| p.partition == number && &*p.topic == topic)
+            .cloned()
+            .unwrap_or_else(|| Partition::new(topic, number))
     }
 
     fn position_of(&self, partition: &Partition, lane: &Lane) -> Option<i64> {
@@ -455,6 +503,11 @@ impl KafkaSource {
     }
 
     fn apply_deferred(&mut self) -> Result<(), Error> {
+        // Asking for the protocol is a round trip to librdkafka's main thread: only when there
+        // is a rebalance to carry out, never once a poll (it was most of a run's CPU).
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
         let cooperative = matches!(
             self.consumer.rebalance_protocol(),
             RebalanceProtocol::Cooperative
@@ -544,7 +597,12 @@ impl KafkaSource {
         }
         lane.next = Some(message.next_offset());
         lane.delivered = true;
-        self.clock.record(&message.partition, None, Instant::now());
+        self.since_now += 1;
+        if self.since_now >= CLOCK_EVERY {
+            self.now = Instant::now();
+            self.since_now = 0;
+        }
+        self.clock.record(&message.partition, None, self.now);
         if until_end && lane.end.is_some_and(|end| message.next_offset() >= end) {
             lane.finished = true;
             self.clock.finish(&message.partition);
