@@ -2,41 +2,15 @@
 //! a metric's kind with its bucket width, an empty bucket to clone and the prototype its
 //! stored bodies omit. What differs between kinds is dispatched in [`crate::kinds`].
 
-use tidemark::{DecodeError, MergeError};
+use tidemark::DecodeError;
 
 use crate::config::{Config, MetricConfig};
 use crate::kinds::{Kind, WindowModel};
 use crate::rule::AlertRule;
+use crate::store::CombineError;
 use crate::stored::{self, Prototype, Stored};
 
 pub use crate::kinds::Summary;
-
-/// A rollup that cannot be made: a part that does not decode, or does not merge.
-#[derive(Debug)]
-pub enum RollError {
-    /// A part's bytes do not decode.
-    Decode(DecodeError),
-    /// A part does not merge into the rollup.
-    Merge(MergeError),
-}
-
-impl core::fmt::Display for RollError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            RollError::Decode(e) => e.fmt(f),
-            RollError::Merge(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RollError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RollError::Decode(e) => Some(e),
-            RollError::Merge(e) => Some(e),
-        }
-    }
-}
 
 /// How a metric builds and reads its summaries.
 #[derive(Clone, Debug)]
@@ -126,11 +100,11 @@ impl MetricShape {
         into: &MetricShape,
         start: u64,
         parts: &[(u64, Vec<u8>)],
-    ) -> Result<Summary, RollError> {
+    ) -> Result<Summary, CombineError> {
         let mut acc = into.empty(start);
         for (s0, bytes) in parts {
-            let s = self.decode(bytes, *s0).map_err(RollError::Decode)?;
-            acc.absorb(&s).map_err(RollError::Merge)?;
+            let s = self.decode(bytes, *s0).map_err(CombineError::Decode)?;
+            acc.absorb(&s).map_err(CombineError::Merge)?;
         }
         Ok(acc)
     }

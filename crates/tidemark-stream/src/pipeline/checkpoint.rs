@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::engine::{Alert, Engine, MetricShape, Outputs, StateTable};
 use crate::state_rows::{StoreRows, TableNames};
 use crate::store::{
-    Batch, BucketRef, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, SweepRef,
+    Batch, BucketRef, CombineError, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, SweepRef,
 };
 use crate::{EngineError, RunError};
 
@@ -200,25 +200,23 @@ impl CommitCtx<'_> {
             (i, false) => Some(&shapes[i].0),
             (i, true) => shapes[i].1.as_ref(),
         };
+        let no_metric = |metric: &str| CombineError::NoMetric {
+            metric: metric.to_string(),
+        };
         let roll = |metric: &str, period: u64, parts: &[(u64, Vec<u8>)]| {
-            let (i, _) = config
-                .metric(metric)
-                .ok_or_else(|| format!("no metric {metric:?}"))?;
+            let (i, _) = config.metric(metric).ok_or_else(|| no_metric(metric))?;
             let (own, rolled) = &shapes[i];
-            let into = rolled.as_ref().ok_or("no rollup")?;
-            Ok(own
-                .roll(into, period, parts)
-                .map_err(|e| e.to_string())?
-                .to_stored())
+            let into = rolled.as_ref().ok_or_else(|| no_metric(metric))?;
+            Ok(own.roll(into, period, parts)?.to_stored())
         };
         let merge = |metric: &str, start: u64, old: Option<&[u8]>, add: &[u8]| {
-            let shape = shape_of(metric).ok_or_else(|| format!("no metric {metric:?}"))?;
+            let shape = shape_of(metric).ok_or_else(|| no_metric(metric))?;
             let mut a = match old {
-                Some(old) => shape.decode(old, start).map_err(|e| e.to_string())?,
+                Some(old) => shape.decode(old, start).map_err(CombineError::Decode)?,
                 None => shape.empty(start),
             };
-            let b = shape.decode(add, start).map_err(|e| e.to_string())?;
-            a.merge(&b).map_err(|e| e.to_string())?;
+            let b = shape.decode(add, start).map_err(CombineError::Decode)?;
+            a.merge(&b).map_err(CombineError::Merge)?;
             Ok(a.to_stored())
         };
         let t = &self.tables;

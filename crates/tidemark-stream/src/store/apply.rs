@@ -207,11 +207,11 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
         let old = t.get(m.metric, m.start, m.key)?;
         // Into nothing stored, the merge still runs (into an empty bucket): a bucket's bytes
         // do not depend on how late events were grouped between checkpoints.
-        let bytes = (b.merge)(m.metric, m.start, old.as_deref(), m.bytes).map_err(|message| {
+        let bytes = (b.merge)(m.metric, m.start, old.as_deref(), m.bytes).map_err(|source| {
             StoreError::Merge {
                 metric: m.metric.to_string(),
                 start: m.start,
-                message,
+                source,
             }
         })?;
         t.put(m.metric, m.start, m.key, &bytes)?;
@@ -229,12 +229,11 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
                 .push((start, v.to_vec()));
         })?;
         for ((period, key), parts) in groups {
-            let bytes =
-                (b.roll)(r.metric, period, &parts).map_err(|message| StoreError::Merge {
-                    metric: r.into.to_string(),
-                    start: period,
-                    message,
-                })?;
+            let bytes = (b.roll)(r.metric, period, &parts).map_err(|source| StoreError::Merge {
+                metric: r.into.to_string(),
+                start: period,
+                source,
+            })?;
             let old = t.put(r.into, period, &key, &bytes)?;
             d.replace(&*t, r.into, period, &key, old.as_deref(), &bytes)?;
         }

@@ -30,6 +30,8 @@
 use core::fmt;
 use std::path::PathBuf;
 
+use tidemark::{DecodeError, MergeError};
+
 mod apply;
 mod keyed;
 mod mem;
@@ -84,7 +86,7 @@ pub enum StoreError {
         /// The bucket start, ms.
         start: u64,
         /// Why.
-        message: String,
+        source: CombineError,
     },
 }
 
@@ -122,10 +124,10 @@ impl fmt::Display for StoreError {
             StoreError::Merge {
                 metric,
                 start,
-                message,
+                source,
             } => write!(
                 f,
-                "store: cannot merge into {metric} bucket {start}: {message}"
+                "store: cannot merge into {metric} bucket {start}: {source}"
             ),
         }
     }
@@ -136,7 +138,48 @@ impl std::error::Error for StoreError {
         match self {
             StoreError::Open { source, .. } => Some(source.as_ref()),
             StoreError::Backend { source, .. } => Some(source),
+            StoreError::Merge { source, .. } => Some(source),
             _ => None,
+        }
+    }
+}
+
+/// Why a late merge or a rollup could not combine a metric's buckets (what a [`MergeFn`] or
+/// [`RollFn`] returns).
+#[derive(Debug)]
+pub enum CombineError {
+    /// The batch names a metric the config does not have, or one without a rollup.
+    NoMetric {
+        /// The name in the batch.
+        metric: String,
+    },
+    /// A bucket's bytes do not decode as the metric's.
+    Decode(DecodeError),
+    /// Two buckets of the metric do not merge.
+    Merge(MergeError),
+}
+
+impl fmt::Display for CombineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CombineError::NoMetric { metric } => {
+                write!(
+                    f,
+                    "no metric {metric:?} (or it has no rollup) in the config"
+                )
+            }
+            CombineError::Decode(e) => write!(f, "a bucket does not decode: {e}"),
+            CombineError::Merge(e) => write!(f, "buckets do not merge: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CombineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CombineError::NoMetric { .. } => None,
+            CombineError::Decode(e) => Some(e),
+            CombineError::Merge(e) => Some(e),
         }
     }
 }
@@ -173,11 +216,11 @@ pub type KeyVisit<'a> = dyn FnMut(&[u8], &[(u64, Vec<u8>)]) + 'a;
 
 /// Combines a stored bucket's bytes (`None`: nothing stored) with a late event's:
 /// `(metric, start, stored, late)`.
-pub type MergeFn<'a> = &'a dyn Fn(&str, u64, Option<&[u8]>, &[u8]) -> Result<Vec<u8>, String>;
+pub type MergeFn<'a> = &'a dyn Fn(&str, u64, Option<&[u8]>, &[u8]) -> Result<Vec<u8>, CombineError>;
 
 /// Combines a period's buckets `(start, bytes)` into its rollup bucket:
 /// `(metric, period start, parts)`.
-pub type RollFn<'a> = &'a dyn Fn(&str, u64, &[(u64, Vec<u8>)]) -> Result<Vec<u8>, String>;
+pub type RollFn<'a> = &'a dyn Fn(&str, u64, &[(u64, Vec<u8>)]) -> Result<Vec<u8>, CombineError>;
 
 /// Periods of a metric to roll up: every stored bucket of `metric` in `[from, to)` is grouped
 /// by `(period, key)` (`period = start − start % width`) and written as one bucket of `into`.
