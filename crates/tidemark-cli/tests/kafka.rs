@@ -2,7 +2,9 @@
 //! each test on a free port; `scripts/kafka-broker` installs it): the demo log produced into
 //! four partitions and read to its end answers as the file run of the same log does; runs
 //! killed with SIGKILL at random points and restarted count every record once; bad messages are
-//! bad records named by topic, partition and offset.
+//! bad records named by topic, partition and offset; a followed topic stops on SIGTERM with its
+//! offsets committed; a second run joining the group takes partitions over where the first
+//! committed them.
 //!
 //! Without `TIDEMARK_TANSU` each test prints a loud SKIPPED line and passes, unless
 //! `TIDEMARK_REQUIRE_KAFKA=1`.
@@ -778,5 +780,146 @@ fn measure_the_topic_against_the_file() {
             file_cpu / kafka_cpu,
             kafka_kib as f64 / file_kib as f64,
         );
+    }
+}
+
+/// A run of the topic, following it (until SIGTERM), its stdout and stderr kept.
+fn follow(config: &Path, db: &Path, group: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--config",
+            s(config),
+            "--db",
+            s(db),
+            "--group",
+            group,
+            "--json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs")
+}
+
+/// Stops a following run with SIGTERM; its summary.
+fn stop(child: Child) -> serde_json::Value {
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    ok(&out);
+    summary(&out)
+}
+
+/// Waits until the records two stores committed add up to `records`.
+fn wait_for_records(dbs: &[&Path], records: u64) {
+    let started = Instant::now();
+    loop {
+        let now: u64 = dbs.iter().map(|db| records_now(db).unwrap_or(0)).sum();
+        if now >= records {
+            assert_eq!(now, records, "more records than produced");
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "{now} of {records} records committed within 90 s"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_second_run_in_the_group_takes_over_partitions_where_the_first_committed() {
+    let Some(binary) = tansu("kafka: rebalance") else {
+        return;
+    };
+    let broker = Broker::start(&binary);
+    let brokers = broker.address();
+    let d = dir("kafka-rebalance");
+    let topic = "events";
+    create_topic(&brokers, topic, 4);
+    let t0 = 1_700_000_000_000i64;
+    let batch = |from: i64, to: i64| -> Vec<Produced> {
+        (from..to)
+            .map(|i| {
+                let key = format!("user{}", i % 11);
+                let value = format!("{{\"n\": {i}}}");
+                (
+                    (i % 4) as i32,
+                    key.into_bytes(),
+                    value.into_bytes(),
+                    t0 + i * 10,
+                )
+            })
+            .collect()
+    };
+    produce(&brokers, topic, &batch(0, 2_000));
+    let config = d.join("rebalance.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[input]
+format = "jsonl"
+time_field = "@timestamp"
+
+[state]
+checkpoint = "200ms"
+
+[[metric]]
+name = "numbers"
+kind = "distinct"
+key = ["@key"]
+item = ["n"]
+bucket = "1m"
+window = "1m"
+
+[source]
+kind = "kafka"
+brokers = "{brokers}"
+topic = "{topic}"
+[source.properties]
+"session.timeout.ms" = 6000
+"heartbeat.interval.ms" = 500
+"statistics.interval.ms" = 200
+"#
+        ),
+    )
+    .unwrap();
+    // One run reads everything; a second joins the group (a rebalance: the first checkpoints
+    // before it gives partitions away), and starts the partitions it is given where the first
+    // committed them. Between them the two stores count every message once.
+    let (a_db, b_db) = (d.join("a.db"), d.join("b.db"));
+    let a = follow(&config, &a_db, "shared");
+    wait_for_records(&[&a_db], 2_000);
+    let b = follow(&config, &b_db, "shared");
+    // Until the group has settled (its session timeout, 6 s, bounds the rebalance).
+    thread::sleep(Duration::from_secs(8));
+    produce(&brokers, topic, &batch(2_000, 3_000));
+    wait_for_records(&[&a_db, &b_db], 3_000);
+    let (a_sum, b_sum) = (stop(a), stop(b));
+    let (a_records, b_records) = (
+        a_sum["records"].as_u64().unwrap(),
+        b_sum["records"].as_u64().unwrap(),
+    );
+    assert_eq!(a_records + b_records, 3_000, "{a_sum}\n{b_sum}");
+    assert!(
+        b_records > 0 && b_records < 1_000,
+        "the second run read part of the new messages only: {b_sum}"
+    );
+    // Each partition's offsets: the first run's cover what it read, the second's start where
+    // the first committed.
+    let (a_state, b_state) = (committed(&a_db), committed(&b_db));
+    for p in &b_state.partitions {
+        let a_mark = a_state
+            .partitions
+            .iter()
+            .find(|m| m.partition == p.partition)
+            .expect("the first run read every partition");
+        assert!(a_mark.offset >= 500, "{a_mark:?}");
     }
 }
