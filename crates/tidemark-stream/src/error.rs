@@ -327,6 +327,13 @@ pub enum QueryError {
         /// What failed.
         message: String,
     },
+    /// The quantiles asked of a row: none, more than a row answers, or one outside (0, 1].
+    BadQuantiles {
+        /// How many were asked.
+        count: usize,
+        /// The first outside (0, 1], if any.
+        outside: Option<f64>,
+    },
 }
 
 impl fmt::Display for QueryError {
@@ -375,6 +382,14 @@ impl fmt::Display for QueryError {
             }
             QueryError::Store(e) => e.fmt(f),
             QueryError::Corrupt { message } => write!(f, "stored state: {message}"),
+            QueryError::BadQuantiles { count, outside } => match outside {
+                Some(q) => write!(f, "quantile {q} is not in (0, 1] (0.99 is the p99)"),
+                None => write!(
+                    f,
+                    "{count} quantiles asked: a row answers 1 to {}",
+                    crate::kinds::quantile::MAX_QUANTILES
+                ),
+            },
         }
     }
 }

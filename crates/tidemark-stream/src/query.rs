@@ -19,6 +19,7 @@ use crate::config::{Config, ConfigError};
 use crate::engine::{Engine, MetricShape, NoRows, Summary};
 pub use crate::error::QueryError;
 pub use crate::kinds::{Ask, Label};
+use crate::kinds::quantile::{valid_quantile, MAX_QUANTILES};
 use crate::pipeline::RunState;
 use crate::store::Store;
 
@@ -229,6 +230,15 @@ pub fn window_asking(
     top: Option<usize>,
     ask: &Ask<'_>,
 ) -> Result<Answer, QueryError> {
+    if let Some(qs) = ask.quantiles {
+        let outside = qs.iter().copied().find(|&q| !valid_quantile(q));
+        if qs.is_empty() || qs.len() > MAX_QUANTILES || outside.is_some() {
+            return Err(QueryError::BadQuantiles {
+                count: qs.len(),
+                outside,
+            });
+        }
+    }
     let (config, i, shape, marks) = open_metric(store, metric)?;
     let m = &config.metrics[i];
     let width = shape.width();

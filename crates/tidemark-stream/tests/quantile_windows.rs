@@ -160,6 +160,56 @@ fn every_window_answers_within_alpha_of_the_exact_quantiles() {
 }
 
 #[test]
+fn quantiles_asked_outside_zero_to_one_or_too_many_are_refused_by_name() {
+    let recs = records();
+    let store = common::run_text(CONFIG, &csv(&recs), "quantile-asks");
+    let end = (T0 + 10 * 60) * 1000;
+    let ask = |qs: &[f64]| {
+        query::window_asking(
+            &store,
+            "latency",
+            300_000,
+            Some(end),
+            None,
+            None,
+            &Ask {
+                quantiles: Some(qs),
+            },
+        )
+    };
+    let seventeen = [0.5; 17];
+    for (qs, says) in [
+        (
+            &[0.5, 0.0][..],
+            "quantile 0 is not in (0, 1] (0.99 is the p99)",
+        ),
+        (
+            &[1.5][..],
+            "quantile 1.5 is not in (0, 1] (0.99 is the p99)",
+        ),
+        (
+            &[-0.1][..],
+            "quantile -0.1 is not in (0, 1] (0.99 is the p99)",
+        ),
+        (
+            &[f64::NAN][..],
+            "quantile NaN is not in (0, 1] (0.99 is the p99)",
+        ),
+        (&[][..], "0 quantiles asked: a row answers 1 to 16"),
+        (&seventeen[..], "17 quantiles asked: a row answers 1 to 16"),
+    ] {
+        match ask(qs) {
+            Err(e @ query::QueryError::BadQuantiles { .. }) => {
+                assert_eq!(e.to_string(), says, "{qs:?}")
+            }
+            other => panic!("{qs:?}: {other:?}"),
+        }
+    }
+    // The bounds themselves are quantiles a row answers.
+    assert!(ask(&[1.0, 1e-9]).is_ok());
+}
+
+#[test]
 fn rules_on_a_quantile_fire_on_the_exact_windows() {
     let recs = records();
     let dir = std::env::temp_dir().join(format!("tidemark-quantile-alerts-{}", std::process::id()));
