@@ -87,6 +87,7 @@ impl PyStore {
                 QueryError::BadWindow { .. } => value_error("window", e),
                 QueryError::BeforeRetention { .. } if at_ms.is_some() => value_error("at", e),
                 QueryError::BeforeRetention { .. } => value_error("window", e),
+                QueryError::BadQuantiles { .. } => value_error("quantiles", e),
                 e => PyOSError::new_err(format!("{}: {e}", self.path.display())),
             })?;
         let rows = answer

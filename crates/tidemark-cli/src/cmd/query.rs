@@ -115,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         QueryError::BadWindow { .. } => UsageError::flag("--window", e),
         QueryError::BeforeRetention { .. } if args.at.is_some() => UsageError::flag("--at", e),
         QueryError::BeforeRetention { .. } => UsageError::flag("--window", e),
+        QueryError::BadQuantiles { .. } => UsageError::flag("--quantile", e),
         QueryError::Empty => UsageError::file(args.db.display(), e),
         QueryError::Store(e) => store_error(&args.db, e),
         QueryError::Corrupt { message } => damaged(&args.db, message),
