@@ -56,6 +56,9 @@ pub(crate) struct Context {
     /// Set while the consumer closes: then rebalances are carried out at once, nobody being
     /// left to hand them to.
     closing: AtomicBool,
+    /// Set after a rebalance, a notice or a refused start is recorded: the source looks at
+    /// their queues only then, not with three locks at every message.
+    pending: AtomicBool,
 }
 
 impl Context {
@@ -64,6 +67,18 @@ impl Context {
             read_committed,
             ..Context::default()
         }
+    }
+
+    /// Whether something may have been recorded since the last call (which clears it): a
+    /// caller that then finds something takes it and calls [`Context::mark_pending`], so the
+    /// rest is looked at next time.
+    pub(crate) fn take_pending(&self) -> bool {
+        self.pending.swap(false, Ordering::AcqRel)
+    }
+
+    /// Says that something is recorded (after recording it).
+    pub(crate) fn mark_pending(&self) {
+        self.pending.store(true, Ordering::Release);
     }
 
     pub(crate) fn next_rebalance(&self) -> Option<Rebalanced> {
@@ -76,6 +91,7 @@ impl Context {
 
     pub(crate) fn notice(&self, notice: Notice) {
         lock(&self.notices).push_back(notice);
+        self.mark_pending();
     }
 
     pub(crate) fn take_no_start(&self) -> Option<String> {
@@ -148,6 +164,7 @@ impl ClientContext for Context {
             Some(RDKafkaErrorCode::PartitionEOF) => {}
             Some(RDKafkaErrorCode::AutoOffsetReset) => {
                 *lock(&self.no_start) = Some(reason.to_string());
+                self.mark_pending();
             }
             _ => self.notice(Notice::Broker {
                 message: if reason.is_empty() {
@@ -198,6 +215,7 @@ impl ConsumerContext for Context {
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 lock(&self.rebalances).push_back(Rebalanced::Assign(partitions(list)));
+                self.mark_pending();
                 Ok(())
             }
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS if closing => {
@@ -212,6 +230,7 @@ impl ConsumerContext for Context {
                     partitions: partitions(list),
                     lost: consumer.assignment_lost(),
                 });
+                self.mark_pending();
                 Ok(())
             }
             other => {
@@ -233,6 +252,7 @@ impl ConsumerContext for Context {
                         partitions: held,
                         lost: true,
                     });
+                    self.mark_pending();
                     Ok(())
                 }
             }

@@ -272,15 +272,23 @@ impl KafkaSource {
             if let Some(number) = self.eof.take() {
                 self.on_eof(number);
             }
-            if let Some(rebalance) = self.consumer.context().next_rebalance() {
-                self.on_rebalance(rebalance);
-                continue;
-            }
-            if let Some(notice) = self.consumer.context().next_notice() {
-                return Ok(Event::Notice(notice));
-            }
-            if let Some(detail) = self.consumer.context().take_no_start() {
-                return Err(Error::NoStartPosition { detail });
+            // The callbacks' records, when they say there are any (what is taken leaves the
+            // mark set, for the rest).
+            if self.consumer.context().take_pending() {
+                let context = self.consumer.context();
+                if let Some(rebalance) = context.next_rebalance() {
+                    context.mark_pending();
+                    self.on_rebalance(rebalance);
+                    continue;
+                }
+                if let Some(notice) = context.next_notice() {
+                    context.mark_pending();
+                    return Ok(Event::Notice(notice));
+                }
+                if let Some(detail) = context.take_no_start() {
+                    context.mark_pending();
+                    return Err(Error::NoStartPosition { detail });
+                }
             }
             // Whether every partition is read to its end can change only when the client has
             // nothing ready (or a message reached an end: then `on_message` says so).

@@ -5,7 +5,7 @@
 //! This crate knows no Kafka client (the Python package depends on it, and needs none): a
 //! client is supplied from outside as a [`MessageSource`] (`tidemark-kafka` has one on
 //! rdkafka), speaking only of topics, partitions, offsets, values, keys and timestamps. The
-//! run reads it through [`MessageLines`], a [`LineSource`]:
+//! run reads it through `MessageLines`, one more of its line sources:
 //!
 //! - **Records.** Each message's value is one record in the input's format: a JSON object, or
 //!   a CSV line whose fields are the source's declared `columns` (there is no header). The
