@@ -683,6 +683,32 @@ pub struct Health {
     pub max_time: Option<u64>,
     /// Per metric, in config order.
     pub metrics: Vec<MetricHealth>,
+    /// The input file read last, and where the last checkpoint left it (`None` for standard
+    /// input and message sources).
+    pub input: Option<InputMark>,
+}
+
+/// Where the last checkpoint left the input file read last.
+pub struct InputMark {
+    /// Its path, as the run read it.
+    pub path: String,
+    /// Its identity (device, inode), to tell it from a file put at the path since.
+    pub file: (u64, u64),
+    /// The offset of the next unread line.
+    pub offset: u64,
+}
+
+impl InputMark {
+    /// Bytes of the input not read as of the checkpoint: the file's size now less the
+    /// offset, or the whole of a new file at the path (`None`: no file there).
+    pub fn lag(&self) -> Option<u64> {
+        let m = std::fs::metadata(&self.path).ok()?;
+        Some(if file_id(&m) == self.file {
+            m.len().saturating_sub(self.offset)
+        } else {
+            m.len()
+        })
+    }
 }
 
 /// One metric's health.
@@ -738,6 +764,15 @@ impl Stored {
             completed: state.completed,
             max_time: engine.max_time(),
             metrics,
+            input: state
+                .files
+                .iter()
+                .max_by_key(|f| f.used)
+                .map(|f| InputMark {
+                    path: f.path.clone(),
+                    file: (f.dev, f.ino),
+                    offset: f.offset,
+                }),
         })
     }
 }

@@ -21,8 +21,10 @@
 //! gauge). Then the
 //! pipeline's health as its last checkpoint recorded it: records and bad lines, per metric
 //! events, late, dropped and merged events, buckets closed, alerts, keys held, watermark;
-//! the largest event time; the store file's size and modification time (each checkpoint
-//! writes it: the time of the last one) and that time's age.
+//! the largest event time; the input lag (bytes of the input file past the checkpoint's
+//! offset); the store file's size and modification time (each checkpoint writes it: the time
+//! of the last one) and that time's age; and inside `tidemark run --serve`, the run's own
+//! counts ([`crate::RunHealth`]).
 //!
 //! Names follow Prometheus's conventions: `tidemark_` first, counters end in `_total`, times
 //! are seconds since the epoch (`_timestamp_seconds`), sizes bytes. Metric names may hold
@@ -215,6 +217,16 @@ pub fn health_families(
                 );
             }
         }
+    }
+    if let Some(lag) = health.input.as_ref().and_then(|i| i.lag()) {
+        single(
+            out,
+            "tidemark_input_lag_bytes",
+            "gauge",
+            "Bytes of the input file the last checkpoint had not read: its size now less the \
+             checkpoint's offset in it (a new file at its path counts whole).",
+            lag as f64,
+        );
     }
     if let Some(meta) = file {
         single(

@@ -97,6 +97,12 @@ pub struct Args {
     /// docs/output.md), instead of text on standard error.
     #[arg(long)]
     pub json: bool,
+    /// Serve the store while the run writes it, on this address and port (e.g.
+    /// 127.0.0.1:9464; loopback unless told otherwise): the server of `tidemark serve`
+    /// (JSON API, Prometheus /metrics, dashboard), read-only beside the run, its /metrics
+    /// adding the run's own counts (bad lines, alerts, start time).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
     /// Input files (standard input if none).
     pub files: Vec<PathBuf>,
 }
@@ -213,12 +219,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         None
     };
+    let live = match &args.serve {
+        Some(addr) => Some(crate::cmd::serve::beside_run(addr, &args.db)?),
+        None => None,
+    };
     let report = execute(
         &config,
         &mut store,
         &args,
         Duration::from_millis(rotate_wait),
         messages,
+        live.as_deref(),
     )?;
     let secs = started.elapsed().as_secs_f64();
     if args.json {
@@ -304,6 +315,7 @@ fn execute(
     args: &Args,
     rotate_wait: Duration,
     messages: Option<tidemark_kafka::KafkaMessages<'static>>,
+    live: Option<&tidemark_serve::RunHealth>,
 ) -> anyhow::Result<RunReport> {
     let bar = if std::io::stderr().is_terminal() && !args.files.is_empty() {
         let b = indicatif::ProgressBar::new(0);
@@ -334,6 +346,9 @@ fn execute(
             }
         }
         bad_shown += 1;
+        if let Some(l) = live {
+            l.bad_line();
+        }
     };
     let stdout = std::io::stdout();
     let mut write_err = None;
@@ -341,6 +356,9 @@ fn execute(
         let mut out = stdout.lock();
         if let Err(e) = writeln!(out, "{}", alert_json(a)) {
             write_err.get_or_insert(e);
+        }
+        if let Some(l) = live {
+            l.alert();
         }
     };
     // SIGINT and SIGTERM stop a run of files in order: what was read is committed, and the

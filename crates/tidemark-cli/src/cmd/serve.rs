@@ -3,9 +3,10 @@
 //! store as `tidemark query` does, beside a run that writes it, and never takes the writer.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use tidemark_serve::{Options, ServeError, Server};
+use tidemark_serve::{Options, RunHealth, ServeError, Server};
 
 use crate::cmd::check::store_error;
 use crate::UsageError;
@@ -32,17 +33,60 @@ pub struct Args {
     pub alerts: Option<PathBuf>,
 }
 
+/// `flag`'s address and port.
+fn address(flag: &'static str, text: &str) -> anyhow::Result<SocketAddr> {
+    text.parse().map_err(|_| {
+        UsageError::flag(
+            flag,
+            format!("expected an address and port like 127.0.0.1:9464, got {text:?}"),
+        )
+    })
+}
+
+/// Says where the server listens, on standard error (where a script reads the port picked
+/// for port 0), with a note when it is reachable from other machines.
+fn announce(db: &Path, bound: SocketAddr, has_token: bool) {
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "tidemark: note: listening on {bound}, reachable from other machines{}",
+            if has_token {
+                ""
+            } else {
+                ", without a token (--token-file)"
+            }
+        );
+    }
+    eprintln!("tidemark: serving {} on http://{bound}/", db.display());
+}
+
+/// Starts the server of `tidemark run --serve ADDR` in a thread of its own: the same server
+/// as `tidemark serve` on the run's store (read-only, beside the run's writer), whose
+/// `/metrics` adds the run's own counts from the returned snapshot, which the run adds to as
+/// it goes (atomics: a client never holds the run up).
+pub fn beside_run(listen: &str, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
+    let addr = address("--serve", listen)?;
+    let health = Arc::new(RunHealth::new());
+    let mut options = Options::new(db);
+    options.run = Some(Arc::clone(&health));
+    let server = Server::bind(&addr.to_string(), options).map_err(|e| match e {
+        ServeError::Bind { .. } => UsageError::flag("--serve", e),
+        ServeError::Store { path, source } => store_error(&path, *source),
+        e => anyhow::anyhow!(e),
+    })?;
+    announce(db, server.local_addr()?, false);
+    std::thread::Builder::new()
+        .name("tidemark-serve".into())
+        .spawn(move || {
+            if let Err(e) = server.run() {
+                eprintln!("tidemark: the server stopped (the run goes on): {e}");
+            }
+        })?;
+    Ok(health)
+}
+
 /// Runs `tidemark serve` until it is stopped.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let addr: SocketAddr = args.listen.parse().map_err(|_| {
-        UsageError::flag(
-            "--listen",
-            format!(
-                "expected an address and port like 127.0.0.1:9464, got {:?}",
-                args.listen
-            ),
-        )
-    })?;
+    let addr = address("--listen", &args.listen)?;
     if !(1..=tidemark_serve::MAX_TOP).contains(&args.top) {
         return Err(UsageError::flag(
             "--top",
@@ -69,19 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ServeError::Store { path, source } => store_error(&path, *source),
         e => anyhow::anyhow!(e),
     })?;
-    let bound = server.local_addr()?;
-    if !bound.ip().is_loopback() {
-        eprintln!(
-            "tidemark: note: listening on {bound}, reachable from other machines{}",
-            if has_token {
-                ""
-            } else {
-                ", without a token (--token-file)"
-            }
-        );
-    }
-    // On standard error, so a script can read the port picked for port 0.
-    eprintln!("tidemark: serving {} on http://{bound}/", args.db.display());
+    announce(&args.db, server.local_addr()?, has_token);
     server.run()?;
     Ok(())
 }
