@@ -331,6 +331,8 @@ pub enum QueryError {
     BadQuantiles {
         /// How many were asked.
         count: usize,
+        /// The most a row answers.
+        most: usize,
         /// The first outside (0, 1], if any.
         outside: Option<f64>,
     },
@@ -382,13 +384,13 @@ impl fmt::Display for QueryError {
             }
             QueryError::Store(e) => e.fmt(f),
             QueryError::Corrupt { message } => write!(f, "stored state: {message}"),
-            QueryError::BadQuantiles { count, outside } => match outside {
+            QueryError::BadQuantiles {
+                count,
+                most,
+                outside,
+            } => match outside {
                 Some(q) => write!(f, "quantile {q} is not in (0, 1] (0.99 is the p99)"),
-                None => write!(
-                    f,
-                    "{count} quantiles asked: a row answers 1 to {}",
-                    crate::kinds::quantile::MAX_QUANTILES
-                ),
+                None => write!(f, "{count} quantiles asked: a row answers 1 to {most}"),
             },
         }
     }

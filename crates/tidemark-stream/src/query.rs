@@ -18,8 +18,8 @@ use tidemark::Estimate;
 use crate::config::{Config, ConfigError};
 use crate::engine::{Engine, MetricShape, NoRows, Summary};
 pub use crate::error::QueryError;
-pub use crate::kinds::{Ask, Label};
 use crate::kinds::quantile::{valid_quantile, MAX_QUANTILES};
+pub use crate::kinds::{Ask, Label};
 use crate::pipeline::RunState;
 use crate::store::Store;
 
@@ -235,6 +235,7 @@ pub fn window_asking(
         if qs.is_empty() || qs.len() > MAX_QUANTILES || outside.is_some() {
             return Err(QueryError::BadQuantiles {
                 count: qs.len(),
+                most: MAX_QUANTILES,
                 outside,
             });
         }
