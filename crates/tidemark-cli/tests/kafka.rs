@@ -716,7 +716,7 @@ fn measure_the_topic_against_the_file() {
             "--minutes",
             "60",
             "--users",
-            "800",
+            "1500",
         ],
         "",
     ));
@@ -734,7 +734,7 @@ fn measure_the_topic_against_the_file() {
     let kafka_config_path = d.join("kafka.toml");
     let source = &kafka[kafka.find("[source]").unwrap()..];
     std::fs::write(&kafka_config_path, config(&format!("\n{source}"))).unwrap();
-    for round in 0..2 {
+    for round in 0..3 {
         let file_db = d.join(format!("file{round}.db"));
         let (file_cpu, file_kib, out) = timed(
             &binary,
