@@ -923,3 +923,53 @@ topic = "{topic}"
         assert!(a_mark.offset >= 500, "{a_mark:?}");
     }
 }
+
+#[test]
+fn brokers_that_never_answer_are_waited_for_then_named_in_the_error() {
+    // No broker is needed: nothing listens on the port.
+    let d = dir("kafka-unreachable");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let config = d.join("down.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[input]
+format = "jsonl"
+time_field = "@timestamp"
+
+[[metric]]
+name = "c"
+kind = "count"
+key = ["@key"]
+bucket = "1m"
+window = "1m"
+
+[source]
+kind = "kafka"
+brokers = "127.0.0.1:{port}"
+topic = "events"
+connect_timeout = "2s"
+"#
+        ),
+    )
+    .unwrap();
+    let db = d.join("down.db");
+    let out = run_until_end(&config, &db, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a broker that never answers is no usage error"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("waiting for Kafka at 127.0.0.1:{port}")),
+        "it says it waits: {err}"
+    );
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    // Nothing was committed: a later run starts afresh.
+    assert!(!db.exists() || RedbStore::open(&db).unwrap().meta().unwrap().is_none());
+}

@@ -52,6 +52,7 @@ struct RawSource {
     properties: toml::Table,
     columns: Option<Vec<String>>,
     idle_timeout: Option<String>,
+    connect_timeout: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -113,6 +114,9 @@ pub struct SourceConfig {
     /// How long a partition may stay without messages before the watermark leaves it out,
     /// ms (`None`: the client's default, 10 s).
     pub idle_timeout: Option<u64>,
+    /// How long to wait for a broker to answer at start, ms (`None`: the client's default,
+    /// 30 s).
+    pub connect_timeout: Option<u64>,
 }
 
 /// Where the time, key and item fields are.
@@ -491,7 +495,12 @@ fn source_config(
         None => None,
         Some(t) => Some(duration("source.idle_timeout".into(), t)?),
     };
+    let connect_timeout = match raw.connect_timeout.as_deref() {
+        None => None,
+        Some(t) => Some(duration("source.connect_timeout".into(), t)?),
+    };
     Ok(SourceConfig {
+        connect_timeout,
         brokers: raw.brokers,
         topics,
         group: raw.group,
@@ -1004,6 +1013,7 @@ consecutive = 2
             "group",
             "columns",
             "idle_timeout",
+            "connect_timeout",
             "name",
             "kind",
             "key",

@@ -61,6 +61,9 @@ fn client_config(config: &Config, args: &Args) -> anyhow::Result<tidemark_kafka:
     if let Some(ms) = source.idle_timeout {
         client.idle_timeout = Duration::from_millis(ms);
     }
+    if let Some(ms) = source.connect_timeout {
+        client.connect_timeout = Duration::from_millis(ms);
+    }
     Ok(client)
 }
 
