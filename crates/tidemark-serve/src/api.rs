@@ -80,6 +80,8 @@ pub struct App {
     scraped: Mutex<Option<std::time::Instant>>,
     /// The serving run's own health (`tidemark run --serve`).
     run: Option<Arc<crate::RunHealth>>,
+    /// The store's config as last parsed, by its text.
+    parsed: Mutex<Option<(String, Arc<Config>)>>,
 }
 
 /// `/metrics`' estimate families, and the health they go with.
@@ -146,6 +148,7 @@ impl App {
             computing: Mutex::new(()),
             scraped: Mutex::new(None),
             run: options.run.clone(),
+            parsed: Mutex::new(None),
         };
         if let Ok(m) = std::fs::metadata(&options.db) {
             app.hold(store, file_id(&m));
@@ -264,8 +267,20 @@ impl App {
         let meta = meta.ok_or_else(|| {
             ApiError::unavailable("the store holds no checkpoint yet: no run has committed")
         })?;
-        let config = Config::from_toml(&meta.config)
-            .map_err(|e| ApiError::unavailable(format!("the store's config is damaged: {e}")))?;
+        // Parsed once while the stored text is the same.
+        let config = {
+            let mut parsed = lock(&self.parsed);
+            match &*parsed {
+                Some((text, c)) if *text == meta.config => Arc::clone(c),
+                _ => {
+                    let c = Arc::new(Config::from_toml(&meta.config).map_err(|e| {
+                        ApiError::unavailable(format!("the store's config is damaged: {e}"))
+                    })?);
+                    *parsed = Some((meta.config.clone(), Arc::clone(&c)));
+                    c
+                }
+            }
+        };
         Ok(Stored {
             store,
             config,
@@ -667,7 +682,7 @@ impl Params {
 /// An opened store and what its metadata says.
 struct Stored {
     store: Arc<RedbStore>,
-    config: Config,
+    config: Arc<Config>,
     state: Vec<u8>,
 }
 
