@@ -34,7 +34,7 @@ use core::fmt;
 use crate::json::Field;
 use tidemark::ItemHasher;
 
-use crate::config::{Config, Format};
+use crate::config::{Config, Format, KEY_FIELD, TIMESTAMP_FIELD};
 use crate::kinds::Input;
 use crate::time::TimeReader;
 
@@ -59,10 +59,6 @@ fn err(message: impl Into<String>) -> RecordError {
     }
 }
 
-/// The field that names a message's key.
-pub const KEY_FIELD: &str = "@key";
-/// The field that names a message's timestamp (ms since the epoch).
-pub const TIMESTAMP_FIELD: &str = "@timestamp";
 
 /// A CSV column index naming a message's key or timestamp rather than a column.
 const KEY_COLUMN: usize = usize::MAX;

@@ -179,6 +179,11 @@ pub struct CheckpointConfig {
     pub max_memory: u64,
 }
 
+/// The field that names a message's key (a message source's records).
+pub const KEY_FIELD: &str = "@key";
+/// The field that names a message's timestamp (ms since the epoch).
+pub const TIMESTAMP_FIELD: &str = "@timestamp";
+
 /// The default state budget: 1 GiB.
 pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
 
@@ -402,7 +407,6 @@ fn source_config(
     time_field: &str,
     metrics: &[MetricConfig],
 ) -> Result<SourceConfig, ConfigError> {
-    use crate::record::{KEY_FIELD, TIMESTAMP_FIELD};
     if raw.kind != "kafka" {
         return Err(ConfigError::invalid(
             "source.kind".into(),

@@ -4,7 +4,7 @@
 //!
 //! The batch holds the closed buckets, the late merges (gathered per bucket and key), the
 //! rollups, the retention deletes, the changed keys' state rows, and the run state — the
-//! inputs' positions just after the last record fed (each [`super::sources::LineSource`] has
+//! inputs' positions just after the last record fed (each [`super::line::LineSource`] has
 //! written its own), the counters and the engine's snapshot. The engine's deferred events are
 //! added first, so the positions never run ahead of the records counted.
 

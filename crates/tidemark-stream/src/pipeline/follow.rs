@@ -4,14 +4,14 @@
 //! the files the path was rotated away from while no run followed it.
 //!
 //! The read loop sees none of this: a followed [`super::sources::FileSource`] returns
-//! [`super::sources::Next::Idle`] at its end, and its [`Following`] says what it found there
+//! [`super::line::Next::Idle`] at its end, and its [`Following`] says what it found there
 //! ([`Pause`]) and after a wait ([`Waited`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::input;
-use super::sources::{input_error, OpenFile, Pause, Waited, DIRECTORY};
+use super::line::{input_error, OpenFile, Pause, Waited, DIRECTORY};
 use super::state::{FileMark, RunState};
 use crate::RunError;
 

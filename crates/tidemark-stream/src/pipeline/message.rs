@@ -34,7 +34,7 @@
 //!   read, checks its stop flag (SIGTERM) and checkpoints if due, then polls again;
 //!   [`Polled::End`] ends the run (the end offsets seen at start, for a backfill).
 
-use super::sources::{Line, LineSource, Next};
+use super::line::{Line, LineSource, Next};
 use super::state::{PartitionMark, RunState};
 use super::PartitionReport;
 use crate::RunError;

@@ -53,6 +53,7 @@ mod admit;
 mod checkpoint;
 mod follow;
 mod input;
+mod line;
 pub mod message;
 mod read;
 mod resume;
@@ -62,11 +63,12 @@ mod stdin;
 
 use checkpoint::CommitCtx;
 pub use follow::Follow;
+use line::LineSource;
+use line::Reading;
 use message::MessageLines;
 pub use message::{Message, MessageSource, Polled, SourceError};
 use read::{Ended, Runner};
-use sources::LineSource;
-use sources::{Inputs, Reading};
+use sources::Inputs;
 pub use state::{FileMark, PartitionMark, RunState};
 
 /// Receives each malformed line skipped: `(file, line, message)`; for a message, the file

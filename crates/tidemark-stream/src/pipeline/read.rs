@@ -22,7 +22,7 @@ use std::time::Duration;
 use super::admit::{admit, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
 use super::follow;
-use super::sources::{Line, LineSource, Next, Pause, Waited};
+use super::line::{Line, LineSource, Next, Pause, Waited};
 use super::state::RunState;
 use super::{engine_error, AlertOut, MetricReport, RunOptions, RunReport};
 use crate::engine::Engine;

@@ -11,7 +11,8 @@
 
 use std::path::PathBuf;
 
-use super::sources::{open_path, OpenFile, Opened};
+use super::line::OpenFile;
+use super::sources::{open_path, Opened};
 use super::state::RunState;
 use super::{engine_error, input, RunOptions};
 use crate::config::Config;

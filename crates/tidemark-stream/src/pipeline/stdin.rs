@@ -10,7 +10,7 @@
 use std::io::{self, BufReader, Stdin};
 
 use super::input::Lines;
-use super::sources::{input_error, Line, LineSource, Next, Reading};
+use super::line::{input_error, Line, LineSource, Next, Reading};
 use super::state::{RunState, FINGERPRINT_SPAN};
 use crate::RunError;
 
