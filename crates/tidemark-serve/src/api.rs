@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | `/api/v1/query` | `metric`, `key`, `window` (default the metric's), `at`, `quantile` (repeatable, or `0.5,0.99`), `items` |
 //! | `/api/v1/top` | `metric`, `n` (1 to 1,000, default 10), `window`, `at`, `quantile`, `items` |
-//! | `/api/v1/series` | `metric`, `key`, `window`, `from`, `to` (default the newest window end), `step` (default a bucket; at most 1,440 points), `quantile`, `items` |
+//! | `/api/v1/series` | `metric`, `key`, `window`, `from`, `to` (default the newest window end), `step` (default a bucket; at most 1,440 points, and points × the window's buckets at most 200,000: [`crate::series`]), `quantile`, `items` |
 //! | `/api/v1/alerts` | `since`, `metric`, `n` (1 to 1,000, default 100) |
 //! | `/api/v1/metrics` | none |
 //!
@@ -28,27 +28,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Map, Value};
-use tidemark::Estimate;
-use tidemark_stream::config::{Config, LatePolicy, MetricConfig};
-use tidemark_stream::engine::{Engine, NoRows};
-use tidemark_stream::pipeline::RunState;
-use tidemark_stream::query::{self, Answer, Ask, Label, QueryError};
+use tidemark_stream::config::Config;
 use tidemark_stream::store::{RedbStore, Store};
-use tidemark_stream::time::{format_rfc3339, parse_duration, parse_rfc3339, TimeFormat};
+use tidemark_stream::time::{format_rfc3339, parse_rfc3339};
 
+use crate::ask::stored_tables;
+pub use crate::ask::{metric_ref, MetricRef, WindowAsk, MAX_QUANTILES};
 use crate::error::{ApiError, ServeError};
+use crate::health::{file_id, FileId};
+pub use crate::health::{Health, InputMark, MetricHealth};
 use crate::http::{self, Request, Response};
+pub use crate::params::{Params, MAX_N};
+pub use crate::render::rows;
+use crate::render::{answer_json, metric_json};
+pub use crate::series::{MAX_SERIES_BUCKETS, MAX_STEPS};
 use crate::Options;
 
 /// The dashboard page, served at `/`.
 const DASHBOARD: &str = include_str!("dashboard.html");
 
-/// The most keys `/api/v1/top` ranks, and items a frequency row lists.
-pub const MAX_N: u64 = 1000;
-/// The most points a series has.
-pub const MAX_STEPS: u64 = 1440;
-/// The most quantiles one request asks.
-pub const MAX_QUANTILES: usize = 16;
 /// The most bytes of the alert file read (its end).
 const ALERT_TAIL: u64 = 1 << 20;
 
@@ -91,22 +89,6 @@ type Scrape = (String, Health);
 struct Held {
     store: Arc<RedbStore>,
     file: FileId,
-}
-
-/// A file's identity (device and inode): a store replaced at the same path is opened anew.
-type FileId = (u64, u64);
-
-fn file_id(m: &std::fs::Metadata) -> FileId {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (m.dev(), m.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        (0, 0)
-    }
 }
 
 /// What answers computed from the store hold for: the metadata's seal (which every checkpoint
@@ -225,7 +207,10 @@ impl App {
             }),
             "/api/v1/query" => self.query(&params).map(ok),
             "/api/v1/top" => self.top(&params).map(ok),
-            "/api/v1/series" => self.series(&params).map(ok),
+            "/api/v1/series" => self
+                .open()
+                .and_then(|s| crate::series::series(&*s.store, &s.config, &params))
+                .map(ok),
             "/api/v1/alerts" => self.alerts(&params).map(ok),
             "/api/v1/metrics" => self.metrics(&params).map(ok),
             other => Err(ApiError::status(
@@ -350,83 +335,6 @@ impl App {
         Ok(v)
     }
 
-    fn series(&self, p: &Params) -> Result<Value, ApiError> {
-        p.only(&[
-            "metric", "key", "window", "from", "to", "step", "quantile", "items",
-        ])?;
-        let s = self.open()?;
-        let w = WindowAsk::read(p, &s.config)?;
-        let key = p.required("key")?;
-        let width = w.metric.width;
-        let step = match p.one("step")? {
-            None => width,
-            Some(t) => parse_duration(t)
-                .filter(|&d| d > 0 && d % width == 0)
-                .ok_or_else(|| {
-                    ApiError::bad(
-                        "step",
-                        format!(
-                            "expected a duration that is a multiple of {}'s bucket ({}), got {t:?}",
-                            w.metric.name,
-                            tidemark_stream::time::format_duration(width)
-                        ),
-                    )
-                })?,
-        };
-        let to = match p.time("to")? {
-            Some(t) => t - t % width,
-            // The newest window's end, as a query without `at` answers it.
-            None => w.run(&*s.store, Some(key.as_bytes()), None, None)?.to,
-        };
-        let from = match p.time("from")? {
-            Some(t) => t - t % width,
-            None => to.saturating_sub(step.saturating_mul(59)),
-        };
-        if from > to {
-            return Err(ApiError::bad("from", "expected a time before `to`"));
-        }
-        let points = (to - from) / step + 1;
-        if points > MAX_STEPS {
-            return Err(ApiError::bad(
-                "step",
-                format!(
-                    "from {} to {} every {} is {points} points, more than {MAX_STEPS}",
-                    format_rfc3339(from),
-                    format_rfc3339(to),
-                    tidemark_stream::time::format_duration(step)
-                ),
-            ));
-        }
-        let mut out = Vec::with_capacity(points as usize);
-        let mut omitted = 0u64;
-        for i in 0..points {
-            let end = from + i * step;
-            match w.run(&*s.store, Some(key.as_bytes()), None, Some(end)) {
-                Ok(a) => out.push(json!({
-                    "from": format_rfc3339(a.from),
-                    "to": format_rfc3339(a.to),
-                    "clipped": a.clipped,
-                    "rows": rows(&w, &a),
-                })),
-                // A window wholly before the retention horizon has no answer: the series
-                // starts where the store's buckets do.
-                Err(e) if e.parameter.as_deref() == Some("at") => omitted += 1,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(json!({
-            "metric": w.metric.name,
-            "kind": w.metric.kind,
-            "key": key,
-            "window_s": w.window as f64 / 1000.0,
-            "step_s": step as f64 / 1000.0,
-            "from": format_rfc3339(from),
-            "to": format_rfc3339(to),
-            "omitted": omitted,
-            "points": out,
-        }))
-    }
-
     fn alerts(&self, p: &Params) -> Result<Value, ApiError> {
         p.only(&["since", "metric", "n"])?;
         let since = p.time("since")?.unwrap_or(0);
@@ -465,7 +373,7 @@ impl App {
     fn metrics(&self, p: &Params) -> Result<Value, ApiError> {
         p.only(&[])?;
         let s = self.open()?;
-        let health = s.health()?;
+        let health = Health::of_state(&s.config, &s.state)?;
         let tables = stored_tables(&s.config);
         let metrics: Vec<Value> = s
             .config
@@ -525,7 +433,7 @@ impl App {
             .meta()
             .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?
             .map(|m| m.state);
-        let health = s.health_of(state.as_deref().unwrap_or(&s.state))?;
+        let health = Health::of_state(&s.config, state.as_deref().unwrap_or(&s.state))?;
         let c = Arc::new((estimates, health));
         *lock(&self.scrape) = Some((generation, Arc::clone(&c)));
         Ok(c)
@@ -604,488 +512,11 @@ fn tail(path: &Path, limit: u64) -> std::io::Result<(String, bool)> {
     Ok((text, start > 0))
 }
 
-/// A query string's pairs, and the reading of each parameter with its bounds.
-struct Params {
-    pairs: Vec<(String, String)>,
-}
-
-impl Params {
-    /// Refuses a parameter not in `allowed` (the token aside), and a repeated one other than
-    /// `quantile`.
-    fn only(&self, allowed: &[&str]) -> Result<(), ApiError> {
-        for (i, (name, _)) in self.pairs.iter().enumerate() {
-            if name == "access_token" {
-                continue;
-            }
-            if !allowed.contains(&name.as_str()) {
-                return Err(ApiError::bad(
-                    name,
-                    if allowed.is_empty() {
-                        "unknown parameter: this path takes none".to_string()
-                    } else {
-                        format!("unknown parameter: expected {}", allowed.join(", "))
-                    },
-                ));
-            }
-            if name != "quantile" && self.pairs[..i].iter().any(|(n, _)| n == name) {
-                return Err(ApiError::bad(name, "given twice"));
-            }
-        }
-        Ok(())
-    }
-
-    /// The value of a parameter given at most once.
-    fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
-        Ok(self
-            .pairs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str()))
-    }
-
-    fn required(&self, name: &str) -> Result<&str, ApiError> {
-        self.one(name)?
-            .ok_or_else(|| ApiError::bad(name, "required"))
-    }
-
-    /// A count in 1..=[`MAX_N`].
-    fn count(&self, name: &str, default: u64) -> Result<u64, ApiError> {
-        match self.one(name)? {
-            None => Ok(default),
-            Some(t) => t
-                .parse::<u64>()
-                .ok()
-                .filter(|n| (1..=MAX_N).contains(n))
-                .ok_or_else(|| {
-                    ApiError::bad(name, format!("expected an integer 1 to {MAX_N}, got {t:?}"))
-                }),
-        }
-    }
-
-    /// A time: RFC 3339 or epoch seconds, ms.
-    fn time(&self, name: &str) -> Result<Option<u64>, ApiError> {
-        self.one(name)?
-            .map(|t| {
-                parse_rfc3339(t)
-                    .or_else(|_| TimeFormat::EpochSeconds.parse(t))
-                    .map_err(|_| {
-                        ApiError::bad(
-                            name,
-                            format!("expected RFC 3339 or epoch seconds, got {t:?}"),
-                        )
-                    })
-            })
-            .transpose()
-    }
-}
-
 /// An opened store and what its metadata says.
 struct Stored {
     store: Arc<RedbStore>,
     config: Arc<Config>,
     state: Vec<u8>,
-}
-
-/// The pipeline's health as the store's last checkpoint records it.
-pub struct Health {
-    /// Records counted over every run.
-    pub records: u64,
-    /// Malformed lines skipped over every run.
-    pub bad_lines: u64,
-    /// Whether the last run read its input to the end.
-    pub completed: bool,
-    /// The largest event time seen, ms.
-    pub max_time: Option<u64>,
-    /// Per metric, in config order.
-    pub metrics: Vec<MetricHealth>,
-    /// The input file read last, and where the last checkpoint left it (`None` for standard
-    /// input and message sources).
-    pub input: Option<InputMark>,
-}
-
-/// Where the last checkpoint left the input file read last.
-pub struct InputMark {
-    /// Its path, as the run read it.
-    pub path: String,
-    /// Its identity (device, inode), to tell it from a file put at the path since.
-    pub file: (u64, u64),
-    /// The offset of the next unread line.
-    pub offset: u64,
-}
-
-impl InputMark {
-    /// Bytes of the input not read as of the checkpoint: the file's size now less the
-    /// offset, or the whole of a new file at the path (`None`: no file there).
-    pub fn lag(&self) -> Option<u64> {
-        let m = std::fs::metadata(&self.path).ok()?;
-        Some(if file_id(&m) == self.file {
-            m.len().saturating_sub(self.offset)
-        } else {
-            m.len()
-        })
-    }
-}
-
-/// One metric's health.
-pub struct MetricHealth {
-    /// Events added.
-    pub events: u64,
-    /// Late events landed in their own open bucket.
-    pub late: u64,
-    /// Events past the lateness, dropped.
-    pub dropped: u64,
-    /// Events past the lateness, merged into their stored bucket.
-    pub merged: u64,
-    /// Buckets closed.
-    pub buckets: u64,
-    /// Alerts raised.
-    pub alerts: u64,
-    /// Keys held in memory by the writer at its checkpoint.
-    pub live_keys: u64,
-    /// Buckets starting before this are closed (ms).
-    pub watermark: Option<u64>,
-}
-
-impl Stored {
-    fn health(&self) -> Result<Health, ApiError> {
-        self.health_of(&self.state)
-    }
-
-    fn health_of(&self, state: &[u8]) -> Result<Health, ApiError> {
-        let damaged = |e: &dyn std::fmt::Display| {
-            ApiError::unavailable(format!("the store's run state is damaged: {e}"))
-        };
-        let state = RunState::from_bytes(state).map_err(|e| damaged(&e))?;
-        let engine =
-            Engine::restore(&self.config, &state.engine, &mut NoRows).map_err(|e| damaged(&e))?;
-        let metrics = (0..engine.metric_count())
-            .map(|i| {
-                let c = engine.counters(i);
-                MetricHealth {
-                    events: c.events,
-                    late: c.late,
-                    dropped: c.dropped,
-                    merged: c.merged,
-                    buckets: c.buckets,
-                    alerts: c.alerts,
-                    live_keys: engine.live_keys(i) as u64,
-                    watermark: engine.closed_until(i),
-                }
-            })
-            .collect();
-        Ok(Health {
-            records: state.records,
-            bad_lines: state.bad_lines,
-            completed: state.completed,
-            max_time: engine.max_time(),
-            metrics,
-            input: state
-                .files
-                .iter()
-                .max_by_key(|f| f.used)
-                .map(|f| InputMark {
-                    path: f.path.clone(),
-                    file: (f.dev, f.ino),
-                    offset: f.offset,
-                }),
-        })
-    }
-}
-
-/// A stored metric (or its rollup) as a window query sees it.
-pub struct MetricRef {
-    /// The stored name (`fanout`, `fanout@1h`).
-    pub name: String,
-    /// The kind's name.
-    pub kind: &'static str,
-    /// Bucket width, ms.
-    pub width: u64,
-    /// Retention, ms.
-    pub retention: u64,
-    /// The default window, ms.
-    pub window: u64,
-    /// The field of its rows' labelled answers (`item`, `quantile`).
-    pub part: Option<&'static str>,
-}
-
-/// The metric of a stored name (a metric's or its rollup's).
-pub fn metric_ref(config: &Config, name: &str) -> Option<MetricRef> {
-    config.metrics.iter().find_map(|m| {
-        let r = |name: String, width: u64, retention: u64, window: u64| MetricRef {
-            name,
-            kind: m.kind.name(),
-            width,
-            retention,
-            window,
-            part: m.kind.part(),
-        };
-        if m.name == name {
-            Some(r(m.name.clone(), m.bucket, m.retention, m.window))
-        } else {
-            match (m.rollup, m.rollup_name()) {
-                (Some(w), Some(n)) if n == name => Some(r(n, w, m.rollup_retention, w)),
-                _ => None,
-            }
-        }
-    })
-}
-
-/// Each metric's stored names: its own, and its rollup's.
-fn stored_tables(config: &Config) -> Vec<Vec<String>> {
-    config
-        .metrics
-        .iter()
-        .map(|m| {
-            std::iter::once(m.name.clone())
-                .chain(m.rollup_name())
-                .collect()
-        })
-        .collect()
-}
-
-/// A window question's parameters, read and bounded.
-pub struct WindowAsk {
-    /// The metric.
-    pub metric: MetricRef,
-    /// The window, ms.
-    pub window: u64,
-    /// The window's end, ms (`None`: the newest).
-    pub at: Option<u64>,
-    /// Quantiles asked (empty: the metric's).
-    pub quantiles: Vec<f64>,
-    /// Items per frequency row.
-    pub items: Option<usize>,
-}
-
-impl WindowAsk {
-    fn read(p: &Params, config: &Config) -> Result<WindowAsk, ApiError> {
-        let name = p.required("metric")?;
-        let metric = metric_ref(config, name).ok_or_else(|| {
-            let have: Vec<String> = stored_tables(config).into_iter().flatten().collect();
-            ApiError::no_metric(format!(
-                "no metric {name:?} in this store (it has {})",
-                have.join(", ")
-            ))
-        })?;
-        let window = match p.one("window")? {
-            None => metric.window,
-            Some(t) => parse_duration(t).filter(|&w| w > 0).ok_or_else(|| {
-                ApiError::bad(
-                    "window",
-                    format!("expected a duration like 5m or 1h, got {t:?}"),
-                )
-            })?,
-        };
-        if window > metric.retention {
-            return Err(ApiError::bad(
-                "window",
-                format!(
-                    "{} is longer than {}'s retention ({})",
-                    tidemark_stream::time::format_duration(window),
-                    metric.name,
-                    tidemark_stream::time::format_duration(metric.retention)
-                ),
-            ));
-        }
-        let mut quantiles = Vec::new();
-        for (_, v) in p.pairs.iter().filter(|(n, _)| n == "quantile") {
-            for q in v.split(',') {
-                let x = q
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| *x > 0.0 && *x <= 1.0)
-                    .ok_or_else(|| {
-                        ApiError::bad(
-                            "quantile",
-                            format!("expected a quantile in (0, 1] (0.99 is the p99), got {q:?}"),
-                        )
-                    })?;
-                quantiles.push(x);
-            }
-        }
-        if quantiles.len() > MAX_QUANTILES {
-            return Err(ApiError::bad(
-                "quantile",
-                format!("at most {MAX_QUANTILES} quantiles, got {}", quantiles.len()),
-            ));
-        }
-        if !quantiles.is_empty() && metric.part != Some("quantile") {
-            return Err(ApiError::bad(
-                "quantile",
-                format!(
-                    "only for a quantile metric; {} is a {} metric",
-                    metric.name, metric.kind
-                ),
-            ));
-        }
-        let items = match p.one("items")? {
-            None => None,
-            Some(_) if metric.part != Some("item") => {
-                return Err(ApiError::bad(
-                    "items",
-                    format!(
-                        "only for a frequency metric; {} is a {} metric",
-                        metric.name, metric.kind
-                    ),
-                ))
-            }
-            Some(_) => Some(p.count("items", 1)? as usize),
-        };
-        Ok(WindowAsk {
-            window,
-            at: p.time("at")?,
-            quantiles,
-            items,
-            metric,
-        })
-    }
-
-    /// The stream crate's window answer, its errors as the API's.
-    fn run(
-        &self,
-        store: &dyn Store,
-        key: Option<&[u8]>,
-        top: Option<usize>,
-        at: Option<u64>,
-    ) -> Result<Answer, ApiError> {
-        let ask = Ask {
-            quantiles: (!self.quantiles.is_empty()).then_some(&self.quantiles[..]),
-        };
-        query::window_asking(store, &self.metric.name, self.window, at, key, top, &ask).map_err(
-            |e| match e {
-                QueryError::NoMetric { .. } => ApiError::no_metric(e.to_string()),
-                QueryError::BadWindow { .. } => ApiError::bad("window", e.to_string()),
-                QueryError::BeforeRetention { .. } if at.is_some() => {
-                    ApiError::bad("at", e.to_string())
-                }
-                QueryError::BeforeRetention { .. } => ApiError::bad("window", e.to_string()),
-                QueryError::Empty | QueryError::Store(_) | QueryError::Corrupt { .. } => {
-                    ApiError::unavailable(format!("the store cannot be read: {e}"))
-                }
-                e => ApiError::status(500, e.to_string()),
-            },
-        )
-    }
-}
-
-/// A window answer: its window and its rows.
-fn answer_json(w: &WindowAsk, a: &Answer) -> Value {
-    json!({
-        "metric": w.metric.name,
-        "kind": a.kind,
-        "from": format_rfc3339(a.from),
-        "to": format_rfc3339(a.to),
-        "clipped": a.clipped,
-        "rows": rows(w, a),
-    })
-}
-
-/// The rows `tidemark query --json` prints for `a`: one per key, or per labelled answer of a
-/// key that has them.
-pub fn rows(w: &WindowAsk, a: &Answer) -> Vec<Value> {
-    let mut out = Vec::new();
-    for row in &a.rows {
-        let line = |label: Option<(&str, &Label)>, e: &Estimate| {
-            let mut o = Map::new();
-            o.insert("metric".into(), w.metric.name.clone().into());
-            o.insert("key".into(), row.key.clone().into());
-            match label {
-                Some((field, Label::Text(t))) => o.insert(field.into(), t.clone().into()),
-                Some((field, Label::Number(x))) => o.insert(field.into(), json!(x)),
-                None => None,
-            };
-            o.insert("from".into(), format_rfc3339(a.from).into());
-            o.insert("to".into(), format_rfc3339(a.to).into());
-            estimate_fields(&mut o, e);
-            if let Some(events) = row.events {
-                o.insert("events".into(), events.into());
-            }
-            o.insert("buckets".into(), row.buckets.into());
-            o.insert("partial".into(), row.partial.into());
-            Value::Object(o)
-        };
-        match a.part {
-            Some(field) if !row.parts.is_empty() => {
-                let keep = w.items.unwrap_or(usize::MAX).min(row.parts.len());
-                for (label, e) in &row.parts[..keep] {
-                    out.push(line(Some((field, label)), e));
-                }
-            }
-            _ => out.push(line(None, &row.estimate)),
-        }
-    }
-    out
-}
-
-/// `estimate`, `low`, `high`, `confidence` and `method`.
-fn estimate_fields(o: &mut Map<String, Value>, e: &Estimate) {
-    o.insert("estimate".into(), json!(e.value));
-    o.insert("low".into(), json!(e.low));
-    o.insert("high".into(), json!(e.high));
-    o.insert("confidence".into(), json!(e.confidence()));
-    o.insert("method".into(), e.method.to_string().into());
-}
-
-/// A metric's configuration for `/api/v1/metrics`.
-fn metric_json(m: &MetricConfig, tables: Option<&Vec<String>>, h: &MetricHealth) -> Value {
-    let secs = |ms: u64| json!(ms as f64 / 1000.0);
-    let mut o = Map::new();
-    o.insert("metric".into(), m.name.clone().into());
-    o.insert("kind".into(), m.kind.name().into());
-    if let Some(part) = m.kind.part() {
-        o.insert("part".into(), part.into());
-    }
-    o.insert("key".into(), json!(m.key));
-    if !m.item.is_empty() {
-        o.insert("item".into(), json!(m.item));
-    }
-    if let Some(v) = &m.value {
-        o.insert("value".into(), v.clone().into());
-    }
-    o.insert("bucket_s".into(), secs(m.bucket));
-    o.insert("window_s".into(), secs(m.window));
-    o.insert("retention_s".into(), secs(m.retention));
-    if let (Some(w), Some(name)) = (m.rollup, m.rollup_name()) {
-        o.insert(
-            "rollup".into(),
-            json!({"metric": name, "bucket_s": secs(w), "retention_s": secs(m.rollup_retention)}),
-        );
-    }
-    o.insert("allowed_lateness_s".into(), secs(m.allowed_lateness));
-    o.insert(
-        "late".into(),
-        match m.late {
-            LatePolicy::Drop => "drop",
-            LatePolicy::Merge => "merge",
-        }
-        .into(),
-    );
-    let alerts: Vec<Value> = m
-        .alerts
-        .iter()
-        .map(|a| {
-            let mut r = Map::new();
-            r.insert("threshold".into(), json!(a.above));
-            // In standard errors of the estimate (0 for exact and guaranteed answers).
-            r.insert("margin".into(), json!(a.margin));
-            r.insert("consecutive".into(), a.consecutive.into());
-            r.insert("early".into(), a.early.into());
-            if let Some(q) = a.quantile {
-                r.insert("quantile".into(), json!(q));
-            }
-            Value::Object(r)
-        })
-        .collect();
-    o.insert("alerts".into(), alerts.into());
-    if let Some(t) = tables {
-        o.insert("tables".into(), json!(t));
-    }
-    if let Some(wm) = h.watermark {
-        o.insert("watermark".into(), format_rfc3339(wm).into());
-    }
-    o.insert("live_keys".into(), h.live_keys.into());
-    Value::Object(o)
 }
 
 #[cfg(test)]
@@ -1099,35 +530,5 @@ mod tests {
         assert!(!same(b"secrets", b"secret"));
         assert!(!same(b"", b"secret"));
         assert!(!same(b"secreT", b"secret"));
-    }
-
-    #[test]
-    fn parameters_are_checked_by_name() {
-        let p = Params {
-            pairs: http::parse_query("metric=a&n=0&n=3&bogus=1").unwrap(),
-        };
-        assert_eq!(
-            p.only(&["metric", "n"]).unwrap_err().parameter.as_deref(),
-            Some("n")
-        );
-        assert_eq!(
-            p.only(&["metric", "n", "x"])
-                .unwrap_err()
-                .parameter
-                .as_deref(),
-            Some("n")
-        );
-        let p = Params {
-            pairs: http::parse_query("n=0").unwrap(),
-        };
-        assert_eq!(p.count("n", 10).unwrap_err().status, 400);
-        let p = Params {
-            pairs: http::parse_query("n=1001").unwrap(),
-        };
-        assert!(p.count("n", 10).is_err());
-        let p = Params {
-            pairs: http::parse_query("at=yesterday").unwrap(),
-        };
-        assert_eq!(p.time("at").unwrap_err().parameter.as_deref(), Some("at"));
     }
 }

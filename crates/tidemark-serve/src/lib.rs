@@ -34,7 +34,7 @@
 //!
 //! # What a request costs
 //!
-//! A one-key answer (`/api/v1/query`, each point of `/api/v1/series`) reads that key's entry
+//! A one-key answer (`/api/v1/query`) reads that key's entry
 //! at each bucket start of the window, not every key's; each start is verified against its
 //! digest once (read whole) and then checked against what was verified
 //! ([`tidemark_stream::store::VerifiedStarts`]), so the first read of a start after it
@@ -43,6 +43,9 @@
 //! (the store's seal, and the file's identity, length and modification time, unchanged), and
 //! computed once however many requests ask at once. While something scrapes, a thread
 //! computes `/metrics`' answer ahead after each checkpoint, so scrapes find it ready.
+//! `/api/v1/series` reads its key's buckets once for all its points, and is refused (400)
+//! beyond [`series::MAX_SERIES_BUCKETS`] bucket merges, its points × its window's buckets
+//! ([`series`]).
 //!
 //! # Safety
 //!
@@ -53,10 +56,15 @@
 //! in number ([`Options::workers`], [`Options::queue`]); every query parameter is bounded.
 
 pub mod api;
+mod ask;
 mod error;
+mod health;
 pub mod http;
 mod live;
+mod params;
 pub mod prom;
+mod render;
+pub mod series;
 mod server;
 
 use std::path::PathBuf;

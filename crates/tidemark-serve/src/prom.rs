@@ -29,7 +29,8 @@
 //! Names follow Prometheus's conventions: `tidemark_` first, counters end in `_total`, times
 //! are seconds since the epoch (`_timestamp_seconds`), sizes bytes. Metric names may hold
 //! `-` and `.`, which a Prometheus name cannot: both become `_`, and a name that would then
-//! repeat another's gets the metric's position as a suffix. Label values are escaped as the
+//! repeat an earlier metric's gets `_2` (or `_3`, …: the first unused) after the sanitized
+//! name, in config order ([`family_names`]). Label values are escaped as the
 //! format asks (`\\`, `\"`, `\n`).
 
 use std::fmt::Write as _;
@@ -38,8 +39,8 @@ use tidemark_stream::config::Config;
 use tidemark_stream::query::{self, Label, QueryError};
 use tidemark_stream::store::Store;
 
-use crate::api::{Health, MetricHealth};
 use crate::error::ApiError;
+use crate::health::{Health, MetricHealth};
 
 /// The exposition text for a scrape.
 pub fn exposition(
@@ -58,13 +59,7 @@ pub fn exposition(
 /// costs (a scan of each metric's window); the server keeps it until the next checkpoint.
 pub fn estimates(store: &dyn Store, config: &Config, top: usize) -> Result<String, ApiError> {
     let mut out = String::with_capacity(64 * 1024);
-    let mut names: Vec<String> = Vec::new();
-    for (i, m) in config.metrics.iter().enumerate() {
-        let mut family = format!("tidemark_{}_estimate", sanitize(&m.name));
-        if names.contains(&family) {
-            family = format!("tidemark_{}_{i}_estimate", sanitize(&m.name));
-        }
-        names.push(family.clone());
+    for (m, family) in config.metrics.iter().zip(family_names(config)) {
         let answer = match query::window(store, &m.name, m.window, None, None, Some(top)) {
             Ok(a) => Some(a),
             // Nothing stored in the retention yet: the family is declared without samples.
@@ -113,6 +108,24 @@ pub fn estimates(store: &dyn Store, config: &Config, top: usize) -> Result<Strin
         }
     }
     Ok(out)
+}
+
+/// Each metric's estimate family name, in config order: `tidemark_NAME_estimate` with the
+/// name sanitized, and when that is taken by an earlier metric's (`a.b` and `a_b` both
+/// sanitize to `a_b`), `tidemark_NAME_2_estimate`, `_3`, … — the first not taken.
+pub fn family_names(config: &Config) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(config.metrics.len());
+    for m in &config.metrics {
+        let base = sanitize(&m.name);
+        let mut family = format!("tidemark_{base}_estimate");
+        let mut n = 2u64;
+        while names.contains(&family) {
+            family = format!("tidemark_{base}_{n}_estimate");
+            n += 1;
+        }
+        names.push(family);
+    }
+    names
 }
 
 /// The health families.
@@ -327,5 +340,32 @@ mod tests {
         assert_eq!(number(f64::NAN), "NaN");
         assert_eq!(number(2.5), "2.5");
         assert_eq!(sanitize("fan-out.v2"), "fan_out_v2");
+    }
+
+    #[test]
+    fn family_names_are_unique_in_config_order() {
+        let metric = |name: &str| {
+            format!(
+                "[[metric]]\nname = \"{name}\"\nkind = \"count\"\nkey = [\"k\"]\n\
+                 bucket = \"1m\"\nwindow = \"5m\"\n"
+            )
+        };
+        let text = format!(
+            "[input]\nformat = \"csv\"\ntime_field = \"ts\"\n{}{}{}{}",
+            metric("a_b_2"),
+            metric("a.b"),
+            metric("a_b"),
+            metric("a-b")
+        );
+        let config = Config::from_toml(&text).unwrap();
+        assert_eq!(
+            family_names(&config),
+            [
+                "tidemark_a_b_2_estimate",
+                "tidemark_a_b_estimate",
+                "tidemark_a_b_3_estimate",
+                "tidemark_a_b_4_estimate"
+            ]
+        );
     }
 }
