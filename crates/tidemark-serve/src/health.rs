@@ -2,7 +2,7 @@
 //! `/metrics` report beside the estimates. Below both [`crate::api`] and [`crate::prom`].
 
 use tidemark_stream::config::Config;
-use tidemark_stream::engine::{Engine, NoRows};
+use tidemark_stream::engine::{Counters, Engine, NoRows};
 use tidemark_stream::pipeline::RunState;
 
 use crate::error::ApiError;
@@ -65,18 +65,8 @@ impl InputMark {
 
 /// One metric's health.
 pub struct MetricHealth {
-    /// Events added.
-    pub events: u64,
-    /// Late events landed in their own open bucket.
-    pub late: u64,
-    /// Events past the lateness, dropped.
-    pub dropped: u64,
-    /// Events past the lateness, merged into their stored bucket.
-    pub merged: u64,
-    /// Buckets closed.
-    pub buckets: u64,
-    /// Alerts raised.
-    pub alerts: u64,
+    /// The engine's counters: events, late, dropped, merged, buckets closed, alerts.
+    pub counters: Counters,
     /// Keys held in memory by the writer at its checkpoint.
     pub live_keys: u64,
     /// Buckets starting before this are closed (ms).
@@ -93,18 +83,10 @@ impl Health {
         let engine =
             Engine::restore(config, &state.engine, &mut NoRows).map_err(|e| damaged(&e))?;
         let metrics = (0..engine.metric_count())
-            .map(|i| {
-                let c = engine.counters(i);
-                MetricHealth {
-                    events: c.events,
-                    late: c.late,
-                    dropped: c.dropped,
-                    merged: c.merged,
-                    buckets: c.buckets,
-                    alerts: c.alerts,
-                    live_keys: engine.live_keys(i) as u64,
-                    watermark: engine.closed_until(i),
-                }
+            .map(|i| MetricHealth {
+                counters: engine.counters(i),
+                live_keys: engine.live_keys(i) as u64,
+                watermark: engine.closed_until(i),
             })
             .collect();
         Ok(Health {
