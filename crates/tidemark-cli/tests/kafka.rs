@@ -981,3 +981,146 @@ connect_timeout = "2s"
     // Nothing was committed: a later run starts afresh.
     assert!(!db.exists() || RedbStore::open(&db).unwrap().meta().unwrap().is_none());
 }
+
+/// `tidemark run --until-end` with a wall-clock limit: the output, or `None` when the run
+/// was still going at `limit` (it is killed then). The limit bounds a hang; it measures
+/// nothing.
+fn run_until_end_within(args: &[&str], limit: Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// A config reading JSON messages by key, for the `--until-end` tests below.
+const COUNT_CONFIG: &str = r#"
+[input]
+format = "jsonl"
+time_field = "@timestamp"
+
+[[metric]]
+name = "c"
+kind = "count"
+key = ["@key"]
+bucket = "1m"
+window = "1m"
+
+[source]
+kind = "kafka"
+[source.properties]
+"session.timeout.ms" = 6000
+"heartbeat.interval.ms" = 500
+"statistics.interval.ms" = 200
+"#;
+
+#[test]
+fn until_end_ends_on_two_empty_topics() {
+    let Some(tansu) = tansu("until_end_ends_on_two_empty_topics") else {
+        return;
+    };
+    let broker = Broker::start(&tansu);
+    let brokers = broker.address();
+    create_topic(&brokers, "e1", 1);
+    create_topic(&brokers, "e2", 1);
+    let d = dir("kafka-two-empty");
+    let config = d.join("empty.toml");
+    std::fs::write(&config, COUNT_CONFIG).unwrap();
+    let db = d.join("empty.db");
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&db),
+        "--brokers",
+        &brokers,
+        "--topic",
+        "e1",
+        "--topic",
+        "e2",
+        "--until-end",
+        "--close",
+        "--json",
+    ];
+    let out = run_until_end_within(&args, Duration::from_secs(90))
+        .expect("--until-end on two empty topics ends");
+    ok(&out);
+    assert_eq!(summary(&out)["records"], 0);
+}
+
+#[test]
+fn until_end_ends_on_a_transactional_producers_topic() {
+    let Some(tansu) = tansu("until_end_ends_on_a_transactional_producers_topic") else {
+        return;
+    };
+    let broker = Broker::start(&tansu);
+    let brokers = broker.address();
+    let topic = "txn";
+    create_topic(&brokers, topic, 1);
+    // Five messages in one transaction: its commit marker takes offset 5, so the end is 6
+    // while the next message's offset is 5.
+    let producer: rdkafka::producer::BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .set("transactional.id", "tidemark-test-txn")
+        .create()
+        .expect("transactional producer");
+    let timeout = Duration::from_secs(20);
+    producer
+        .init_transactions(timeout)
+        .expect("init_transactions");
+    producer.begin_transaction().expect("begin_transaction");
+    for i in 0..5 {
+        let value = format!(r#"{{"n": {i}}}"#);
+        let key = format!("k{i}");
+        producer
+            .send(
+                BaseRecord::to(topic)
+                    .partition(0)
+                    .key(&key)
+                    .payload(&value)
+                    .timestamp(1_700_000_000_000 + i),
+            )
+            .map_err(|(error, _)| error)
+            .expect("send");
+    }
+    producer
+        .commit_transaction(timeout)
+        .expect("commit_transaction");
+    drop(producer);
+
+    let d = dir("kafka-transactional");
+    let config = d.join("txn.toml");
+    std::fs::write(&config, COUNT_CONFIG).unwrap();
+    let db = d.join("txn.db");
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&db),
+        "--brokers",
+        &brokers,
+        "--topic",
+        topic,
+        "--until-end",
+        "--close",
+        "--json",
+    ];
+    let out = run_until_end_within(&args, Duration::from_secs(90))
+        .expect("--until-end on a transactional producer's topic ends");
+    ok(&out);
+    assert_eq!(summary(&out)["records"], 5);
+}

@@ -40,6 +40,9 @@ pub(crate) struct Seen {
     pub(crate) end: Option<i64>,
     /// The next offset the client hands to the application.
     pub(crate) app: Option<i64>,
+    /// The offset at which the client last signalled the end of this partition (per topic and
+    /// partition, unlike the end-of-partition event, which names only the number).
+    pub(crate) eof: Option<i64>,
 }
 
 /// What the callbacks saw.
@@ -146,6 +149,7 @@ impl ClientContext for Context {
                     Seen {
                         end,
                         app: valid(p.app_offset),
+                        eof: valid(p.eof_offset),
                     },
                 );
             }

@@ -51,6 +51,10 @@ struct Lane {
     finished: bool,
     /// A message was delivered since the partition was assigned.
     delivered: bool,
+    /// An end-of-partition event with this lane's number came (since the assignment or the
+    /// last seek) that could not be told apart from another topic's: the client's statistics,
+    /// which name the topic, settle it.
+    eof_seen: bool,
 }
 
 /// One assigned partition's lag, as [`KafkaSource::lag`] reports it.
@@ -247,6 +251,7 @@ impl KafkaSource {
                         })?;
                     lane.next = Some(offset);
                     lane.finished = false;
+                    lane.eof_seen = false;
                     self.ended = false;
                 }
             }
@@ -465,28 +470,69 @@ impl KafkaSource {
     }
 
     /// An end-of-partition event: the client delivered everything of a partition numbered
-    /// `number` up to its current end. rdkafka names only the number, not the topic, so with
-    /// several topics the event settles a partition only when one unfinished partition has
-    /// that number; the others finish when a delivered message reaches their end.
+    /// `number` up to its current end (which is at or past the end frozen at start), control
+    /// records included. rdkafka names only the number, not the topic. When one assigned
+    /// partition has that number, the event is its own and finishes it, whether or not it
+    /// delivered messages (a transaction's commit marker takes the last offset, so the last
+    /// message's next offset stays below the end). When several have it, the event finishes
+    /// each unfinished one whose position has reached its end, or that has no message fetched
+    /// and an end of 0; the others are settled by the client's statistics, whose end signal
+    /// names the topic (see `check_end`).
     fn on_eof(&mut self, number: i32) {
         if !self.config.until_end {
             return;
         }
-        let mut candidates = self
+        let same: Vec<Partition> = self
             .lanes
-            .iter_mut()
-            .filter(|(p, lane)| p.partition == number && !lane.finished);
-        let (Some((partition, lane)), None) = (candidates.next(), candidates.next()) else {
-            return;
-        };
-        // Nothing delivered since the assignment and nothing left before the current end,
-        // which is at or past the end seen at start: nothing to read.
-        if !lane.delivered {
-            lane.finished = true;
+            .keys()
+            .filter(|p| p.partition == number)
+            .cloned()
+            .collect();
+        let positions = self.consumer.position().ok();
+        let mut to_finish = Vec::new();
+        for partition in &same {
+            let Some(lane) = self.lanes.get_mut(partition) else {
+                continue;
+            };
+            if lane.finished {
+                continue;
+            }
+            if same.len() == 1 {
+                to_finish.push(partition.clone());
+                continue;
+            }
+            lane.eof_seen = true;
+            let seen = self.consumer.context().seen(partition);
+            let client = positions.as_ref().and_then(|list| {
+                match list
+                    .find_partition(&partition.topic, partition.partition)?
+                    .offset()
+                {
+                    Offset::Offset(at) if at >= 0 => Some(at),
+                    _ => None,
+                }
+            });
+            // The statistics' position only once this assignment delivered: one from before
+            // a seek could be ahead of it.
+            let app = seen.app.filter(|_| lane.delivered);
+            let position = [lane.next, client, app].into_iter().flatten().max();
+            let end = lane.end.or(seen.end);
+            let reached = position.is_some_and(|at| end.is_some_and(|end| at >= end));
+            // No message fetched, of a partition known to have none to read: one whose end
+            // is not known yet, or that may have messages not fetched yet, is left to the
+            // statistics rather than risk finishing it unread.
+            let nothing_fetched = !lane.delivered && position.is_none() && end == Some(0);
+            if reached || nothing_fetched {
+                to_finish.push(partition.clone());
+            }
+        }
+        for partition in &to_finish {
+            if let Some(lane) = self.lanes.get_mut(partition) {
+                lane.finished = true;
+            }
             self.clock.finish(partition);
-            let partition = partition.clone();
             // A pause failing only lets later messages be fetched, to be dropped at arrival.
-            drop(self.pause(&partition));
+            drop(self.pause(partition));
         }
     }
 
@@ -647,7 +693,12 @@ impl KafkaSource {
                 lane.end = seen.end;
             }
             let Some(end) = lane.end else { continue };
-            if lane.next.is_some_and(|at| at >= end) {
+            // The client's position counts control records (a transaction's commit marker)
+            // that no delivered message does; an end-of-partition event that could not be
+            // told apart is settled by the statistics' per-partition end signal.
+            let position = lane.next.max(seen.app.filter(|_| lane.delivered));
+            let eof = lane.eof_seen && seen.eof.is_some_and(|at| at >= end);
+            if position.is_some_and(|at| at >= end) || eof {
                 lane.finished = true;
                 self.clock.finish(partition);
                 to_pause.push(partition.clone());

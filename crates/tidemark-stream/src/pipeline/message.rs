@@ -35,7 +35,7 @@
 //!   [`Polled::End`] ends the run (the end offsets seen at start, for a backfill).
 
 use super::line::{Line, LineSource, Next};
-use super::state::{PartitionMark, RunState};
+use super::state::{PartitionMark, RunState, MAX_PARTITIONS};
 use super::PartitionReport;
 use crate::RunError;
 
@@ -222,6 +222,33 @@ impl LineSource for MessageLines<'_> {
             Polled::Checkpoint => return Ok(Next::Checkpoint),
             Polled::Message(m) => m,
         };
+        // What the run state could not keep (and the store would refuse to reopen) is refused
+        // here, before anything of it is counted or committed.
+        if let Some(why) = PartitionMark::refusal(m.topic, m.partition, m.offset) {
+            return Err(RunError::Source {
+                name: self.name.clone(),
+                source: format!(
+                    "a message at topic {} partition {} offset {} has {why}",
+                    m.topic, m.partition, m.offset
+                )
+                .into(),
+            });
+        }
+        let new = self
+            .marks
+            .binary_search_by(|k| (k.topic.as_str(), k.partition).cmp(&(m.topic, m.partition)))
+            .is_err();
+        if new && self.marks.len() >= MAX_PARTITIONS {
+            return Err(RunError::Source {
+                name: self.name.clone(),
+                source: format!(
+                    "a message at topic {} partition {} offset {}: more than {MAX_PARTITIONS} \
+                     partitions",
+                    m.topic, m.partition, m.offset
+                )
+                .into(),
+            });
+        }
         let i = mark_index(&mut self.marks, &mut self.last, m.topic, m.partition);
         self.marks[i].offset = m.offset.saturating_add(1);
         self.last = Some((i, m.offset));
@@ -236,8 +263,12 @@ impl LineSource for MessageLines<'_> {
     }
 
     fn save_position(&mut self, state: &mut RunState) -> Result<(), RunError> {
-        state.set_partitions(&self.marks);
-        Ok(())
+        state
+            .set_partitions(&self.marks)
+            .map_err(|why| RunError::Source {
+                name: self.name.clone(),
+                source: why.into(),
+            })
     }
 
     fn bad(&self, _number: u64, message: String) -> RunError {
@@ -467,5 +498,60 @@ columns = ["k"]
         let state = RunState::from_bytes(&store.meta().unwrap().unwrap().state).unwrap();
         assert_eq!(state.records, 6);
         assert_eq!(state.partitions, [mark(0, 10), mark(1, 5)]);
+    }
+
+    /// A source reporting a negative offset is refused where the message arrives, named by
+    /// source, topic, partition and offset; nothing of it is committed, and the store reopens
+    /// for the next run.
+    #[test]
+    fn a_negative_offset_is_refused_and_the_store_still_reopens() {
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut store = MemStore::default();
+        let heard = Rc::new(RefCell::new(Heard::default()));
+        let steps = vec![
+            Step::Msg(0, 1, "a", "x"),
+            Step::Checkpoint,
+            Step::Msg(0, -5, "a", "x"),
+        ];
+        let err = run(
+            &config,
+            &mut store,
+            RunOptions {
+                messages: Some(script(steps, &heard)),
+                ..RunOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, RunError::Source { name, .. } if name == "script"),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("script: ")
+                && text.contains("topic t partition 0 offset -5")
+                && text.contains("negative offset"),
+            "{text}"
+        );
+        if let Some(meta) = store.meta().unwrap() {
+            let state = RunState::from_bytes(&meta.state).unwrap();
+            assert!(state.partitions.iter().all(|m| m.offset >= 0), "{state:?}");
+        }
+
+        let heard = Rc::new(RefCell::new(Heard::default()));
+        let report = run(
+            &config,
+            &mut store,
+            RunOptions {
+                messages: Some(script(vec![Step::Msg(0, 2, "b", "y")], &heard)),
+                ..RunOptions::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(report.records >= 1);
+        let state = RunState::from_bytes(&store.meta().unwrap().unwrap().state).unwrap();
+        assert_eq!(state.partitions, [mark(0, 3)]);
     }
 }

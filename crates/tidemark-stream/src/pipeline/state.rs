@@ -67,8 +67,33 @@ pub struct PartitionMark {
     pub offset: i64,
 }
 
-/// How many partitions the state remembers.
+/// How many partitions the state remembers (the writer refuses more, the reader too).
 pub const MAX_PARTITIONS: usize = 100_000;
+
+/// The longest topic name, in bytes, the state keeps (the writer refuses longer, the reader
+/// too).
+pub const MAX_TOPIC_LEN: usize = 1 << 10;
+
+impl PartitionMark {
+    /// Why the state cannot keep a partition `partition` of `topic` at `offset`, if it cannot:
+    /// a topic over [`MAX_TOPIC_LEN`] bytes, a negative partition or a negative offset. The
+    /// one check of the writer ([`RunState::set_partitions`]), the reader
+    /// ([`RunState::from_bytes`]) and a message source's messages as they arrive.
+    pub fn refusal(topic: &str, partition: i32, offset: i64) -> Option<String> {
+        if topic.len() > MAX_TOPIC_LEN {
+            Some(format!(
+                "a topic name of {} bytes (at most {MAX_TOPIC_LEN})",
+                topic.len()
+            ))
+        } else if partition < 0 {
+            Some(format!("a negative partition ({partition})"))
+        } else if offset < 0 {
+            Some(format!("a negative offset ({offset})"))
+        } else {
+            None
+        }
+    }
+}
 
 /// The state committed with each batch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,17 +177,37 @@ impl RunState {
         }
     }
 
-    /// Records where partitions stand (replacing their earlier marks).
-    pub fn set_partitions<'m>(&mut self, marks: impl IntoIterator<Item = &'m PartitionMark>) {
+    /// Records where partitions stand (replacing their earlier marks). A mark the state could
+    /// not read back ([`PartitionMark::refusal`]), or one partition more than
+    /// [`MAX_PARTITIONS`], is refused, and the marks before it kept.
+    pub fn set_partitions<'m>(
+        &mut self,
+        marks: impl IntoIterator<Item = &'m PartitionMark>,
+    ) -> Result<(), String> {
         for mark in marks {
+            if let Some(why) = PartitionMark::refusal(&mark.topic, mark.partition, mark.offset) {
+                return Err(format!(
+                    "topic {} partition {} offset {}: {why}",
+                    mark.topic, mark.partition, mark.offset
+                ));
+            }
             let at = self.partitions.binary_search_by(|m| {
                 (m.topic.as_str(), m.partition).cmp(&(&mark.topic, mark.partition))
             });
             match at {
                 Ok(i) => self.partitions[i].offset = mark.offset,
-                Err(i) => self.partitions.insert(i, mark.clone()),
+                Err(i) => {
+                    if self.partitions.len() >= MAX_PARTITIONS {
+                        return Err(format!(
+                            "topic {} partition {}: more than {MAX_PARTITIONS} partitions",
+                            mark.topic, mark.partition
+                        ));
+                    }
+                    self.partitions.insert(i, mark.clone());
+                }
             }
         }
+        Ok(())
     }
 
     /// Encodes the state (version 5).
@@ -266,7 +311,7 @@ impl RunState {
                     let n = r.count("partitions", 25, MAX_PARTITIONS as u64)?;
                     for _ in 0..n {
                         let off = r.offset();
-                        let len = r.count("partition topic", 1, 1 << 10)?;
+                        let len = r.count("partition topic", 1, MAX_TOPIC_LEN as u64)?;
                         let topic = r.bytes(len as u64, "partition topic")?;
                         let topic = String::from_utf8(topic.to_vec()).map_err(|_| {
                             Reader::invalid("partition topic", off, "UTF-8", len as u64)
@@ -281,6 +326,14 @@ impl RunState {
                         let offset = i64::try_from(offset).map_err(|_| {
                             Reader::invalid("partition offset", off, "at most i64::MAX", offset)
                         })?;
+                        if PartitionMark::refusal(&topic, partition, offset).is_some() {
+                            return Err(Reader::invalid(
+                                "partition",
+                                off,
+                                "a partition and offset of at least 0",
+                                offset as u64,
+                            ));
+                        }
                         let mark = PartitionMark {
                             topic,
                             partition,
@@ -392,8 +445,9 @@ mod tests {
             partition,
             offset,
         };
-        s.set_partitions(&[mark("b", 1, 10), mark("a", 2, 5), mark("a", 0, 7)]);
-        s.set_partitions(&[mark("a", 2, 6)]);
+        s.set_partitions(&[mark("b", 1, 10), mark("a", 2, 5), mark("a", 0, 7)])
+            .unwrap();
+        s.set_partitions(&[mark("a", 2, 6)]).unwrap();
         assert_eq!(
             s.partitions,
             [mark("a", 0, 7), mark("a", 2, 6), mark("b", 1, 10)]
@@ -416,5 +470,48 @@ mod tests {
         let mut twice = s.clone();
         twice.partitions[1] = mark("a", 0, 1);
         assert!(RunState::from_bytes(&twice.to_bytes()).is_err());
+    }
+
+    /// What the writer keeps at the limits the reader reads back; past them the writer
+    /// refuses, and a state encoded past them anyway is refused by the reader.
+    #[test]
+    fn writer_and_reader_share_the_partition_limits() {
+        let mark = |topic: &str, partition, offset| PartitionMark {
+            topic: topic.into(),
+            partition,
+            offset,
+        };
+        let long = "t".repeat(MAX_TOPIC_LEN);
+        let mut s = RunState {
+            engine: vec![1],
+            ..RunState::default()
+        };
+        s.set_partitions(&[mark(&long, i32::MAX, i64::MAX), mark("a", 0, 0)])
+            .unwrap();
+        assert_eq!(RunState::from_bytes(&s.to_bytes()).unwrap(), s);
+
+        let too_long = "t".repeat(MAX_TOPIC_LEN + 1);
+        for bad in [mark(&too_long, 0, 1), mark("a", -1, 1), mark("a", 1, -5)] {
+            let mut t = s.clone();
+            let error = t.set_partitions(std::slice::from_ref(&bad)).unwrap_err();
+            assert!(error.contains(&format!("offset {}", bad.offset)), "{error}");
+            assert_eq!(t, s, "nothing of a refused mark is kept");
+            // Encoded anyway (the field is public): the reader refuses it.
+            let mut forced = s.clone();
+            forced.partitions.insert(0, bad);
+            forced.partitions.sort();
+            assert!(RunState::from_bytes(&forced.to_bytes()).is_err());
+        }
+
+        let mut full = RunState::default();
+        let many: Vec<PartitionMark> = (0..MAX_PARTITIONS as i32)
+            .map(|p| mark("m", p, 1))
+            .collect();
+        full.set_partitions(&many).unwrap();
+        assert!(full
+            .set_partitions(&[mark("m", MAX_PARTITIONS as i32, 1)])
+            .is_err());
+        assert!(full.set_partitions(&[mark("m", 0, 2)]).is_ok());
+        assert_eq!(RunState::from_bytes(&full.to_bytes()).unwrap(), full);
     }
 }
