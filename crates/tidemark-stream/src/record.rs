@@ -59,7 +59,6 @@ fn err(message: impl Into<String>) -> RecordError {
     }
 }
 
-
 /// A CSV column index naming a message's key or timestamp rather than a column.
 const KEY_COLUMN: usize = usize::MAX;
 const TIMESTAMP_COLUMN: usize = usize::MAX - 1;
