@@ -1099,7 +1099,10 @@ value = ",
         ))
         .expect("a schema instead of alpha");
         let Kind::Quantile(s) = schema.metrics[0].kind else {
-            panic!()
+            panic!(
+                "a quantile metric with a schema: {:?}",
+                schema.metrics[0].kind
+            )
         };
         assert!(
             (s.mapping.alpha() - 0.0108).abs() < 1e-4,

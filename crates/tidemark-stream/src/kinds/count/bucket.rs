@@ -18,7 +18,7 @@ pub struct CountBucket {
 
 impl CountBucket {
     /// An empty bucket. `start` is a multiple of `width`.
-    pub fn new(start: u64, width: u64) -> CountBucket {
+    pub(crate) fn new(start: u64, width: u64) -> CountBucket {
         debug_assert!(width > 0 && start % width == 0);
         CountBucket {
             start,
@@ -29,7 +29,7 @@ impl CountBucket {
 
     /// A bucket holding `count` events (at most [`MAX_BUCKET_COUNT`], as a stored count is
     /// checked to be).
-    pub fn holding(start: u64, width: u64, count: u64) -> CountBucket {
+    pub(crate) fn holding(start: u64, width: u64, count: u64) -> CountBucket {
         debug_assert!(count <= MAX_BUCKET_COUNT);
         CountBucket {
             count,
@@ -147,11 +147,14 @@ impl BucketSummary for CountBucket {
     }
 
     fn to_bytes(&self) -> Vec<u8> {
-        let mut b = BlockCounter::with_block(Window::Ticks(self.width), self.width)
-            .expect("a positive width is a valid block");
+        let mut b = BlockCounter::with_block(Window::Ticks(self.width), self.width).expect(
+            "a bucket's width is its metric's (Config::from_toml refuses a zero or oversized \
+                 bucket) or a decoded counter's own: a valid window and its one block",
+        );
         if self.count > 0 {
-            b.record_value(self.start, self.count)
-                .expect("a fresh ticks counter takes any tick");
+            b.record_value(self.start, self.count).expect(
+                "a counter that has seen no tick yet takes any tick: nothing to be older than",
+            );
         }
         b.to_bytes()
     }

@@ -15,9 +15,12 @@ pub struct CountWindow {
 
 impl CountWindow {
     /// A window of `window` ms within relative error ε/2.
-    pub fn new(window: u64, epsilon: f64) -> CountWindow {
+    pub(crate) fn new(window: u64, epsilon: f64) -> CountWindow {
         CountWindow {
-            hist: ExpHistogram::ticks(window, epsilon).expect("validated by the config"),
+            hist: ExpHistogram::ticks(window, epsilon).expect(
+                "a count metric's window and ε come from Config::from_toml, which refuses what \
+                 ExpHistogram::ticks would",
+            ),
         }
     }
 

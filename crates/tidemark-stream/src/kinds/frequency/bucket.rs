@@ -18,11 +18,12 @@ pub struct FrequencyBucket {
 
 impl FrequencyBucket {
     /// An empty bucket of the metric's ε, δ and φ (validated by the config).
-    pub fn new(epsilon: f64, delta: f64, phi: f64) -> FrequencyBucket {
+    pub(crate) fn new(epsilon: f64, delta: f64, phi: f64) -> FrequencyBucket {
         FrequencyBucket {
-            counts: Box::new(
-                ItemCounts::new(epsilon, delta, phi).expect("the config validated ε, δ, φ"),
-            ),
+            counts: Box::new(ItemCounts::new(epsilon, delta, phi).expect(
+                "a frequency metric's ε, δ and φ come from Config::from_toml, which refuses what \
+                 ItemCounts::new would",
+            )),
         }
     }
 
