@@ -437,40 +437,40 @@ impl Cursor {
     }
 }
 
-/// [`super::Store::scan_by_key`] inside one read transaction.
-pub(super) fn scan_by_key_verified(
+/// The digests of `table`'s starts in `[from, to)`: `start → (entries, hash)`.
+pub(super) fn digests_in(
     r: &(impl ReadTxn + ?Sized),
     table: &str,
-    open: Option<&str>,
     from: u64,
     to: u64,
-    width: u64,
-    f: &mut KeyVisit<'_>,
-) -> Result<(), StoreError> {
-    if from >= to || width == 0 {
-        return Ok(());
-    }
-    let digested = digested(r)?;
+) -> Result<BTreeMap<u64, (u64, u64)>, StoreError> {
     let mut expected = BTreeMap::new();
-    if digested {
-        let mut bad = None;
-        r.scan(
-            &digest_table(table),
-            from,
-            to,
-            &mut |_, start, v| match parse_digest(table, start, v) {
-                Ok(d) => {
-                    expected.insert(start, d);
-                }
-                Err(e) => bad = Some(e),
-            },
-        )?;
-        if let Some(e) = bad {
-            return Err(e);
-        }
+    let mut bad = None;
+    r.scan(
+        &digest_table(table),
+        from,
+        to,
+        &mut |_, start, v| match parse_digest(table, start, v) {
+            Ok(d) => {
+                expected.insert(start, d);
+            }
+            Err(e) => bad = Some(e),
+        },
+    )?;
+    match bad {
+        Some(e) => Err(e),
+        None => Ok(expected),
     }
-    // One cursor per start that holds entries, found by seeking from start to start: memory
-    // and time grow with the starts stored, never with the window's length.
+}
+
+/// The starts of `table` holding entries in `[from, to)`, in order, found by seeking from
+/// start to start.
+pub(super) fn starts_in(
+    r: &(impl ReadTxn + ?Sized),
+    table: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<u64>, StoreError> {
     let mut starts = Vec::new();
     let mut at = from;
     while let Some(s) = r.next_start(table, at, to)? {
@@ -485,26 +485,61 @@ pub(super) fn scan_by_key_verified(
             None => break,
         }
     }
+    Ok(starts)
+}
+
+/// Every start with entries has its digest, and every digest counting entries has its start:
+/// one lost alone would hide a start from a read.
+pub(super) fn check_starts_digested(
+    table: &str,
+    expected: &BTreeMap<u64, (u64, u64)>,
+    starts: &[u64],
+    from: u64,
+) -> Result<(), StoreError> {
+    let counted: Vec<u64> = expected
+        .iter()
+        .filter(|(_, d)| d.0 > 0)
+        .map(|(&s, _)| s)
+        .collect();
+    if counted == starts {
+        return Ok(());
+    }
+    let odd = starts
+        .iter()
+        .chain(&counted)
+        .find(|s| starts.contains(s) != counted.contains(s))
+        .copied()
+        .unwrap_or(from);
+    Err(StoreError::damaged(format!(
+        "{table} bucket {odd}: its entries and its digest do not match (a digest or its \
+         entries were lost)"
+    )))
+}
+
+/// [`super::Store::scan_by_key`] inside one read transaction.
+pub(super) fn scan_by_key_verified(
+    r: &(impl ReadTxn + ?Sized),
+    table: &str,
+    open: Option<&str>,
+    from: u64,
+    to: u64,
+    width: u64,
+    f: &mut KeyVisit<'_>,
+) -> Result<(), StoreError> {
+    if from >= to || width == 0 {
+        return Ok(());
+    }
+    let digested = digested(r)?;
+    let mut expected = if digested {
+        digests_in(r, table, from, to)?
+    } else {
+        BTreeMap::new()
+    };
+    // One cursor per start that holds entries, found by seeking from start to start: memory
+    // and time grow with the starts stored, never with the window's length.
+    let starts = starts_in(r, table, from, to)?;
     if digested {
-        // Every start with entries has its digest, and every digest counting entries has
-        // its start: one lost alone would hide a start from the scan.
-        let counted: Vec<u64> = expected
-            .iter()
-            .filter(|(_, d)| d.0 > 0)
-            .map(|(&s, _)| s)
-            .collect();
-        if counted != starts {
-            let odd = starts
-                .iter()
-                .chain(&counted)
-                .find(|s| starts.contains(s) != counted.contains(s))
-                .copied()
-                .unwrap_or(from);
-            return Err(StoreError::damaged(format!(
-                "{table} bucket {odd}: its entries and its digest do not match (a digest or \
-                 its entries were lost)"
-            )));
-        }
+        check_starts_digested(table, &expected, &starts, from)?;
     }
     let cursor = |start, open| Cursor {
         start,

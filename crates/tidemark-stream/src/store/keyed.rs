@@ -19,13 +19,13 @@
 //! process) each start of the window is read whole once per query, hashing but not decoding
 //! the other keys' entries.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::apply::{digest_table, digested, entry_hash, parse_digest, read_seal};
+use super::apply::{check_starts_digested, digested, digests_in, entry_hash, read_seal, starts_in};
 use super::{ReadTxn, StoreError};
 
 /// What a store handle's keyed reads have verified of each bucket start: see the [module
@@ -135,30 +135,6 @@ impl VerifiedStarts {
     }
 }
 
-/// Every start of `table` in `[from, to)` holding an entry, by seeking from one to the next.
-fn starts_in(
-    r: &(impl ReadTxn + ?Sized),
-    table: &str,
-    from: u64,
-    to: u64,
-) -> Result<Vec<u64>, StoreError> {
-    let mut starts = Vec::new();
-    let mut at = from;
-    while let Some(s) = r.next_start(table, at, to)? {
-        if s < at || s >= to {
-            return Err(StoreError::damaged(format!(
-                "{table}: bucket starts out of order ({s} after {at})"
-            )));
-        }
-        starts.push(s);
-        match s.checked_add(1) {
-            Some(next) => at = next,
-            None => break,
-        }
-    }
-    Ok(starts)
-}
-
 /// Reads every entry of `table` at `start`, checks them against `digest`, and returns `key`'s
 /// value and, with `keep`, the record a [`VerifiedStarts`] keeps.
 fn verify_start(
@@ -232,41 +208,8 @@ pub(super) fn key_buckets_verified(
     }
     let starts = starts_in(r, table, from, to)?;
     if digested(r)? {
-        let mut expected = BTreeMap::new();
-        let mut bad = None;
-        r.scan(
-            &digest_table(table),
-            from,
-            to,
-            &mut |_, start, v| match parse_digest(table, start, v) {
-                Ok(d) => {
-                    expected.insert(start, d);
-                }
-                Err(e) => bad = Some(e),
-            },
-        )?;
-        if let Some(e) = bad {
-            return Err(e);
-        }
-        // Every start with entries has its digest, and every digest counting entries has its
-        // start: one lost alone would hide a start from the read.
-        let counted: Vec<u64> = expected
-            .iter()
-            .filter(|(_, d)| d.0 > 0)
-            .map(|(&s, _)| s)
-            .collect();
-        if counted != starts {
-            let odd = starts
-                .iter()
-                .chain(&counted)
-                .find(|s| starts.contains(s) != counted.contains(s))
-                .copied()
-                .unwrap_or(from);
-            return Err(StoreError::damaged(format!(
-                "{table} bucket {odd}: its entries and its digest do not match (a digest or \
-                 its entries were lost)"
-            )));
-        }
+        let expected = digests_in(r, table, from, to)?;
+        check_starts_digested(table, &expected, &starts, from)?;
         let recorded = |record: &Start, start: u64| -> Result<Option<Vec<u8>>, StoreError> {
             let value = r.get(table, start, key)?;
             if !matches_record(record, start, key, value.as_deref()) {
