@@ -2,6 +2,7 @@
 //! `CREATE` takes for a parameter it is not given.
 
 use crate::args::Time;
+use crate::error::CmdError;
 use crate::limits::Limits;
 
 /// What the server supplies that the arguments do not: its clock, and the defaults it was
@@ -33,6 +34,27 @@ impl Env {
                 .min(Limits::MAX_TIME_MS)
                 .max(latest.unwrap_or(0)),
             Time::Clock(ms) => ms.max(latest.unwrap_or(0)),
+        }
+    }
+
+    /// Where a window asked `AT at` (none: the key's latest time) ends on a key whose latest
+    /// time is `latest`: never before it, which a window's buckets no longer hold.
+    pub fn window_end(
+        &self,
+        cmd: &'static str,
+        at: Option<Time>,
+        latest: Option<u64>,
+    ) -> Result<u64, CmdError> {
+        let now = match at {
+            None => latest.unwrap_or(0),
+            Some(a) => self.resolve(a, latest),
+        };
+        match latest.filter(|l| now < *l) {
+            Some(l) => Err(CmdError::Time {
+                cmd,
+                msg: format!("AT {now} is before the key's latest time {l}"),
+            }),
+            None => Ok(now),
         }
     }
 }

@@ -69,16 +69,7 @@ impl Distinct {
         env: crate::env::Env,
     ) -> Result<(u64, u64), CmdError> {
         let latest = self.latest();
-        let now = match at {
-            None => latest.unwrap_or(0),
-            Some(a) => env.resolve(a, latest),
-        };
-        if let Some(l) = latest.filter(|l| now < *l) {
-            return Err(CmdError::Time {
-                cmd,
-                msg: format!("AT {now} is before the key's latest time {l}"),
-            });
-        }
+        let now = env.window_end(cmd, at, latest)?;
         let w = window.unwrap_or(self.window());
         match self {
             Distinct::Ring(r) => {

@@ -107,16 +107,7 @@ impl Quantiles {
         env: Env,
     ) -> Result<DdSketch, CmdError> {
         let latest = self.latest();
-        let now = match at {
-            None => latest.unwrap_or(0),
-            Some(a) => env.resolve(a, latest),
-        };
-        if let Some(l) = latest.filter(|l| now < *l) {
-            return Err(CmdError::Time {
-                cmd,
-                msg: format!("AT {now} is before the key's latest time {l}"),
-            });
-        }
+        let now = env.window_end(cmd, at, latest)?;
         let width = self.ring.width();
         let w = window.unwrap_or(self.window());
         if w % width != 0 || w > self.window() {
