@@ -618,8 +618,14 @@ topic = "{topic}"
     )
     .unwrap();
     let db = d.join("follow.db");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let serve = format!("127.0.0.1:{port}");
     let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["run", "--config", s(&config), "--db", s(&db), "--json"])
+        .args(["--serve", &serve])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -639,6 +645,22 @@ topic = "{topic}"
     wait_for(1_000);
     produce(&brokers, topic, &batch(1_000, 1_500));
     wait_for(1_500);
+    // The server beside the run: each partition's stored offset (the checkpoint's) and its
+    // lag (the client's statistics after a checkpoint), both settled once all is read.
+    let started = Instant::now();
+    loop {
+        let text = metrics_of(&serve);
+        let offsets = series_sum(&text, "tidemark_kafka_stored_offset{");
+        let lags: Vec<f64> = series(&text, "tidemark_run_kafka_lag_messages{");
+        if offsets == 1_500.0 && lags.len() == 2 && lags.iter().all(|&l| l == 0.0) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "offsets {offsets}, lags {lags:?}:\n{text}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -668,6 +690,38 @@ topic = "{topic}"
     let sum = summary(&out);
     assert_eq!(sum["records_this_run"], 0, "{sum}");
     assert_eq!(sum["records"], 1_500, "{sum}");
+}
+
+/// The `/metrics` text of a server (empty while it does not answer).
+fn metrics_of(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut st) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    st.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut out = String::new();
+    if write!(
+        st,
+        "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+        || st.read_to_string(&mut out).is_err()
+    {
+        return String::new();
+    }
+    out
+}
+
+/// The values of the samples whose line starts with `prefix`.
+fn series(text: &str, prefix: &str) -> Vec<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn series_sum(text: &str, prefix: &str) -> f64 {
+    series(text, prefix).iter().sum()
 }
 
 /// `/usr/bin/time -f "%U %S %M"` of a command: (CPU seconds, peak resident KiB), and its

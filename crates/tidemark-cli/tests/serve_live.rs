@@ -96,11 +96,17 @@ fn start_serving(args: &[&str]) -> (Running, String) {
 
 /// GET `path` of `addr`: (status, body).
 fn get(addr: &str, path: &str) -> (u16, String) {
+    get_as(addr, path, None)
+}
+
+/// GET `path` of `addr` with a bearer `token`: (status, body).
+fn get_as(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
     let mut st = TcpStream::connect(addr).unwrap();
     st.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         st,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: t\r\n{auth}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut out = String::new();
@@ -167,6 +173,8 @@ fn query(db: &Path, args: &[&str]) -> Vec<Value> {
 fn run_serve_answers_while_the_run_writes() {
     let (d, config, csv) = inputs("serve-run");
     let db = d.join("live.db");
+    let token_file = d.join("token");
+    std::fs::write(&token_file, "run-s3cret\n").unwrap();
     let (_run, addr) = start_serving(&[
         "run",
         "--config",
@@ -177,8 +185,18 @@ fn run_serve_answers_while_the_run_writes() {
         "--skip-bad",
         "--serve",
         "127.0.0.1:0",
+        "--serve-token-file",
+        s(&token_file),
+        "--serve-top",
+        "2",
         s(&csv),
     ]);
+    // Every request carries the token; without it, 401 on every path.
+    let get = |addr: &str, path: &str| get_as(addr, path, Some("run-s3cret"));
+    for path in ["/metrics", "/api/v1/metrics", "/"] {
+        assert_eq!(get_as(&addr, path, None).0, 401, "{path}");
+        assert_eq!(get_as(&addr, path, Some("run-s3cre")).0, 401, "{path}");
+    }
     let records = std::fs::read_to_string(&csv).unwrap().lines().count() as f64 - 1.0;
     // Every line read and checkpointed (`checkpoint = "1s"`, also while idle).
     let text = wait_for(60, "the run's checkpoint of the whole file", || {
@@ -192,6 +210,26 @@ fn run_serve_answers_while_the_run_writes() {
     );
     assert_eq!(sample(&text, "tidemark_run_bad_lines_total"), Some(0.0));
     assert!(sample(&text, "tidemark_run_start_timestamp_seconds").is_some_and(|t| t > 0.0));
+    // The budget: the config's default (1 GiB), as the run holds it and as the store's
+    // config says; the open state is the keys the checkpoint holds, within it.
+    assert_eq!(
+        sample(&text, "tidemark_run_memory_budget_bytes"),
+        Some(1073741824.0)
+    );
+    assert_eq!(
+        sample(&text, "tidemark_memory_budget_bytes"),
+        Some(1073741824.0)
+    );
+    let open = sample(&text, "tidemark_run_open_state_bytes").unwrap();
+    assert!(open > 0.0 && open < 1073741824.0, "{open}");
+    // --serve-top 2: two keys, three series each.
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("tidemark_flows_estimate{"))
+            .count(),
+        6,
+        "{text}"
+    );
     // A malformed line and a record appended: the line skipped and counted by the run, the
     // record counted, and the input lag back to 0 once checkpointed.
     let last = std::fs::read_to_string(&csv)

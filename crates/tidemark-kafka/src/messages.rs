@@ -23,6 +23,9 @@ use crate::{Event, KafkaSource, Message, Notice, Partition, Positions};
 /// stop flag).
 pub const POLL_WAIT: Duration = Duration::from_millis(200);
 
+/// What [`KafkaMessages::on_committed`] calls.
+type OnCommitted<'n> = Box<dyn FnMut(&[PartitionReport]) + 'n>;
+
 /// A [`KafkaSource`] read by the pipeline (see the module doc).
 pub struct KafkaMessages<'n> {
     source: KafkaSource,
@@ -30,6 +33,8 @@ pub struct KafkaMessages<'n> {
     /// The last message returned (its bytes are lent to the run).
     current: Option<Message>,
     on_notice: Box<dyn FnMut(&Notice) + 'n>,
+    /// Told each partition's standing after every checkpoint (for a live server's lag).
+    on_committed: Option<OnCommitted<'n>>,
 }
 
 impl<'n> KafkaMessages<'n> {
@@ -41,7 +46,15 @@ impl<'n> KafkaMessages<'n> {
             name,
             current: None,
             on_notice: Box::new(on_notice),
+            on_committed: None,
         }
+    }
+
+    /// Calls `f` after every checkpoint with each assigned partition's position and lag (as
+    /// [`MessageSource::partitions`] reports them).
+    pub fn on_committed(mut self, f: impl FnMut(&[PartitionReport]) + 'n) -> Self {
+        self.on_committed = Some(Box::new(f));
+        self
     }
 
     /// The consumer.
@@ -107,6 +120,12 @@ impl MessageSource for KafkaMessages<'_> {
     fn committed(&mut self, positions: &[PartitionMark]) {
         if let Some(notice) = self.source.commit(&positions_of(positions)) {
             (self.on_notice)(&notice);
+        }
+        if self.on_committed.is_some() {
+            let reports = self.partitions();
+            if let Some(f) = &mut self.on_committed {
+                f(&reports);
+            }
         }
     }
 

@@ -38,6 +38,12 @@ pub struct Health {
     /// The input file read last, and where the last checkpoint left it (`None` for standard
     /// input and message sources).
     pub input: Option<InputMark>,
+    /// The memory budget of the stored config (`[state] max_memory`; a run's `--max-memory`
+    /// flag is not stored: `run --serve` reports its own, and the bytes it holds).
+    pub budget: u64,
+    /// A message source's partitions as the checkpoint left them: (topic, partition, next
+    /// offset).
+    pub partitions: Vec<(String, i32, i64)>,
 }
 
 /// Where the last checkpoint left the input file read last.
@@ -90,6 +96,12 @@ impl Health {
             })
             .collect();
         Ok(Health {
+            budget: config.checkpoint.max_memory,
+            partitions: state
+                .partitions
+                .iter()
+                .map(|p| (p.topic.clone(), p.partition, p.offset))
+                .collect(),
             records: state.records,
             bad_lines: state.bad_lines,
             completed: state.completed,

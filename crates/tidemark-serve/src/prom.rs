@@ -231,6 +231,30 @@ pub fn health_families(
             }
         }
     }
+    single(
+        out,
+        "tidemark_memory_budget_bytes",
+        "gauge",
+        "The memory budget of the store's config ([state] max_memory): quiet keys spill to \
+         the store past a third of it, and a run stops past it.",
+        health.budget as f64,
+    );
+    if !health.partitions.is_empty() {
+        header(
+            out,
+            "tidemark_kafka_stored_offset",
+            "gauge",
+            "Per partition, the next offset the store's last checkpoint holds: where a run \
+             resumes (the broker's committed offset follows it).",
+        );
+        for (topic, partition, offset) in &health.partitions {
+            let _ = writeln!(
+                out,
+                "tidemark_kafka_stored_offset{{topic=\"{}\",partition=\"{partition}\"}} {offset}",
+                escape(topic)
+            );
+        }
+    }
     if let Some(lag) = health.input.as_ref().and_then(|i| i.lag()) {
         single(
             out,
@@ -277,13 +301,13 @@ pub fn health_families(
 }
 
 /// A family's HELP and TYPE lines.
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(crate) fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {}", escape_help(help));
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// A family of one sample without labels.
-fn single(out: &mut String, name: &str, kind: &str, help: &str, v: f64) {
+pub(crate) fn single(out: &mut String, name: &str, kind: &str, help: &str, v: f64) {
     header(out, name, kind, help);
     let _ = writeln!(out, "{name} {}", number(v));
 }

@@ -100,9 +100,17 @@ pub struct Args {
     /// Serve the store while the run writes it, on this address and port (e.g.
     /// 127.0.0.1:9464; loopback unless told otherwise): the server of `tidemark serve`
     /// (JSON API, Prometheus /metrics, dashboard), read-only beside the run, its /metrics
-    /// adding the run's own counts (bad lines, alerts, start time).
+    /// adding the run's own counts (bad lines, alerts, start time, memory budget, a Kafka
+    /// source's lag per partition).
     #[arg(long, value_name = "ADDR:PORT")]
     pub serve: Option<String>,
+    /// With --serve: a file holding the bearer token every request must carry (as `tidemark
+    /// serve --token-file`).
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub serve_token_file: Option<PathBuf>,
+    /// With --serve: keys per metric in /metrics (1 to 10,000; as `tidemark serve --top`).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "serve")]
+    pub serve_top: usize,
     /// Input files (standard input if none).
     pub files: Vec<PathBuf>,
 }
@@ -214,14 +222,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut store = RedbStore::open_for_run(&args.db, config.checkpoint.max_memory)
         .map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
+    let live = match &args.serve {
+        Some(addr) => {
+            let flags = crate::cmd::serve::Flags {
+                listen: addr.clone(),
+                token_file: args.serve_token_file.clone(),
+                top: args.serve_top,
+                alerts: None,
+            };
+            let health = crate::cmd::serve::beside_run(flags, &args.db)?;
+            health.set_budget(config.checkpoint.max_memory);
+            Some(health)
+        }
+        None => None,
+    };
     let messages = if reads_kafka {
-        Some(kafka::connect(&config, &args)?)
+        let messages = kafka::connect(&config, &args)?;
+        Some(match &live {
+            Some(health) => {
+                let health = Arc::clone(health);
+                messages.on_committed(move |partitions| {
+                    health.set_lag(
+                        partitions
+                            .iter()
+                            .filter_map(|p| Some((p.topic.clone(), p.partition, p.lag?)))
+                            .collect(),
+                    )
+                })
+            }
+            None => messages,
+        })
     } else {
         None
-    };
-    let live = match &args.serve {
-        Some(addr) => Some(crate::cmd::serve::beside_run(addr, &args.db)?),
-        None => None,
     };
     let report = execute(
         &config,
@@ -350,6 +382,11 @@ fn execute(
             l.bad_line();
         }
     };
+    let mut on_checkpoint = |c: &tidemark_stream::pipeline::Checkpointed| {
+        if let Some(l) = live {
+            l.set_open_bytes(c.open_bytes);
+        }
+    };
     let stdout = std::io::stdout();
     let mut write_err = None;
     let mut on_alert = |a: &AlertOut| {
@@ -398,6 +435,7 @@ fn execute(
             stop: Some(&stop),
             messages: messages
                 .map(|m| Box::new(m) as Box<dyn tidemark_stream::pipeline::MessageSource>),
+            on_checkpoint: live.is_some().then_some(&mut on_checkpoint),
         },
         &mut on_alert,
     );

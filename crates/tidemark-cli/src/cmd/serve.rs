@@ -17,6 +17,13 @@ pub struct Args {
     /// The store written by `tidemark run`.
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
+    #[command(flatten)]
+    pub flags: Flags,
+}
+
+/// How to serve: the flags `tidemark serve` and `tidemark run --serve` share.
+#[derive(clap::Args, Debug)]
+pub struct Flags {
     /// Address and port to listen on (loopback unless told otherwise; port 0 picks one).
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9464")]
     pub listen: String,
@@ -59,21 +66,60 @@ fn announce(db: &Path, bound: SocketAddr, has_token: bool) {
     eprintln!("tidemark: serving {} on http://{bound}/", db.display());
 }
 
+/// A server on `db` with `flags`, bound (`listen_flag` names the flag of the address in
+/// errors; `run` is the counts of a run it serves beside), and whether it asks for a token.
+fn bind(
+    db: &Path,
+    flags: Flags,
+    listen_flag: &'static str,
+    run: Option<Arc<RunHealth>>,
+) -> anyhow::Result<(Server, bool)> {
+    let top_flag = if listen_flag == "--serve" {
+        "--serve-top"
+    } else {
+        "--top"
+    };
+    let token_flag = if listen_flag == "--serve" {
+        "--serve-token-file"
+    } else {
+        "--token-file"
+    };
+    let addr = address(listen_flag, &flags.listen)?;
+    if !(1..=tidemark_serve::MAX_TOP).contains(&flags.top) {
+        return Err(UsageError::flag(
+            top_flag,
+            format!(
+                "expected 1 to {}, got {}",
+                tidemark_serve::MAX_TOP,
+                flags.top
+            ),
+        ));
+    }
+    let has_token = flags.token_file.is_some();
+    let mut options = Options::new(db);
+    options.token_file = flags.token_file;
+    options.top = flags.top;
+    options.alerts = flags.alerts;
+    options.run = run;
+    let server = Server::bind(&addr.to_string(), options).map_err(|e| match e {
+        ServeError::Bind { .. } => UsageError::flag(listen_flag, e),
+        ServeError::TokenFile { .. } | ServeError::BadToken { .. } => {
+            UsageError::flag(token_flag, e)
+        }
+        ServeError::Store { path, source } => store_error(&path, *source),
+        e => anyhow::anyhow!(e),
+    })?;
+    Ok((server, has_token))
+}
+
 /// Starts the server of `tidemark run --serve ADDR` in a thread of its own: the same server
 /// as `tidemark serve` on the run's store (read-only, beside the run's writer), whose
 /// `/metrics` adds the run's own counts from the returned snapshot, which the run adds to as
 /// it goes (atomics: a client never holds the run up).
-pub fn beside_run(listen: &str, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
-    let addr = address("--serve", listen)?;
+pub fn beside_run(flags: Flags, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
     let health = Arc::new(RunHealth::new());
-    let mut options = Options::new(db);
-    options.run = Some(Arc::clone(&health));
-    let server = Server::bind(&addr.to_string(), options).map_err(|e| match e {
-        ServeError::Bind { .. } => UsageError::flag("--serve", e),
-        ServeError::Store { path, source } => store_error(&path, *source),
-        e => anyhow::anyhow!(e),
-    })?;
-    announce(db, server.local_addr()?, false);
+    let (server, has_token) = bind(db, flags, "--serve", Some(Arc::clone(&health)))?;
+    announce(db, server.local_addr()?, has_token);
     std::thread::Builder::new()
         .name("tidemark-serve".into())
         .spawn(move || {
@@ -86,33 +132,10 @@ pub fn beside_run(listen: &str, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
 
 /// Runs `tidemark serve` until it is stopped.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let addr = address("--listen", &args.listen)?;
-    if !(1..=tidemark_serve::MAX_TOP).contains(&args.top) {
-        return Err(UsageError::flag(
-            "--top",
-            format!(
-                "expected 1 to {}, got {}",
-                tidemark_serve::MAX_TOP,
-                args.top
-            ),
-        ));
-    }
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
-    let has_token = args.token_file.is_some();
-    let mut options = Options::new(&args.db);
-    options.token_file = args.token_file;
-    options.top = args.top;
-    options.alerts = args.alerts;
-    let server = Server::bind(&addr.to_string(), options).map_err(|e| match e {
-        ServeError::Bind { .. } => UsageError::flag("--listen", e),
-        ServeError::TokenFile { .. } | ServeError::BadToken { .. } => {
-            UsageError::flag("--token-file", e)
-        }
-        ServeError::Store { path, source } => store_error(&path, *source),
-        e => anyhow::anyhow!(e),
-    })?;
+    let (server, has_token) = bind(&args.db, args.flags, "--listen", None)?;
     announce(&args.db, server.local_addr()?, has_token);
     server.run()?;
     Ok(())

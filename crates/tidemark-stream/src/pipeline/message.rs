@@ -324,7 +324,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::pipeline::{run, RunOptions};
+    use crate::pipeline::{run, Checkpointed, RunOptions};
     use crate::store::{MemStore, Store};
 
     /// One scripted poll: a message `(partition, offset, value, key)` of topic `t`, or a
@@ -446,17 +446,32 @@ columns = ["k"]
             Step::Idle,
             Step::Msg(1, 3, "b", "y"),
         ];
+        let mut checkpoints = Vec::new();
+        let mut on_checkpoint = |c: &Checkpointed| checkpoints.push(*c);
         let report = run(
             &config,
             &mut store,
             RunOptions {
                 messages: Some(script(steps, &heard)),
+                on_checkpoint: Some(&mut on_checkpoint),
                 ..RunOptions::default()
             },
             &mut |_| {},
         )
         .unwrap();
         assert_eq!(report.records, 5);
+        // Told of every commit, in order: the new store's first (empty), the one the source
+        // asked for after three records (key "a" open), and the last.
+        assert_eq!(checkpoints.len() as u64, report.commits, "{checkpoints:?}");
+        let records: Vec<u64> = checkpoints.iter().map(|c| c.records).collect();
+        assert_eq!(records.first(), Some(&0));
+        assert!(records.contains(&3), "{records:?}");
+        assert_eq!(records.last(), Some(&5));
+        assert!(records.windows(2).all(|w| w[0] <= w[1]), "{records:?}");
+        assert_eq!(checkpoints[0].open_bytes, 0);
+        assert!(checkpoints
+            .iter()
+            .any(|c| c.records == 3 && c.open_bytes > 0));
         // Without the bound, partition 1's events would be too late (dropped).
         assert_eq!(report.metrics[0].counters.dropped, 0);
         assert_eq!(report.metrics[0].counters.late, 2);

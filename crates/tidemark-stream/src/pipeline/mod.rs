@@ -99,6 +99,18 @@ pub struct RunOptions<'a> {
     pub stop: Option<&'a AtomicBool>,
     /// Read this message source instead of files (see [`message`]); `inputs` must be empty.
     pub messages: Option<Box<dyn MessageSource + 'a>>,
+    /// Called after each checkpoint committed (and quiet keys spilled, when due).
+    pub on_checkpoint: Option<&'a mut dyn FnMut(&Checkpointed)>,
+}
+
+/// What [`RunOptions::on_checkpoint`] is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpointed {
+    /// Records counted over every run on the store, as committed.
+    pub records: u64,
+    /// Bytes of open state the engine holds after the checkpoint (`Engine::memory`): what
+    /// the memory budget bounds.
+    pub open_bytes: u64,
 }
 
 /// An alert as printed: the metric's name and the key as text.

@@ -24,7 +24,7 @@ use super::checkpoint::{spill, CommitCtx, Interval};
 use super::follow;
 use super::line::{Line, LineSource, Next, Pause, Waited};
 use super::state::RunState;
-use super::{engine_error, AlertOut, MetricReport, RunOptions, RunReport};
+use super::{engine_error, AlertOut, Checkpointed, MetricReport, RunOptions, RunReport};
 use crate::engine::Engine;
 use crate::record::Extractor;
 use crate::state_rows::StoreRows;
@@ -126,7 +126,18 @@ impl<'r, 'o> Runner<'r, 'o> {
         }
         self.report.commits += 1;
         self.interval.restart();
+        self.tell_checkpointed();
         Ok(())
+    }
+
+    /// Tells the caller's `on_checkpoint` of the commit just made.
+    fn tell_checkpointed(&mut self) {
+        if let Some(f) = self.opts.on_checkpoint.as_mut() {
+            f(&Checkpointed {
+                records: self.state.records,
+                open_bytes: self.engine.memory() as u64,
+            });
+        }
     }
 
     fn progress(&mut self, at: u64) {
@@ -417,6 +428,7 @@ impl<'r, 'o> Runner<'r, 'o> {
         if let Some(source) = source {
             source.checkpointed(&self.state);
         }
+        self.tell_checkpointed();
         let mut report = self.report;
         report.commits += 1;
         report.records = self.state.records;
