@@ -1,5 +1,9 @@
-//! HTTP/1.1 on a `TcpStream`, as little of it as a read-only JSON server needs: one request
-//! per connection (`Connection: close`), GET and HEAD, no request body.
+//! HTTP/1.1 on a `TcpStream`, as little of it as a read-only JSON server needs: GET and HEAD,
+//! no request body, and persistent connections ([`Conn`]: the next request read from where
+//! the last one's head ended, as HTTP/1.1 clients such as Prometheus and Grafana send them,
+//! unless the client says `Connection: close`, speaks HTTP/1.0 without `keep-alive`, or sends
+//! a body: then the connection closes after the answer, so a body is never taken for the
+//! next request).
 //!
 //! Every limit is enforced while reading, before anything is kept: the request line and
 //! headers together at most [`Limits::head_bytes`] (8 KiB by default, the size nginx and
@@ -47,6 +51,8 @@ pub struct Request {
     pub query: String,
     /// The `Authorization` header's value, if sent (once).
     pub authorization: Option<String>,
+    /// Whether the connection may carry another request after this one's answer.
+    pub keep_alive: bool,
 }
 
 /// Why no request could be read.
@@ -68,48 +74,84 @@ pub enum ReadError {
     Gone,
 }
 
-/// Reads one request head from `stream`, within `limits`.
-pub fn read_request(stream: &mut TcpStream, limits: &Limits) -> Result<Request, ReadError> {
-    let deadline = Instant::now() + limits.head_time;
-    let mut buf = vec![0u8; limits.head_bytes];
-    let mut len = 0;
-    let end = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ReadError::Slow);
+/// A connection and the bytes read past the last request's head (a pipelined next request).
+pub struct Conn {
+    /// The socket.
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+    /// Bytes of `buf` holding the start of the next request.
+    len: usize,
+}
+
+impl Conn {
+    /// A connection just accepted.
+    pub fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            buf: Vec::new(),
+            len: 0,
         }
-        // Each read waits at most until the head's deadline.
-        if stream.set_read_timeout(Some(left)).is_err() {
-            return Err(ReadError::Gone);
-        }
-        if len == buf.len() {
-            return Err(ReadError::TooLarge {
-                what: "request line and headers longer than 8 KiB",
-            });
-        }
-        match stream.read(&mut buf[len..]) {
-            Ok(0) => return Err(ReadError::Gone),
-            Ok(n) => {
-                // Only the bytes just read (and the three before) can complete the blank line.
-                let from = len.saturating_sub(3);
-                len += n;
-                if let Some(at) = find_blank_line(&buf[from..len]) {
-                    break from + at;
+    }
+
+    /// Whether bytes of a next request were read already.
+    pub fn has_pending(&self) -> bool {
+        self.len > 0
+    }
+
+    /// Reads one request head, within `limits` (the head's time counted from now).
+    pub fn read_request(&mut self, limits: &Limits) -> Result<Request, ReadError> {
+        let deadline = Instant::now() + limits.head_time;
+        self.buf.resize(limits.head_bytes, 0);
+        let mut len = self.len;
+        let mut scanned: usize = 0;
+        let end = loop {
+            // Only bytes not yet looked at (and the three before) can complete the blank line.
+            let from = scanned.saturating_sub(3);
+            if let Some(at) = find_blank_line(&self.buf[from..len]) {
+                break from + at;
+            }
+            scanned = len;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ReadError::Slow);
+            }
+            // Each read waits at most until the head's deadline.
+            if self.stream.set_read_timeout(Some(left)).is_err() {
+                return Err(ReadError::Gone);
+            }
+            if len == self.buf.len() {
+                return Err(ReadError::TooLarge {
+                    what: "request line and headers longer than 8 KiB",
+                });
+            }
+            match self.stream.read(&mut self.buf[len..]) {
+                Ok(0) => return Err(ReadError::Gone),
+                Ok(n) => len += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(ReadError::Slow)
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(ReadError::Gone),
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(ReadError::Slow)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return Err(ReadError::Gone),
-        }
-    };
-    parse_head(&buf[..end], limits)
+        };
+        let request = parse_head(&self.buf[..end], limits);
+        // The head ends with its blank line (2 bytes, or 4 for CRLF CRLF); what follows is
+        // the next request's.
+        let blank = if self.buf[end..len].starts_with(b"\r\n\r\n") {
+            4
+        } else {
+            2
+        };
+        let rest = end + blank;
+        self.buf.copy_within(rest..len, 0);
+        self.len = len - rest;
+        request
+    }
 }
 
 /// The offset of the `\r\n\r\n` (or bare `\n\n`) that ends a head, at its first byte.
@@ -144,6 +186,8 @@ fn parse_head(head: &[u8], limits: &Limits) -> Result<Request, ReadError> {
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let mut authorization = None;
+    // HTTP/1.1 keeps a connection unless told to close; HTTP/1.0 closes unless told to keep.
+    let mut keep_alive = version == "HTTP/1.1";
     let mut count = 0;
     for l in lines {
         if l.is_empty() {
@@ -158,6 +202,22 @@ fn parse_head(head: &[u8], limits: &Limits) -> Result<Request, ReadError> {
         let (name, value) = l
             .split_once(':')
             .ok_or(malformed("a header line without a colon"))?;
+        if name.eq_ignore_ascii_case("connection") {
+            for option in value.split(',').map(str::trim) {
+                if option.eq_ignore_ascii_case("close") {
+                    keep_alive = false;
+                } else if option.eq_ignore_ascii_case("keep-alive") && version == "HTTP/1.0" {
+                    keep_alive = true;
+                }
+            }
+        }
+        // A body is not read: the connection closes after the answer rather than read the
+        // body as the next request.
+        let bodied = name.eq_ignore_ascii_case("transfer-encoding")
+            || (name.eq_ignore_ascii_case("content-length") && value.trim() != "0");
+        if bodied {
+            keep_alive = false;
+        }
         if name.eq_ignore_ascii_case("authorization") {
             if authorization.is_some() {
                 return Err(malformed("two Authorization headers"));
@@ -170,6 +230,7 @@ fn parse_head(head: &[u8], limits: &Limits) -> Result<Request, ReadError> {
         path: path.to_string(),
         query: query.to_string(),
         authorization,
+        keep_alive,
     })
 }
 
@@ -222,21 +283,24 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Writes `response` (its head alone for a HEAD request) and closes the connection.
+/// Writes `response` (its head alone for a HEAD request); unless `keep_alive`, says so and
+/// closes the connection's writing side.
 pub fn write_response(
     stream: &mut TcpStream,
     response: &Response,
     head_only: bool,
+    keep_alive: bool,
     limits: &Limits,
 ) -> std::io::Result<()> {
     stream.set_write_timeout(Some(limits.write_time))?;
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n\
          Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n",
         response.status,
         reason(response.status),
         response.content_type,
-        response.body.len()
+        response.body.len(),
+        if keep_alive { "keep-alive" } else { "close" }
     );
     for (name, value) in &response.headers {
         head.push_str(name);
@@ -253,9 +317,11 @@ pub fn write_response(
         stream.write_all(&all)?;
     }
     stream.flush()?;
-    // Unread request bytes at close would make the kernel reset the connection and the
-    // client could lose the response: say we are done writing, then let it go.
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    if !keep_alive {
+        // Unread request bytes at close would make the kernel reset the connection and the
+        // client could lose the response: say we are done writing, then let it go.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
     Ok(())
 }
 

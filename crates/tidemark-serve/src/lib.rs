@@ -71,7 +71,7 @@ use std::path::PathBuf;
 
 pub use error::{ApiError, ServeError};
 pub use live::RunHealth;
-pub use server::Server;
+pub use server::{Server, KEEP_IDLE};
 
 /// How the server runs.
 #[derive(Clone, Debug)]
@@ -100,14 +100,14 @@ pub struct Options {
 pub const MAX_TOP: usize = 10_000;
 
 impl Options {
-    /// Defaults for serving `db`: no token, 100 keys a metric, 16 workers, 64 waiting.
+    /// Defaults for serving `db`: no token, 100 keys a metric, 64 workers, 64 waiting.
     pub fn new(db: impl Into<PathBuf>) -> Options {
         Options {
             db: db.into(),
             token_file: None,
             top: 100,
             alerts: None,
-            workers: 16,
+            workers: 64,
             queue: 64,
             limits: http::Limits::default(),
             run: None,

@@ -245,3 +245,104 @@ fn connections_past_the_pool_and_its_queue_get_503() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Reads one response from a kept connection: (status, head), the body read to its
+/// Content-Length.
+fn read_one(s: &mut TcpStream) -> (u16, String) {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).unwrap(), 1, "closed mid-head: {got:?}");
+        got.push(byte[0]);
+    }
+    let (status, head, _) = parse(&got);
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).unwrap();
+    (status, head)
+}
+
+/// Whether the server closed `s` (reads end) within its read timeout.
+fn closed(s: &mut TcpStream) -> bool {
+    let mut rest = Vec::new();
+    matches!(s.read_to_end(&mut rest), Ok(0))
+}
+
+#[test]
+fn persistent_connections_carry_requests_and_yield_to_waiting_ones() {
+    let mut options = Options::new(empty_store("keep"));
+    options.workers = 1;
+    let addr = start(options);
+    let mut a = TcpStream::connect(addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    // Two requests sent at once: both answered, in order, on the one connection.
+    a.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let (status, head) = read_one(&mut a);
+    assert_eq!(status, 200);
+    assert!(head.contains("Connection: keep-alive"), "{head}");
+    assert_eq!(read_one(&mut a).0, 404);
+    // A third after a pause, on the same connection.
+    std::thread::sleep(Duration::from_millis(300));
+    a.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_one(&mut a).0, 200);
+    // The one worker holds `a`, idle: a new client waits only until the worker sees it.
+    let started = Instant::now();
+    let (status, _, _) = get(addr, "/", None);
+    assert_eq!(status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        closed(&mut a),
+        "the idle connection was given up for the waiting one"
+    );
+
+    // The client's word, HTTP/1.0, and a body each close the connection after the answer.
+    for raw in [
+        &b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"[..],
+        b"GET / HTTP/1.0\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 27\r\n\r\nGET /nope HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ] {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(raw).unwrap();
+        let (status, head) = read_one(&mut s);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(raw));
+        assert!(head.contains("Connection: close"), "{head}");
+        assert!(closed(&mut s), "{}", String::from_utf8_lossy(raw));
+    }
+    // HTTP/1.0 asking to keep the connection keeps it.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.0\r\n\r\n")
+        .unwrap();
+    assert!(read_one(&mut s).1.contains("Connection: keep-alive"));
+    assert!(read_one(&mut s).1.contains("Connection: close"));
+    assert!(closed(&mut s));
+}
+
+#[test]
+fn an_idle_persistent_connection_is_closed_after_its_idle_time() {
+    let addr = start(Options::new(empty_store("keep-idle")));
+    let mut a = TcpStream::connect(addr).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    a.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_one(&mut a).0, 200);
+    let idle = Instant::now();
+    assert!(closed(&mut a));
+    let waited = idle.elapsed();
+    assert!(
+        waited >= tidemark_serve::KEEP_IDLE - Duration::from_millis(100)
+            && waited < tidemark_serve::KEEP_IDLE + Duration::from_secs(5),
+        "{waited:?}"
+    );
+}
