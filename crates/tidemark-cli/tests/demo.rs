@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{dir, json_lines, ok, s};
+use common::{dir, json_lines, ok, s, tidemark};
 
 /// `tidemark args…` run in `d`, standard input empty.
 fn tidemark_in(d: &Path, args: &[&str]) -> Output {
@@ -193,4 +193,29 @@ fn the_chart_labels_its_y_axis_and_draws_error_bars_that_show() {
         .count();
     assert!(bands >= 1, "a shaded band");
     assert!(svg.contains(">95% bracket</text>"), "the legend names them");
+}
+
+#[test]
+fn the_log_flags_say_what_they_need() {
+    // --latency adds a column to a log written out; alone it is refused, naming itself.
+    let out = tidemark(&["demo", "--latency", "--minutes", "1"], "");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--latency"));
+    // --topic needs --brokers, and writes the log instead of a store.
+    for args in [
+        &["demo", "--topic", "flows"][..],
+        &["demo", "--brokers", "b:9092"][..],
+        &[
+            "demo",
+            "--topic",
+            "flows",
+            "--brokers",
+            "b:9092",
+            "--db",
+            "x.db",
+        ][..],
+    ] {
+        let out = tidemark(args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
 }

@@ -1178,3 +1178,65 @@ fn until_end_ends_on_a_transactional_producers_topic() {
     ok(&out);
     assert_eq!(summary(&out)["records"], 5);
 }
+
+#[test]
+fn the_demo_writes_its_log_into_a_topic_that_run_reads_as_the_file() {
+    let Some(binary) = tansu("kafka: the demo into a topic") else {
+        return;
+    };
+    let broker = Broker::start(&binary);
+    let brokers = broker.address();
+    let d = dir("kafka-demo-topic");
+    let (log, lines) = demo_log(&d);
+    let topic = "demo-flows";
+    create_topic(&brokers, topic, 4);
+    // The same flags as `demo_log`'s --emit: the same log, into the topic.
+    let out = tidemark(
+        &[
+            "demo",
+            "--minutes",
+            "20",
+            "--users",
+            "60",
+            "--brokers",
+            &brokers,
+            "--topic",
+            topic,
+        ],
+        "",
+    );
+    ok(&out);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("wrote {} flows into topic {topic}", lines.len())),
+        "{said}"
+    );
+
+    let file_config = d.join("file.toml");
+    std::fs::write(&file_config, FILE_CONFIG).unwrap();
+    let file_db = d.join("file.db");
+    ok(&tidemark(
+        &[
+            "run",
+            "--config",
+            s(&file_config),
+            "--db",
+            s(&file_db),
+            "--close",
+            s(&log),
+        ],
+        "",
+    ));
+    let config = d.join("kafka.toml");
+    std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
+    let db = d.join("kafka.db");
+    let out = run_until_end(&config, &db, &[]);
+    ok(&out);
+    let sum = summary(&out);
+    // Every line once: the idempotent producer wrote none twice.
+    assert_eq!(sum["records"], lines.len() as u64, "{sum}");
+    assert_eq!(sum["source"]["bad_messages"], 0, "{sum}");
+    assert_eq!(answers(&db), answers(&file_db));
+
+    let _ = std::fs::remove_dir_all(&d);
+}

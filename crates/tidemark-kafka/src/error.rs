@@ -67,6 +67,15 @@ pub enum Error {
         /// The client's error.
         source: KafkaError,
     },
+    /// Messages [`produce`](crate::produce) sent that the broker did not acknowledge.
+    Undelivered {
+        /// How many.
+        failed: u64,
+        /// Of how many sent.
+        sent: u64,
+        /// The first failure's reason.
+        first: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -105,6 +114,15 @@ impl fmt::Display for Error {
                  `error` ({detail})"
             ),
             Error::Client { during, source } => write!(f, "kafka client, {during}: {source}"),
+            Error::Undelivered {
+                failed,
+                sent,
+                first,
+            } => write!(
+                f,
+                "{failed} of {sent} messages were not acknowledged by the broker (the first: \
+                 {first})"
+            ),
         }
     }
 }

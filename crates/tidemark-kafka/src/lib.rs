@@ -39,6 +39,7 @@
 //! - [`KafkaMessages`]: the source as `tidemark run`'s message source (the pipeline's
 //!   [`MessageSource`](tidemark_stream::pipeline::MessageSource)), which stores the positions
 //!   in its checkpoints;
+//! - [`produce`]: lines written into a topic (what `tidemark demo` uses to fill one);
 //! - memory: the client's prefetch queue is bounded (about 2 MiB of messages in all; see
 //!   [`Config`]).
 //!
@@ -82,6 +83,7 @@ mod context;
 mod error;
 mod messages;
 mod partition;
+mod produce;
 mod source;
 
 pub use clock::PartitionClock;
@@ -89,4 +91,5 @@ pub use config::Config;
 pub use error::{Error, Notice};
 pub use messages::{KafkaMessages, POLL_WAIT};
 pub use partition::{Message, Partition, Positions};
+pub use produce::{produce, Record, FLUSH_WAIT};
 pub use source::{Event, KafkaSource, Lag};
