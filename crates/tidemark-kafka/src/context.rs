@@ -12,7 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, RebalanceProtocol};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Statistics, TopicPartitionList};
 
@@ -182,6 +182,17 @@ impl ClientContext for Context {
 }
 
 impl ConsumerContext for Context {
+    /// A commit's outcome, served at a poll: a refusal becomes a notice. Commits are
+    /// asynchronous because they are for monitoring (and a start for consumers without a
+    /// store): a synchronous one would hold the pipeline for as long as the broker is away.
+    fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
+        if let Err(error) = result {
+            self.notice(Notice::CommitFailed {
+                message: error.to_string(),
+            });
+        }
+    }
+
     /// Defers the rebalance to the caller.
     ///
     /// rdkafka's default `rebalance` runs `pre_rebalance`, assigns or unassigns, then runs

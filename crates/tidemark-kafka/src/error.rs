@@ -67,6 +67,18 @@ pub enum Error {
         /// The client's error.
         source: KafkaError,
     },
+    /// A partition delivered a message below the position it was read to: the broker lost the
+    /// messages the position counted (a topic deleted and created again, an unclean leader
+    /// election) and the client reset the position (`auto.offset.reset`). Reading on would
+    /// count messages twice, so the consumer stops.
+    Rewound {
+        /// The partition.
+        partition: Partition,
+        /// The offset it was to deliver next.
+        expected: i64,
+        /// The offset it delivered.
+        offset: i64,
+    },
     /// Messages [`produce`](crate::produce) sent that the broker did not acknowledge.
     Undelivered {
         /// How many.
@@ -114,6 +126,18 @@ impl fmt::Display for Error {
                  `error` ({detail})"
             ),
             Error::Client { during, source } => write!(f, "kafka client, {during}: {source}"),
+            Error::Rewound {
+                partition,
+                expected,
+                offset,
+            } => write!(
+                f,
+                "{partition} went back from offset {expected} to {offset}: the broker no longer \
+                 has the messages the stored position counted (a topic deleted and created \
+                 again, or data lost with a broker), and reading on would count messages twice; \
+                 the store keeps its last checkpoint: run again once the topic holds them, or \
+                 read the topic into a new store"
+            ),
             Error::Undelivered {
                 failed,
                 sent,

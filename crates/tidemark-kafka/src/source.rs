@@ -366,8 +366,10 @@ impl KafkaSource {
     /// that stored them: a commit ahead of the checkpoint would make a consumer without the
     /// checkpoint skip messages. Only partitions assigned to this consumer are committed.
     ///
-    /// Returns a notice when the broker refused the commit; the checkpoint is unaffected and
-    /// the next commit carries newer positions.
+    /// The commit is sent without waiting for the broker: a refusal comes back as an
+    /// [`Event::Notice`] at a later poll, and a commit that cannot be sent at all as the
+    /// returned notice. Either way the checkpoint is unaffected and the next commit carries
+    /// newer positions.
     #[must_use = "a failed commit returns a notice to report"]
     pub fn commit(&mut self, positions: &Positions) -> Option<Notice> {
         let mut list = TopicPartitionList::new();
@@ -391,7 +393,9 @@ impl KafkaSource {
         if list.count() == 0 {
             return None;
         }
-        match self.consumer.commit(&list, CommitMode::Sync) {
+        // Asynchronous: the broker may be away, and the pipeline must not wait for a
+        // monitoring write (its outcome comes back as a notice at a later poll).
+        match self.consumer.commit(&list, CommitMode::Async) {
             Ok(()) => None,
             Err(error) => Some(Notice::CommitFailed {
                 message: error.to_string(),
@@ -635,6 +639,16 @@ impl KafkaSource {
         let Some(lane) = self.lanes.get_mut(&message.partition) else {
             return Ok(None);
         };
+        // The client never delivers a message twice, nor one before a seek's position: a
+        // message below the next position is the client's reset after the broker lost what
+        // the position counted.
+        if let Some(expected) = lane.next.filter(|&next| message.offset < next) {
+            return Err(Error::Rewound {
+                partition: message.partition,
+                expected,
+                offset: message.offset,
+            });
+        }
         if until_end {
             if lane.end.is_none() {
                 lane.end = self.consumer.context().seen(&message.partition).end;
