@@ -73,22 +73,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Err(e) => return Err(store_error_found(&args.db, e, false)),
     };
     let report = tidemark_stream::check::check(&store);
+    // Measured only where the pages were verified (the file is this process's to write).
+    let space = store
+        .space()
+        .map_err(|e| store_error_found(&args.db, e, false))?;
     if args.json {
-        outln!(
-            "{}",
-            json!({
-                "db": args.db.display().to_string(),
-                "healthy": report.is_healthy(),
-                "pages": pages,
-                "records": report.records,
-                "tables": report.tables.iter().map(|t| json!({
-                    "name": t.name, "buckets": t.buckets, "decoded": t.decoded, "value_bytes": t.bytes
-                })).collect::<Vec<_>>(),
-                "problems": report.problems,
-            })
-        );
+        let mut out = json!({
+            "db": args.db.display().to_string(),
+            "healthy": report.is_healthy(),
+            "pages": pages,
+            "records": report.records,
+            "tables": report.tables.iter().map(|t| json!({
+                "name": t.name, "buckets": t.buckets, "decoded": t.decoded, "value_bytes": t.bytes
+            })).collect::<Vec<_>>(),
+            "problems": report.problems,
+        });
+        // Measured only where the pages were verified: absent otherwise.
+        if let (Some(space), Some(map)) = (space, out.as_object_mut()) {
+            map.insert("file_bytes".into(), space.file.into());
+            map.insert("in_use_bytes".into(), space.in_use.into());
+        }
+        outln!("{out}");
     } else {
         outln!("store {}: pages {pages}", args.db.display());
+        if let Some(space) = space {
+            outln!("  {} bytes, {} in use by pages", space.file, space.in_use);
+        }
         for t in &report.tables {
             outln!(
                 "  {}: {} buckets, {} decoded, {} bytes of values",

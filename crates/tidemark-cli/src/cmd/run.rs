@@ -263,6 +263,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         messages,
         live.as_deref(),
     )?;
+    // The pages the run's commits freed go back to the file system (the store is whole
+    // either way: a compaction that fails or is refused changes no row).
+    if let Err(e) = store.compact_if_loose() {
+        eprintln!("tidemark: the store was not compacted: {e}");
+    }
     let secs = started.elapsed().as_secs_f64();
     if args.json {
         outln!("{}", summary_json(&report, secs));

@@ -41,7 +41,7 @@ mod row_key;
 pub(crate) use apply::scan_verified;
 pub use keyed::VerifiedStarts;
 pub use mem::MemStore;
-pub use redb_store::{cache_for, RedbStore};
+pub use redb_store::{cache_for, RedbStore, Space};
 
 /// A store that failed.
 #[derive(Debug)]
@@ -348,6 +348,12 @@ pub trait Txn: ReadTxn {
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError>;
     /// Writes a metadata value.
     fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Whether any row (of any table) sorts after this one's key: rows written past the last
+    /// are appended, and a backend may lay them out differently (see `apply`'s
+    /// `write_order`). `true` unless a backend knows better.
+    fn rows_after(&self, _table: &str, _start: u64, _key: &[u8]) -> Result<bool, StoreError> {
+        Ok(true)
+    }
 }
 
 /// A bucket store: a backend's primitive transactions, and the pipeline's operations built on
