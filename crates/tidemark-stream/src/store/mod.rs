@@ -297,7 +297,8 @@ pub struct Batch<'a> {
     /// Open-row tables and the start before which their rows are stale, deleted after the
     /// promotions.
     pub open_before: Vec<(&'a str, u64)>,
-    /// State rows, last, in order.
+    /// State rows, last; rows of one key are written in this order (rows of different keys
+    /// in the order that packs the store best).
     pub state: Vec<StateRef<'a>>,
     /// The new metadata.
     pub meta: &'a Meta,

@@ -53,6 +53,9 @@ pub struct RedbStore {
     path: PathBuf,
     /// What keyed reads remember of the starts they verified (nothing unless asked).
     verified: VerifiedStarts,
+    /// The file's length when a run opened it: [`RedbStore::compact_if_loose`] looks for
+    /// free pages only once the file has grown past it by an eighth.
+    opened_len: Option<u64>,
 }
 
 fn backend(op: &'static str) -> impl Fn(redb::Error) -> StoreError {
@@ -220,6 +223,7 @@ impl RedbStore {
                         },
                         path: path.to_path_buf(),
                         verified: VerifiedStarts::default(),
+                        opened_len: std::fs::metadata(path).ok().map(|m| m.len()),
                     })
                 }
             }
@@ -239,6 +243,7 @@ impl RedbStore {
                 db: Db::Reader(db),
                 path: path.to_path_buf(),
                 verified: VerifiedStarts::default(),
+                opened_len: None,
             }),
             // A run was interrupted and no writer holds the file: a reader cannot repair
             // it, a writer's open does (verifying every page as it goes).
@@ -286,10 +291,10 @@ impl RedbStore {
             },
             path: path.to_path_buf(),
             verified: VerifiedStarts::default(),
+            opened_len: None,
         })
     }
 
-    /// The file.
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
