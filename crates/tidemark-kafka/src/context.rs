@@ -156,9 +156,16 @@ impl ClientContext for Context {
         }
     }
 
-    fn log(&self, _level: RDKafkaLogLevel, _facility: &str, _message: &str) {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
         // Faults reach the caller as notices (below); librdkafka's log lines stay quiet, as
-        // the caller owns stderr.
+        // the caller owns stderr, except the one that says a position was moved because the
+        // broker lost or deleted the offset: no error event reports that (under
+        // `auto.offset.reset` other than `error`), and messages may have been skipped.
+        if facility == "OFFSET" && level as i32 <= RDKafkaLogLevel::Warning as i32 {
+            self.notice(Notice::PositionReset {
+                message: message.to_string(),
+            });
+        }
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -277,5 +284,47 @@ impl ConsumerContext for Context {
                 message: format!("consumer group rebalance: {error}"),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_position_moved_for_a_lost_offset_is_a_notice_and_other_log_lines_are_quiet() {
+        let context = Context::new(false);
+        // librdkafka's words when a fetch meets "offset out of range" under `earliest`.
+        let moved = "flows [2]: offset reset (at offset 30 (leader epoch -1), broker 1) to \
+                     offset BEGINNING (leader epoch -1): fetch failed due to requested offset \
+                     not available on the broker: Broker: Offset out of range";
+        context.log(RDKafkaLogLevel::Warning, "OFFSET", moved);
+        // A reset without an error is only a debug line; other facilities stay quiet.
+        context.log(
+            RDKafkaLogLevel::Debug,
+            "OFFSET",
+            "flows [0]: offset reset to 0",
+        );
+        context.log(
+            RDKafkaLogLevel::Warning,
+            "FAIL",
+            "127.0.0.1:9092: Disconnected",
+        );
+        context.log(RDKafkaLogLevel::Info, "CGRPOP", "joined");
+        assert_eq!(
+            context.next_notice(),
+            Some(Notice::PositionReset {
+                message: moved.to_string()
+            })
+        );
+        assert_eq!(context.next_notice(), None);
+        let said = Notice::PositionReset {
+            message: moved.to_string(),
+        }
+        .to_string();
+        assert!(
+            said.contains("flows [2]") && said.contains("no longer holds"),
+            "{said}"
+        );
     }
 }

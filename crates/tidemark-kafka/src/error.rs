@@ -190,6 +190,14 @@ pub enum Notice {
         /// The client's error.
         message: String,
     },
+    /// The client moved a partition's position because the broker no longer holds the offset
+    /// it was at (`auto.offset.reset` after "offset out of range"): forward, the messages in
+    /// between were deleted (retention) before this run read them and are not counted; back,
+    /// the source stops with [`Error::Rewound`](crate::Error::Rewound) at the first message.
+    PositionReset {
+        /// librdkafka's description: the partition, both offsets and the broker's reason.
+        message: String,
+    },
     /// The start positions of newly assigned partitions could not be read from the broker
     /// yet; the assignment is retried at the next poll.
     AssignRetry {
@@ -217,6 +225,11 @@ impl fmt::Display for Notice {
                 retry_in.as_secs_f64()
             ),
             Notice::Broker { message } => write!(f, "kafka: {message} (retrying)"),
+            Notice::PositionReset { message } => write!(
+                f,
+                "kafka: the broker no longer holds a partition's position, which the client moved: \
+                 {message}"
+            ),
             Notice::CommitFailed { message } => write!(
                 f,
                 "kafka: committing checkpointed offsets failed ({message}); the checkpoint \
