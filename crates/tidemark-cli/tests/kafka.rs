@@ -308,6 +308,27 @@ fn answers(db: &Path) -> Vec<serde_json::Value> {
     all
 }
 
+/// The log read from its file into `d/file.db` with the buckets closed, under the Kafka
+/// runs' metrics: the answers a topic of the same records must give. Its `--json` output.
+fn file_run(d: &Path, log: &Path) -> (PathBuf, Output) {
+    let config = d.join("file.toml");
+    std::fs::write(&config, FILE_CONFIG).unwrap();
+    let db = d.join("file.db");
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&db),
+        "--close",
+        "--json",
+        s(log),
+    ];
+    let out = tidemark(&args, "");
+    ok(&out);
+    (db, out)
+}
+
 fn run_until_end(config: &Path, db: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "run",
@@ -358,23 +379,7 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
     produce(&brokers, topic, &as_messages(&lines));
 
     // The file run.
-    let file_config = d.join("file.toml");
-    std::fs::write(&file_config, FILE_CONFIG).unwrap();
-    let file_db = d.join("file.db");
-    let out = tidemark(
-        &[
-            "run",
-            "--config",
-            s(&file_config),
-            "--db",
-            s(&file_db),
-            "--close",
-            "--json",
-            s(&log),
-        ],
-        "",
-    );
-    ok(&out);
+    let (file_db, out) = file_run(&d, &log);
     let file_summary = summary(&out);
     for m in file_summary["metrics"].as_array().unwrap() {
         assert_eq!(m["dropped"], 0, "{file_summary}");
@@ -1245,21 +1250,7 @@ fn the_demo_writes_its_log_into_a_topic_that_run_reads_as_the_file() {
         "{said}"
     );
 
-    let file_config = d.join("file.toml");
-    std::fs::write(&file_config, FILE_CONFIG).unwrap();
-    let file_db = d.join("file.db");
-    ok(&tidemark(
-        &[
-            "run",
-            "--config",
-            s(&file_config),
-            "--db",
-            s(&file_db),
-            "--close",
-            s(&log),
-        ],
-        "",
-    ));
+    let (file_db, _) = file_run(&d, &log);
     let config = d.join("kafka.toml");
     std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
     let db = d.join("kafka.db");
@@ -1289,21 +1280,7 @@ fn a_broker_lost_mid_run_is_waited_for_and_nothing_is_counted_twice() {
     // Half the log before the broker is lost; all of it after.
     let half = messages.len() / 2;
     produce(&brokers, topic, &messages[..half]);
-    let file_config = d.join("file.toml");
-    std::fs::write(&file_config, FILE_CONFIG).unwrap();
-    let file_db = d.join("file.db");
-    ok(&tidemark(
-        &[
-            "run",
-            "--config",
-            s(&file_config),
-            "--db",
-            s(&file_db),
-            "--close",
-            s(&log),
-        ],
-        "",
-    ));
+    let (file_db, _) = file_run(&d, &log);
 
     let config = d.join("kafka.toml");
     std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();

@@ -65,8 +65,8 @@ fn a_run_leaves_its_store_compact_and_check_says_how_much_is_in_use() {
     let input = d.join("log.csv");
     std::fs::write(&input, log()).unwrap();
     let db = d.join("s.db");
-    ok(&tidemark(
-        &[
+    let run = || {
+        let args = [
             "run",
             "--quiet",
             "--config",
@@ -74,9 +74,10 @@ fn a_run_leaves_its_store_compact_and_check_says_how_much_is_in_use() {
             "--db",
             s(&db),
             s(&input),
-        ],
-        "",
-    ));
+        ];
+        ok(&tidemark(&args, ""));
+    };
+    run();
     let (file, in_use) = space(&db);
     assert!(in_use > 0 && in_use <= file, "{in_use} of {file}");
     // Compacted when the free space reached an eighth of the pages in use: below it now.
@@ -85,18 +86,7 @@ fn a_run_leaves_its_store_compact_and_check_says_how_much_is_in_use() {
         "{file} bytes, {in_use} in use: not compacted"
     );
     // The second run over the same file changes nothing, and leaves it as compact.
-    ok(&tidemark(
-        &[
-            "run",
-            "--quiet",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db),
-            s(&input),
-        ],
-        "",
-    ));
+    run();
     let (again, in_use_again) = space(&db);
     assert!(
         (again - in_use_again) * 8 < in_use_again,

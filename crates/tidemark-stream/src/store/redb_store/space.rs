@@ -30,12 +30,7 @@ impl RedbStore {
             tx.abort().map_err(err("end a measurement"))?;
             Ok(stats.allocated_pages() * stats.page_size() as u64)
         })?;
-        let file = std::fs::metadata(&self.path)
-            .map_err(|e| StoreError::Backend {
-                op: "measure the file",
-                source: redb::Error::Io(e),
-            })?
-            .len();
+        let file = self.file_len()?;
         Ok(Some(Space { file, in_use }))
     }
 
@@ -52,12 +47,7 @@ impl RedbStore {
         let Some(opened) = self.opened_len else {
             return Ok(false);
         };
-        let now = std::fs::metadata(&self.path)
-            .map_err(|e| StoreError::Backend {
-                op: "measure the file",
-                source: redb::Error::Io(e),
-            })?
-            .len();
+        let now = self.file_len()?;
         if now.saturating_sub(opened) * 8 < opened * LOOSE_EIGHTHS {
             return Ok(false);
         }
@@ -91,5 +81,13 @@ impl RedbStore {
             ) => Ok(false),
             Err(e) => Err(err("compact")(e)),
         })
+    }
+
+    fn file_len(&self) -> Result<u64, StoreError> {
+        let meta = std::fs::metadata(&self.path).map_err(|e| StoreError::Backend {
+            op: "measure the file",
+            source: redb::Error::Io(e),
+        })?;
+        Ok(meta.len())
     }
 }
