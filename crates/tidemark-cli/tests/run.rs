@@ -104,12 +104,15 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
             "--db",
             s(&whole),
             "--quiet",
+            "--threads",
+            "1",
             s(&file),
         ],
         "",
     );
     ok(&out);
     let expected = dump(&whole);
+    // The runs below parse in a thread of their own: the same buckets and counters.
     let spilled = d.join("spilled.db");
     let args = [
         "run",
@@ -120,6 +123,8 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
         "--quiet",
         "--max-memory",
         "6MiB",
+        "--threads",
+        "2",
     ];
     // Too small for the keys that cannot spill: a clear refusal, exit 2, not "damaged".
     let tiny = d.join("tiny.db");
@@ -154,6 +159,8 @@ fn sigkill_while_spilling_then_resume_equals_an_unbounded_run() {
             s(&once),
             "--max-memory",
             "6MiB",
+            "--threads",
+            "2",
             s(&file),
         ],
         "",
@@ -284,7 +291,8 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     assert_eq!(got.0.len(), expected.0.len());
     assert!(got.0 == expected.0, "stored buckets differ");
 
-    // The same with a file input, killed after a moment, as many times as it takes.
+    // The same with a file input, parsed in a thread of its own, killed after a moment, as
+    // many times as it takes.
     let file = d.join("flows.csv");
     std::fs::write(&file, &csv).unwrap();
     let from_file = d.join("file.db");
@@ -295,6 +303,8 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
         "--db",
         s(&from_file),
         "--quiet",
+        "--threads",
+        "2",
     ];
     let kills = run_killed_until_done(&args, &file);
     eprintln!("file input: {kills} kills before the run finished");

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// One wanted field's value.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Field<'a> {
     /// A string, a number or a boolean, as text.
     Text(Cow<'a, str>),

@@ -63,6 +63,7 @@ fn err(message: impl Into<String>) -> RecordError {
 const KEY_COLUMN: usize = usize::MAX;
 const TIMESTAMP_COLUMN: usize = usize::MAX - 1;
 
+#[derive(Clone)]
 struct Columns {
     time: usize,
     keys: Vec<Vec<usize>>,
@@ -114,7 +115,53 @@ impl Record<'_> {
     }
 }
 
-/// Parses lines into event time, keys and item hashes, reusing its buffers.
+/// What the engine reads of a record, parsed here or in a parse thread (the pipeline's
+/// parsed batches): its time and, per metric, its key and item.
+pub(crate) trait Fields {
+    /// Event time, ms since the epoch.
+    fn time(&self) -> u64;
+    /// Metric `m`'s key.
+    fn key(&self, m: usize) -> &[u8];
+    /// Metric `m`'s item hash.
+    fn item(&self, m: usize) -> u64;
+    /// Metric `m`'s item bytes (frequency metrics only; else empty).
+    fn item_bytes(&self, m: usize) -> &[u8];
+    /// Metric `m`'s item length, bytes.
+    fn item_len(&self, m: usize) -> usize;
+    /// The number of metrics.
+    fn metrics(&self) -> usize;
+}
+
+impl Fields for Record<'_> {
+    #[inline]
+    fn time(&self) -> u64 {
+        Record::time(self)
+    }
+    #[inline]
+    fn key(&self, m: usize) -> &[u8] {
+        Record::key(self, m)
+    }
+    #[inline]
+    fn item(&self, m: usize) -> u64 {
+        Record::item(self, m)
+    }
+    #[inline]
+    fn item_bytes(&self, m: usize) -> &[u8] {
+        Record::item_bytes(self, m)
+    }
+    #[inline]
+    fn item_len(&self, m: usize) -> usize {
+        Record::item_len(self, m)
+    }
+    #[inline]
+    fn metrics(&self) -> usize {
+        Record::metrics(self)
+    }
+}
+
+/// Parses lines into event time, keys and item hashes, reusing its buffers. (A clone parses
+/// as the original does: a parse thread gets one once the header is read.)
+#[derive(Clone)]
 pub struct Extractor {
     format: Format,
     time_reader: TimeReader,
@@ -222,6 +269,11 @@ impl Extractor {
                 .map(|m| m.kind.input() == Input::Value)
                 .collect(),
         }
+    }
+
+    /// The number of metrics a record has keys and items of.
+    pub(crate) fn metrics(&self) -> usize {
+        self.keys.len()
     }
 
     /// Whether each file starts with a header line.

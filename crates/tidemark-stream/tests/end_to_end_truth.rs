@@ -27,26 +27,43 @@ fn spec() -> FlowSpec {
     }
 }
 
-/// Runs the log through the pipeline from a file, into an in-memory store.
+/// Runs the log through the pipeline from a file, into an in-memory store: in one thread,
+/// and again with a parse thread, which must leave the same store, report and alerts.
 fn run(config: &str, log: &FlowLog, tag: &str) -> (MemStore, RunReport, Vec<AlertOut>) {
     let dir = std::env::temp_dir().join(format!("tidemark-e2e-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let csv = dir.join("flows.csv");
     std::fs::write(&csv, log.to_csv()).unwrap();
-    let mut store = MemStore::default();
-    let mut alerts = Vec::new();
-    let report = pipeline::run(
-        &tidemark_stream::config::Config::from_toml(config).unwrap(),
-        &mut store,
-        RunOptions {
-            inputs: vec![csv],
-            ..RunOptions::default()
-        },
-        &mut |a| alerts.push(a.clone()),
-    )
-    .unwrap();
+    let config = tidemark_stream::config::Config::from_toml(config).unwrap();
+    let run_with = |threads: usize| {
+        let mut store = MemStore::default();
+        let mut alerts = Vec::new();
+        let report = pipeline::run(
+            &config,
+            &mut store,
+            RunOptions {
+                inputs: vec![csv.clone()],
+                threads,
+                ..RunOptions::default()
+            },
+            &mut |a| alerts.push(a.clone()),
+        )
+        .unwrap();
+        (store, report, alerts)
+    };
+    let one = run_with(1);
+    let two = run_with(2);
     std::fs::remove_dir_all(&dir).unwrap();
-    (store, report, alerts)
+    assert!(
+        one.0 == two.0,
+        "{tag}: the stores differ with a parse thread"
+    );
+    assert_eq!(
+        one.1, two.1,
+        "{tag}: the reports differ with a parse thread"
+    );
+    assert_eq!(one.2, two.2, "{tag}: the alerts differ with a parse thread");
+    one
 }
 
 /// (key, bucket start ms) → flows per source.

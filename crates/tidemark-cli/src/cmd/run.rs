@@ -58,6 +58,12 @@ pub struct Args {
     /// quiet keys are written to the store and leave memory.
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Threads to use (default: every core the machine has; 1: one thread). With two or more,
+    /// a file's lines are split and parsed in a thread of their own while another feeds the
+    /// engine; a followed file, standard input and a Kafka topic are read in one thread. The
+    /// answers, alerts and stored rows are the same whatever the number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     /// Follow the file as it grows (`tail -F`): read lines as they are appended, go on
     /// across a rotation (the path names a new file, or none: the old one is read to its end
     /// and kept until it has been idle for --rotate-wait, then the new one) and a truncation
@@ -441,6 +447,10 @@ fn execute(
             messages: messages
                 .map(|m| Box::new(m) as Box<dyn tidemark_stream::pipeline::MessageSource>),
             on_checkpoint: live.is_some().then_some(&mut on_checkpoint),
+            threads: args.threads.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                usize::from,
+            ),
         },
         &mut on_alert,
     );

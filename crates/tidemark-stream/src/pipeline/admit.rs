@@ -8,7 +8,7 @@
 
 use crate::config::Limits;
 use crate::engine::Engine;
-use crate::record::{Extractor, Record, RecordError};
+use crate::record::{Extractor, Fields, RecordError};
 use crate::state_rows::StoreRows;
 use crate::time::MAX_TIME;
 use crate::EngineError;
@@ -53,11 +53,23 @@ pub(super) fn admit(
         Ok(rec) => rec,
         Err(e) => return Ok(Admitted::Bad(e)),
     };
-    if let Err(e) = check_record(&rec, engine, rules) {
+    admit_parsed(&rec, engine, rules, rows)
+}
+
+/// Admits a record already parsed (here, or by a parse thread): checked, and fed to
+/// `engine`.
+#[inline]
+pub(super) fn admit_parsed(
+    rec: &impl Fields,
+    engine: &mut Engine,
+    rules: &Rules<'_>,
+    rows: &mut StoreRows<'_>,
+) -> Result<Admitted, EngineError> {
+    if let Err(e) = check_record(rec, engine, rules) {
         return Ok(Admitted::Bad(e));
     }
     let time = rec.time();
-    feed(engine, &rec, rows)?;
+    feed(engine, rec, rows)?;
     Ok(Admitted::Fed(time))
 }
 
@@ -95,7 +107,7 @@ pub(super) fn line_text(buf: &[u8]) -> Result<&str, RecordError> {
 /// The rules a parsed record must keep before it reaches the engine: its time within
 /// [`MAX_TIME`] and `max_ahead` of the latest time seen, its keys and items within their
 /// limits.
-fn check_record(rec: &Record<'_>, engine: &Engine, rules: &Rules<'_>) -> Result<(), RecordError> {
+fn check_record(rec: &impl Fields, engine: &Engine, rules: &Rules<'_>) -> Result<(), RecordError> {
     let bad = |message: String| Err(RecordError { message });
     let time = rec.time();
     if time > MAX_TIME {
@@ -141,7 +153,7 @@ fn check_record(rec: &Record<'_>, engine: &Engine, rules: &Rules<'_>) -> Result<
 #[inline]
 fn feed(
     engine: &mut Engine,
-    rec: &Record<'_>,
+    rec: &impl Fields,
     rows: &mut StoreRows<'_>,
 ) -> Result<(), EngineError> {
     let t = rec.time();

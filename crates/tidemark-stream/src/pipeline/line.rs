@@ -40,6 +40,13 @@ pub(super) enum Next<'a> {
     /// Checkpoint now, the positions the source saves included, then read on (a message
     /// source whose partitions are being taken away).
     Checkpoint,
+    /// A line parsed already (by a parse thread, see [`super::parse`]): its 1-based number,
+    /// the input's offset just after it, and what it was.
+    Parsed {
+        number: u64,
+        end: u64,
+        line: super::parse::Parsed<'a>,
+    },
 }
 
 /// One line of an input.
@@ -140,6 +147,13 @@ pub(super) trait LineSource {
 
     /// Moves past what earlier runs committed (after the header).
     fn resume(&mut self) -> Result<(), RunError>;
+
+    /// Parses the lines from here on ahead, in a thread of their own, with `ex` (the run's
+    /// extractor): a regular file read to its end does (see [`super::parse`]); other sources
+    /// read on in the run's thread.
+    fn parse_ahead(&mut self, _ex: &crate::record::Extractor) -> Result<(), RunError> {
+        Ok(())
+    }
 
     /// Whether the next [`LineSource::next_line`] may wait for input: the run first adds the
     /// engine's deferred events and sends their alerts, so none waits on a line not yet come.

@@ -55,6 +55,7 @@ mod follow;
 mod input;
 mod line;
 pub mod message;
+mod parse;
 mod read;
 mod resume;
 mod sources;
@@ -101,6 +102,10 @@ pub struct RunOptions<'a> {
     pub messages: Option<Box<dyn MessageSource + 'a>>,
     /// Called after each checkpoint committed (and quiet keys spilled, when due).
     pub on_checkpoint: Option<&'a mut dyn FnMut(&Checkpointed)>,
+    /// Threads the run may use: with two or more, a regular file's lines are split and
+    /// parsed in a thread of their own while the run's thread feeds the engine (0 and 1: one
+    /// thread). The answers, alerts and stored rows are the same either way.
+    pub threads: usize,
 }
 
 /// What [`RunOptions::on_checkpoint`] is told.
@@ -191,6 +196,7 @@ pub fn run(
 ) -> Result<RunReport, RunError> {
     let mut opts = opts;
     let messages = opts.messages.take();
+    let threads = opts.threads;
     if messages.is_some() && !opts.inputs.is_empty() {
         return Err(RunError::Input {
             file: opts.inputs[0].display().to_string(),
@@ -246,6 +252,9 @@ pub fn run(
             have_header = true;
         }
         source.resume()?;
+        if threads > 1 {
+            source.parse_ahead(&r.ex)?;
+        }
         match r.read(&mut *source)? {
             Ended::Rotated => {
                 // The path's new file is next (a file rotated away before this run is done).

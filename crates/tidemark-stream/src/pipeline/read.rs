@@ -19,10 +19,11 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::admit::{admit, line_text, too_long, Admitted, Rules};
+use super::admit::{admit, admit_parsed, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
 use super::follow;
 use super::line::{Line, LineSource, Next, Pause, Waited};
+use super::parse::Parsed;
 use super::state::RunState;
 use super::{engine_error, AlertOut, Checkpointed, MetricReport, RunOptions, RunReport};
 use crate::engine::Engine;
@@ -244,6 +245,23 @@ impl<'r, 'o> Runner<'r, 'o> {
                     let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
                     let admitted = admit(raw, &mut self.ex, &mut self.engine, &rules, &mut rows)
                         .map_err(engine_error)?;
+                    (number, end, admitted)
+                }
+                Next::Parsed { number, end, line } => {
+                    let admitted = match line {
+                        Parsed::Record(rec) => {
+                            let rules = Rules {
+                                names: &self.ctx.names,
+                                limits,
+                                max_ahead: config.input.max_ahead,
+                            };
+                            let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
+                            admit_parsed(&rec, &mut self.engine, &rules, &mut rows)
+                                .map_err(engine_error)?
+                        }
+                        Parsed::Blank => Admitted::Blank,
+                        Parsed::Bad(e) => Admitted::Bad(e.clone()),
+                    };
                     (number, end, admitted)
                 }
                 Next::Line(Line::Message {

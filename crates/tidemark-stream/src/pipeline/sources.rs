@@ -22,9 +22,11 @@ use super::input::{self, Lines};
 use super::line::{
     input_error, Line, LineSource, Next, OpenFile, Pause, Reading, Waited, DIRECTORY,
 };
+use super::parse::{ParseAhead, ParseRules};
 use super::state::RunState;
 use super::stdin::StdinSource;
 use super::{resume, RunOptions};
+use crate::record::Extractor;
 use crate::RunError;
 
 /// One input to read.
@@ -206,6 +208,9 @@ pub(super) struct FileSource {
     taken_back: Option<bool>,
     /// Following it (`--follow`).
     follow: Option<Following>,
+    /// Its lines parsed ahead by a thread, once [`LineSource::parse_ahead`] started one.
+    ahead: Option<ParseAhead>,
+    max_line: usize,
 }
 
 impl FileSource {
@@ -233,6 +238,8 @@ impl FileSource {
             taken_back: None,
             follow,
             name,
+            ahead: None,
+            max_line: how.max_line,
         })
     }
 
@@ -253,7 +260,11 @@ impl FileSource {
     }
 
     fn position(&self) -> (u64, u64) {
-        self.end_at.unwrap_or((self.lines.offset, self.lines.line))
+        let lines = match &self.ahead {
+            Some(ahead) => ahead.position(),
+            None => (self.lines.offset, self.lines.line),
+        };
+        self.end_at.unwrap_or(lines)
     }
 }
 
@@ -290,7 +301,45 @@ impl LineSource for FileSource {
         false
     }
 
+    fn parse_ahead(&mut self, ex: &Extractor) -> Result<(), RunError> {
+        if self.follow.is_some() || self.ahead.is_some() {
+            return Ok(());
+        }
+        self.settle()?;
+        let at = (self.lines.offset, self.lines.line);
+        let reader = self
+            .file
+            .file
+            .try_clone()
+            .map_err(|e| input_error(&self.name, e))?;
+        let how = Reading {
+            max_line: self.max_line,
+            skip_bad: self.skip_bad,
+            keep_open: self.open_ended,
+            follow: None,
+            stdin_new: false,
+        };
+        let mut lines = lines_of(reader, how, false);
+        lines
+            .seek_to(at.0, at.1)
+            .map_err(|e| input_error(&self.name, e))?;
+        let rules = ParseRules {
+            max_line: self.max_line,
+            open_ended: self.open_ended,
+            skip_bad: self.skip_bad,
+        };
+        self.ahead = Some(ParseAhead::start(lines, at, ex, rules, &self.name)?);
+        Ok(())
+    }
+
     fn next_line(&mut self) -> Result<Next<'_>, RunError> {
+        if self.ahead.is_some() {
+            let name = &self.name;
+            return match &mut self.ahead {
+                Some(ahead) => ahead.next_line(name),
+                None => Ok(Next::End),
+            };
+        }
         self.settle()?;
         self.line_start = (self.lines.offset, self.lines.line);
         let line = self
@@ -327,7 +376,10 @@ impl LineSource for FileSource {
     }
 
     fn unread_last(&mut self) {
-        self.end_at = Some(self.line_start);
+        match &mut self.ahead {
+            Some(ahead) => ahead.unread_last(),
+            None => self.end_at = Some(self.line_start),
+        }
     }
 
     fn idle(&mut self) -> Result<Pause, RunError> {

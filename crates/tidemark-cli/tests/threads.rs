@@ -1,0 +1,185 @@
+//! `tidemark run --threads 2` against `--threads 1` on every example config (the Kafka one
+//! aside: a topic is read in one thread): the same alerts, the same summary, the same stored
+//! rows and run state, with late, blank, malformed and too-long lines in the input. The kill
+//! tests of `run.rs` hold resumes with a parse thread equal to a one-thread run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{dir, s, tidemark};
+use tidemark_stream::config::Config;
+use tidemark_stream::flowgen::{FlowLog, FlowSpec};
+use tidemark_stream::pipeline::RunState;
+use tidemark_stream::store::{RedbStore, Store};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// Every stored bucket as (table, key, start, bytes), and the run state.
+type Dump = (Vec<(String, Vec<u8>, u64, Vec<u8>)>, RunState);
+
+/// Every bucket of every metric of the store's config, its rollups', and the run state.
+fn dump(db: &Path) -> Dump {
+    let store = RedbStore::open_existing(db).unwrap();
+    let meta = store.meta().unwrap().expect("a committed run");
+    let config = Config::from_toml(&meta.config).unwrap();
+    let mut rows = Vec::new();
+    for m in &config.metrics {
+        for table in std::iter::once(m.name.clone()).chain(m.rollup_name()) {
+            store
+                .scan(&table, 0, u64::MAX, &mut |k, start, b| {
+                    rows.push((table.clone(), k.to_vec(), start, b.to_vec()))
+                })
+                .unwrap();
+        }
+    }
+    (rows, RunState::from_bytes(&meta.state).unwrap())
+}
+
+/// Runs `config` over `input` (a file in `d`) with one thread and with two; both must
+/// print, say and store the same. Returns the rows stored.
+fn same_with_two_threads(d: &Path, config: &Path, input: &str, extra: &[&str]) -> usize {
+    let file = d.join("input");
+    std::fs::write(&file, input).unwrap();
+    let mut runs = Vec::new();
+    for threads in ["1", "2"] {
+        let stem = config.file_stem().unwrap().to_string_lossy();
+        let db = d.join(format!("{stem}-{}-t{threads}.db", extra.len()));
+        let mut args = vec![
+            "run",
+            "--config",
+            s(config),
+            "--db",
+            s(&db),
+            "--threads",
+            threads,
+        ];
+        args.extend_from_slice(extra);
+        args.push(s(&file));
+        let out = tidemark(&args, "");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{}: {stderr}", config.display());
+        // The summary's timing varies; what it counted must not.
+        let counted: Vec<String> = stderr
+            .lines()
+            .filter(|l| !l.contains(" s ") && !l.contains("/s"))
+            .map(str::to_string)
+            .collect();
+        runs.push((out.stdout, counted, dump(&db)));
+    }
+    let (one, two) = (&runs[0], &runs[1]);
+    let name = config.display();
+    assert_eq!(
+        String::from_utf8_lossy(&one.0),
+        String::from_utf8_lossy(&two.0),
+        "{name}: alerts differ"
+    );
+    assert_eq!(one.1, two.1, "{name}: the summaries differ");
+    assert!(one.2 .0 == two.2 .0, "{name}: stored rows differ");
+    assert_eq!(one.2 .1, two.2 .1, "{name}: run states differ");
+    one.2 .0.len()
+}
+
+/// The demo's flow log with a too-late line, a blank line, a malformed line and a line past
+/// `max_line_bytes` (1 MiB) in it.
+fn flows(latency: bool) -> String {
+    let log = FlowLog::generate(&FlowSpec {
+        minutes: 14,
+        users: 400,
+        scanners: 2,
+        seed: 3,
+        ..FlowSpec::default()
+    });
+    let csv = if latency {
+        log.to_csv_with_latency()
+    } else {
+        log.to_csv()
+    };
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    let n = lines.len();
+    let columns = lines[0].matches(',').count();
+    let late = lines[1].clone();
+    lines.insert(n / 2, late);
+    lines.insert(n / 3, String::new());
+    lines.insert(n / 4, "not,a,record".into());
+    lines.insert(n / 5, "x".repeat(1_100_000));
+    lines.insert(n / 6, format!("1{}", ",x".repeat(columns + 1)));
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn every_example_stores_and_alerts_the_same_with_a_parse_thread() {
+    let d = dir("threads-examples");
+    let bad = ["--skip-bad", "--close"];
+    for (config, input) in [
+        ("fanout.toml", flows(false)),
+        ("fanout-exaloglog.toml", flows(false)),
+        ("hammer.toml", flows(false)),
+        ("latency.toml", flows(true)),
+    ] {
+        let rows = same_with_two_threads(&d, &example(config), &input, &bad);
+        assert!(rows > 1000, "{config}: {rows} rows stored");
+    }
+    let mut jsonl = String::new();
+    for i in 0..60_000u64 {
+        let sec = i / 40;
+        jsonl.push_str(&format!(
+            "{{\"time\": \"2024-01-01T{:02}:{:02}:{:02}Z\", \"user\": \"u{}\", \"path\": \"/p{}\"}}\n",
+            sec / 3600,
+            sec / 60 % 60,
+            sec % 60,
+            i % 97,
+            i % 13
+        ));
+        if i == 30_000 {
+            // Past the 2-minute lateness: merged into its stored bucket.
+            jsonl.push_str(
+                "{\"time\": \"2024-01-01T00:00:10Z\", \"user\": \"u0\", \"path\": \"/late\"}\n",
+            );
+            jsonl.push_str("{\"time\": 12}\n\n");
+        }
+    }
+    let rows = same_with_two_threads(&d, &example("requests.toml"), &jsonl, &bad);
+    assert!(rows > 1000, "requests.toml: {rows} rows stored");
+    // Without --close, the unterminated last line waits for the next run in both.
+    let open_ended = jsonl.trim_end().to_string();
+    same_with_two_threads(&d, &example("requests.toml"), &open_ended, &["--skip-bad"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_bad_line_stops_a_two_thread_run_where_it_stops_one_thread() {
+    let d = dir("threads-bad-line");
+    let config = example("fanout.toml");
+    let input = flows(false);
+    let file = d.join("flows.csv");
+    std::fs::write(&file, &input).unwrap();
+    let mut said = Vec::new();
+    for threads in ["1", "2"] {
+        let db = d.join(format!("t{threads}.db"));
+        let out = tidemark(
+            &[
+                "run",
+                "--config",
+                s(&config),
+                "--db",
+                s(&db),
+                "--threads",
+                threads,
+                s(&file),
+            ],
+            "",
+        );
+        assert!(!out.status.success());
+        let (_, state) = dump(&db);
+        said.push((String::from_utf8_lossy(&out.stderr).to_string(), state));
+    }
+    assert!(said[0].0.contains("flows.csv:"), "{}", said[0].0);
+    assert_eq!(said[0].0, said[1].0, "the errors differ");
+    assert_eq!(said[0].1, said[1].1, "committed up to a different place");
+    std::fs::remove_dir_all(&d).unwrap();
+}

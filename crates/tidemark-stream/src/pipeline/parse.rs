@@ -1,0 +1,365 @@
+//! A file's lines split and parsed in a thread of their own, while the run's thread feeds the
+//! engine: the run's first stage on a second core.
+//!
+//! The thread reads the file from where the run resumes it (after its header), with the
+//! same bounded [`Lines`] a one-thread run reads with, and parses each line with a clone of
+//! the run's [`Extractor`] (the header already read into it). It hands the run batches of
+//! [`LINES_PER_BATCH`] lines: each line's number and end offset, and what it was — a record
+//! (its time, and per metric its key, item hash and item bytes, copied back to back), a blank
+//! line, or a bad line with its error. The run's thread checks each record against the engine
+//! ([`super::admit::admit_parsed`]: `max_ahead` needs the latest time admitted) and feeds it,
+//! in the file's order: the engine sees exactly the records, in exactly the order, of a
+//! one-thread run, so every answer, alert and stored row is the same.
+//!
+//! A [`super::sources::FileSource`] that parses ahead hands out its lines from a
+//! [`ParseAhead`]. Its position is the end of the
+//! last line it handed out (a blank line counts as handed out), so a checkpoint commits the
+//! position of the records the engine has, not of those the thread has parsed ahead. A bad
+//! line the run stops on is unread as in a one-thread run, and the thread is stopped: it
+//! fails its next hand-over and returns (dropping the [`ParseAhead`] joins it). What the stage holds is bounded: at most
+//! [`BATCHES_AHEAD`] batches in the channel, one being filled and one being read, each
+//! [`LINES_PER_BATCH`] lines of at most `max_line_bytes`.
+//!
+//! Only a regular file read to its end (not followed) is parsed this way; a followed file,
+//! a pipe, standard input and a message source are read by the run's thread as before.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::ops::Range;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use super::admit::{line_text, too_long};
+use super::input::{self, Lines};
+use super::line::input_error;
+use super::line::Next;
+use crate::record::{Extractor, Fields, RecordError};
+use crate::RunError;
+
+/// Lines a batch holds: enough that handing one over costs little per line.
+pub(super) const LINES_PER_BATCH: usize = 4096;
+/// Batches parsed ahead of the engine, at most.
+const BATCHES_AHEAD: usize = 4;
+
+/// What one line was.
+enum What {
+    /// A record: its time and its first event in [`Batch::events`] (one per metric).
+    Record { time: u64, first: usize },
+    /// Empty, or spaces and tabs: skipped.
+    Blank,
+    /// A bad line: its error in [`Batch::errors`].
+    Bad(usize),
+}
+
+struct ParsedLine {
+    number: u64,
+    end: u64,
+    what: What,
+}
+
+/// One metric's part of a record.
+struct Event {
+    key: Range<usize>,
+    item: u64,
+    item_bytes: Range<usize>,
+    item_len: usize,
+}
+
+/// Lines parsed, in the file's order.
+#[derive(Default)]
+struct Batch {
+    lines: Vec<ParsedLine>,
+    events: Vec<Event>,
+    bytes: Vec<u8>,
+    errors: Vec<RecordError>,
+    /// Set on the last batch: where the file's reading ends (offset, lines before it) — its
+    /// end, or the start of an unterminated last line left for a later run.
+    end: Option<(u64, u64)>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.lines.clear();
+        self.events.clear();
+        self.bytes.clear();
+        self.errors.clear();
+        self.end = None;
+    }
+
+    fn push_record(&mut self, rec: &impl Fields, number: u64, end: u64) {
+        let first = self.events.len();
+        for m in 0..rec.metrics() {
+            let at = self.bytes.len();
+            self.bytes.extend_from_slice(rec.key(m));
+            let key_end = self.bytes.len();
+            self.bytes.extend_from_slice(rec.item_bytes(m));
+            self.events.push(Event {
+                key: at..key_end,
+                item: rec.item(m),
+                item_bytes: key_end..self.bytes.len(),
+                item_len: rec.item_len(m),
+            });
+        }
+        let time = rec.time();
+        self.lines.push(ParsedLine {
+            number,
+            end,
+            what: What::Record { time, first },
+        });
+    }
+
+    fn push_bad(&mut self, e: RecordError, number: u64, end: u64) {
+        self.errors.push(e);
+        let what = What::Bad(self.errors.len() - 1);
+        self.lines.push(ParsedLine { number, end, what });
+    }
+}
+
+/// A line a [`ParsedFile`] hands out.
+pub(super) enum Parsed<'a> {
+    /// A record, to admit.
+    Record(ParsedRecord<'a>),
+    /// Empty, or spaces and tabs: skipped.
+    Blank,
+    /// A bad line, and why.
+    Bad(&'a RecordError),
+}
+
+/// A record of a batch, as the engine reads it.
+pub(super) struct ParsedRecord<'a> {
+    batch: &'a Batch,
+    time: u64,
+    first: usize,
+    metrics: usize,
+}
+
+impl ParsedRecord<'_> {
+    #[inline]
+    fn event(&self, m: usize) -> &Event {
+        &self.batch.events[self.first + m]
+    }
+}
+
+impl Fields for ParsedRecord<'_> {
+    #[inline]
+    fn time(&self) -> u64 {
+        self.time
+    }
+    #[inline]
+    fn key(&self, m: usize) -> &[u8] {
+        &self.batch.bytes[self.event(m).key.clone()]
+    }
+    #[inline]
+    fn item(&self, m: usize) -> u64 {
+        self.event(m).item
+    }
+    #[inline]
+    fn item_bytes(&self, m: usize) -> &[u8] {
+        &self.batch.bytes[self.event(m).item_bytes.clone()]
+    }
+    #[inline]
+    fn item_len(&self, m: usize) -> usize {
+        self.event(m).item_len
+    }
+    #[inline]
+    fn metrics(&self) -> usize {
+        self.metrics
+    }
+}
+
+/// How the thread reads: what a one-thread [`FileSource`] would decide per line.
+#[derive(Clone, Copy)]
+pub(super) struct ParseRules {
+    /// `max_line_bytes`.
+    pub max_line: usize,
+    /// An unterminated last line is not whole yet (`keep_open`): left for a later run.
+    pub open_ended: bool,
+    pub skip_bad: bool,
+}
+
+/// The thread: parses `lines` into batches until their end, or until the run stops taking
+/// them.
+fn parse_thread(
+    mut lines: Lines<BufReader<File>>,
+    mut ex: Extractor,
+    rules: ParseRules,
+    name: String,
+    out: SyncSender<Result<Batch, RunError>>,
+    spare: Receiver<Batch>,
+) {
+    loop {
+        let mut batch = spare.try_recv().unwrap_or_default();
+        batch.clear();
+        while batch.lines.len() < LINES_PER_BATCH && batch.end.is_none() {
+            let start = (lines.offset, lines.line);
+            let line = match lines.next_line() {
+                Ok(line) => line,
+                Err(e) => {
+                    // What was parsed goes first: the run stops on the error after it.
+                    let _ = out.send(Ok(batch));
+                    let _ = out.send(Err(input_error(&name, e)));
+                    return;
+                }
+            };
+            match line {
+                input::Line::End => batch.end = Some(start),
+                input::Line::Text {
+                    raw,
+                    number,
+                    end,
+                    terminated,
+                } => {
+                    if !terminated && rules.open_ended {
+                        batch.end = Some(start);
+                        continue;
+                    }
+                    let parsed = line_text(raw).and_then(|text| {
+                        // A line of spaces and tabs is an empty line too.
+                        if text.bytes().all(|b| b == b' ' || b == b'\t') {
+                            return Ok(None);
+                        }
+                        ex.parse(text).map(Some)
+                    });
+                    match parsed {
+                        Ok(Some(rec)) => batch.push_record(&rec, number, end),
+                        Ok(None) => batch.lines.push(ParsedLine {
+                            number,
+                            end,
+                            what: What::Blank,
+                        }),
+                        Err(e) => batch.push_bad(e, number, end),
+                    }
+                }
+                input::Line::TooLong {
+                    len,
+                    number,
+                    end,
+                    terminated,
+                } => {
+                    if !terminated && rules.open_ended && rules.skip_bad {
+                        // Counted once, whole, by a later run.
+                        batch.end = Some(start);
+                        continue;
+                    }
+                    batch.push_bad(too_long(len, terminated, rules.max_line), number, end);
+                }
+            }
+        }
+        let last = batch.end.is_some();
+        if out.send(Ok(batch)).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// A file's lines parsed ahead by a thread (see the module doc), for its [`FileSource`].
+pub(super) struct ParseAhead {
+    batches: Receiver<Result<Batch, RunError>>,
+    spare: SyncSender<Batch>,
+    thread: Option<JoinHandle<()>>,
+    /// The batch being read, and its next line.
+    batch: Batch,
+    next: usize,
+    metrics: usize,
+    /// (offset, lines) after the last line handed out, and where that line began.
+    at: (u64, u64),
+    last_start: (u64, u64),
+    /// The last batch has been read.
+    ended: bool,
+}
+
+impl ParseAhead {
+    /// Parses `lines` (standing at `at`: after the header, at the resumed position) in a
+    /// thread, with `ex` (the run's extractor, the header read into it).
+    pub(super) fn start(
+        lines: Lines<BufReader<File>>,
+        at: (u64, u64),
+        ex: &Extractor,
+        rules: ParseRules,
+        name: &str,
+    ) -> Result<ParseAhead, RunError> {
+        let (tx, batches) = sync_channel(BATCHES_AHEAD);
+        let (spare, spares) = sync_channel(BATCHES_AHEAD + 2);
+        let ex = ex.clone();
+        let metrics = ex.metrics();
+        let thread_name = name.to_string();
+        let thread = std::thread::Builder::new()
+            .name("tidemark-parse".into())
+            .spawn(move || parse_thread(lines, ex, rules, thread_name, tx, spares))
+            .map_err(|e| input_error(name, e))?;
+        Ok(ParseAhead {
+            batches,
+            spare,
+            thread: Some(thread),
+            batch: Batch::default(),
+            next: 0,
+            metrics,
+            at,
+            last_start: at,
+            ended: false,
+        })
+    }
+
+    /// The next line, parsed; the end of the file's lines; or the thread's read error.
+    pub(super) fn next_line(&mut self, name: &str) -> Result<Next<'_>, RunError> {
+        while self.next >= self.batch.lines.len() {
+            if let Some(end) = self.batch.end {
+                self.at = end;
+                self.ended = true;
+            }
+            if self.ended {
+                return Ok(Next::End);
+            }
+            let Ok(got) = self.batches.recv() else {
+                return Err(input_error(
+                    name,
+                    std::io::Error::other("its parse thread stopped"),
+                ));
+            };
+            let used = std::mem::replace(&mut self.batch, got?);
+            let _ = self.spare.try_send(used);
+            self.next = 0;
+        }
+        let line = &self.batch.lines[self.next];
+        self.next += 1;
+        self.last_start = self.at;
+        self.at = (line.end, line.number);
+        let parsed = match line.what {
+            What::Record { time, first } => Parsed::Record(ParsedRecord {
+                batch: &self.batch,
+                time,
+                first,
+                metrics: self.metrics,
+            }),
+            What::Bad(e) => Parsed::Bad(&self.batch.errors[e]),
+            What::Blank => Parsed::Blank,
+        };
+        Ok(Next::Parsed {
+            number: line.number,
+            end: line.end,
+            line: parsed,
+        })
+    }
+
+    /// The last line handed out was not taken (a bad line the run stops on): the position is
+    /// its start.
+    pub(super) fn unread_last(&mut self) {
+        self.at = self.last_start;
+    }
+
+    /// (offset, lines before it) after the last line handed out.
+    pub(super) fn position(&self) -> (u64, u64) {
+        self.at
+    }
+}
+
+impl Drop for ParseAhead {
+    fn drop(&mut self) {
+        // The thread stops at its next hand-over, which fails once the channel is gone.
+        let (_, gone) = sync_channel(0);
+        drop(std::mem::replace(&mut self.batches, gone));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
