@@ -12,13 +12,17 @@
 //! one-thread run, so every answer, alert and stored row is the same.
 //!
 //! A [`super::sources::FileSource`] that parses ahead hands out its lines from a
-//! [`ParseAhead`]. Its position is the end of the
-//! last line it handed out (a blank line counts as handed out), so a checkpoint commits the
-//! position of the records the engine has, not of those the thread has parsed ahead. A bad
-//! line the run stops on is unread as in a one-thread run, and the thread is stopped: it
-//! fails its next hand-over and returns (dropping the [`ParseAhead`] joins it). What the stage holds is bounded: at most
-//! [`BATCHES_AHEAD`] batches in the channel, one being filled and one being read, each
-//! [`LINES_PER_BATCH`] lines of at most `max_line_bytes`.
+//! [`ParseAhead`]. Its position is the end of the last line it handed out (a blank line
+//! counts as handed out), so a checkpoint commits the position of the records the engine
+//! has, not of those the thread has parsed ahead. A bad line the run stops on is unread as
+//! in a one-thread run, and the thread is stopped: it fails its next hand-over and returns
+//! (dropping the [`ParseAhead`] joins it).
+//!
+//! What the stage holds is bounded, whatever the lines: the thread holds one line of at most
+//! `max_line_bytes` as it reads; a batch holds at most [`LINES_PER_BATCH`] lines and about
+//! [`BATCH_BYTES`] of keys and items (its last record may pass that by its own, each key
+//! and item within the input's limits); and at most [`BATCHES_AHEAD`] batches wait, with
+//! one being filled, one being read and a few emptied ones kept for reuse.
 //!
 //! Only a regular file read to its end (not followed) is parsed this way; a followed file,
 //! a pipe, standard input and a message source are read by the run's thread as before.
@@ -40,6 +44,9 @@ use crate::RunError;
 /// a batch is still in the caches when the engine reads it. Measured on the demo's flow log
 /// (fan-out config, 2 cores): 4,096 cost 1.16× the CPU of one thread, 512 1.04×, 128 1.08×.
 pub(super) const LINES_PER_BATCH: usize = 512;
+/// Key and item bytes a batch holds before it is handed over (its last record may pass it by
+/// its own keys and items, each within the input's limits).
+const BATCH_BYTES: usize = 1 << 17;
 /// Batches parsed ahead of the engine, at most.
 const BATCHES_AHEAD: usize = 16;
 
@@ -192,7 +199,10 @@ fn parse_thread(
     loop {
         let mut batch = spare.try_recv().unwrap_or_default();
         batch.clear();
-        while batch.lines.len() < LINES_PER_BATCH && batch.end.is_none() {
+        while batch.lines.len() < LINES_PER_BATCH
+            && batch.bytes.len() < BATCH_BYTES
+            && batch.end.is_none()
+        {
             let start = (lines.offset, lines.line);
             let line = match lines.next_line() {
                 Ok(line) => line,
