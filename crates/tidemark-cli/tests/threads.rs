@@ -124,6 +124,15 @@ fn every_example_stores_and_alerts_the_same_with_a_parse_thread() {
         let rows = same_with_two_threads(&d, &example(config), &input, &bad);
         assert!(rows > 1000, "{config}: {rows} rows stored");
     }
+    // Checkpoints every 5,000 records: written by the committer thread while the run reads on.
+    let text = std::fs::read_to_string(example("fanout.toml")).unwrap();
+    let often = d.join("often.toml");
+    std::fs::write(
+        &often,
+        text.replace("[input]", "[state]\ncheckpoint_records = 5000\n\n[input]"),
+    )
+    .unwrap();
+    same_with_two_threads(&d, &often, &flows(false), &bad);
     let mut jsonl = String::new();
     for i in 0..60_000u64 {
         let sec = i / 40;

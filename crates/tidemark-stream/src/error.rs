@@ -219,6 +219,13 @@ pub enum RunError {
     Engine(EngineError),
     /// The stored run state does not decode.
     State(DecodeError),
+    /// One of the run's own threads (parsing, committing) stopped without a word: a bug.
+    /// What it had not committed is not in the store; a run after it reads on from the last
+    /// checkpoint.
+    Thread {
+        /// The thread's part of the run.
+        name: &'static str,
+    },
 }
 
 impl RunError {
@@ -270,6 +277,11 @@ impl fmt::Display for RunError {
             RunError::Store(e) => e.fmt(f),
             RunError::Engine(e) => e.fmt(f),
             RunError::State(e) => write!(f, "stored run state: {e}"),
+            RunError::Thread { name } => write!(
+                f,
+                "the run's {name} thread stopped unexpectedly (a bug: please report it); the \
+                 store holds the last checkpoint, and a run after this one reads on from it"
+            ),
         }
     }
 }

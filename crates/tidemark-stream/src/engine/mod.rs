@@ -352,6 +352,13 @@ impl Engine {
         self.out.needs_commit() || self.metrics.iter().any(|m| !m.late.is_empty())
     }
 
+    /// Whether the engine may read the store: some key's state is there rather than in
+    /// memory (spilled, or not read back since a restore), and is read back at its next
+    /// event (through the [`StateSource`] given then).
+    pub fn reads_store(&self) -> bool {
+        self.metrics.iter().any(|m| m.spill.any())
+    }
+
     /// Whether alerts are waiting to be taken.
     #[inline]
     pub fn has_alerts(&self) -> bool {

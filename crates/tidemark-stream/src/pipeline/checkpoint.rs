@@ -34,6 +34,13 @@ pub(super) struct CommitCtx<'a> {
     pub tables: TableNames,
 }
 
+/// A checkpoint taken from the engine, to be written: its outputs and the store's metadata
+/// (the config and the run state that accounts for them).
+pub(super) struct Pending {
+    out: Outputs,
+    meta: Meta,
+}
+
 /// The checkpoint interval: records since the last checkpoint, and when it was.
 pub(super) struct Interval {
     pub since: u64,
@@ -82,20 +89,6 @@ impl CommitCtx<'_> {
         }
     }
 
-    /// [`CommitCtx::commit`], then a read view of what it committed (keys spilled are read
-    /// back through it until the next checkpoint).
-    pub fn checkpoint(
-        &self,
-        store: &mut dyn Store,
-        view: &dyn ReadTxn,
-        engine: &mut Engine,
-        state: &mut RunState,
-        on_alert: &mut dyn FnMut(&AlertOut),
-    ) -> Result<Box<dyn ReadTxn>, RunError> {
-        self.commit(store, view, engine, state, on_alert)?;
-        store.view().map_err(RunError::Store)
-    }
-
     /// Adds the engine's deferred records (keys spilled read back through `view`, the last
     /// checkpoint's).
     pub fn drain(&self, engine: &mut Engine, view: &dyn ReadTxn) -> Result<(), RunError> {
@@ -125,6 +118,19 @@ impl CommitCtx<'_> {
         state: &mut RunState,
         on_alert: &mut dyn FnMut(&AlertOut),
     ) -> Result<(), RunError> {
+        let pending = self.take(engine, view, state, on_alert)?;
+        self.write(store, &pending)
+    }
+
+    /// What a commit writes, taken from the engine (its deferred records added first, keys
+    /// spilled read back through `view`) with the run state; the alerts go out.
+    pub fn take(
+        &self,
+        engine: &mut Engine,
+        view: &dyn ReadTxn,
+        state: &mut RunState,
+        on_alert: &mut dyn FnMut(&AlertOut),
+    ) -> Result<Pending, RunError> {
         self.drain(engine, view)?;
         let mut out: Outputs = engine.take_outputs();
         self.emit(std::mem::take(&mut out.alerts), on_alert);
@@ -134,6 +140,12 @@ impl CommitCtx<'_> {
             fingerprint: self.fingerprint,
             state: state.to_bytes(),
         };
+        Ok(Pending { out, meta })
+    }
+
+    /// Writes what [`CommitCtx::take`] took into `store`, in one transaction.
+    pub fn write(&self, store: &mut dyn Store, pending: &Pending) -> Result<(), RunError> {
+        let (out, meta) = (&pending.out, &pending.meta);
         fn bref<'b>(
             names: &'b [String],
             rollup_names: &'b [String],
@@ -269,7 +281,7 @@ impl CommitCtx<'_> {
                 rollups,
                 roll: &roll,
                 expire,
-                meta: &meta,
+                meta,
             })
             .map_err(RunError::Store)
     }

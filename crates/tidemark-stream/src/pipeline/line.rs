@@ -226,6 +226,13 @@ pub(super) trait LineSource {
     /// The positions this source saved into `state` were just committed.
     fn checkpointed(&mut self, _state: &RunState) {}
 
+    /// Whether the run may read on while a checkpoint of this source's position is written
+    /// (by a committer thread): the source does nothing on a commit
+    /// ([`LineSource::checkpointed`]), and reads ahead in a thread of its own.
+    fn commits_async(&self) -> bool {
+        false
+    }
+
     /// Where the source's partitions stand, for the run's report.
     fn partitions(&self) -> Vec<super::PartitionReport> {
         Vec::new()

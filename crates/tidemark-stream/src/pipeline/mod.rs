@@ -40,6 +40,13 @@
 //! positions the sources wrote. `input` reads bounded lines, and [`state`] is the run state's
 //! encoding. A message source (a Kafka topic) is supplied from outside the crate as a
 //! [`MessageSource`] and read by the same loop ([`message`] has how).
+//!
+//! # Threads
+//!
+//! With [`RunOptions::threads`] of two or more, a regular file read to its end is split and
+//! parsed by a thread of its own (`parse`), and checkpoints are written into the store by
+//! another (`committer`) while the run reads on. The engine, and the order of what it is
+//! fed, are those of a one-thread run: so are the answers, alerts and stored rows.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -51,6 +58,7 @@ use crate::{EngineError, RunError};
 
 mod admit;
 mod checkpoint;
+mod committer;
 mod follow;
 mod input;
 mod line;
@@ -63,6 +71,7 @@ pub mod state;
 mod stdin;
 
 use checkpoint::CommitCtx;
+use committer::Committer;
 pub use follow::Follow;
 use line::LineSource;
 use line::Reading;
@@ -190,7 +199,7 @@ pub struct MetricReport {
 /// Runs `config` over the input into `store`, calling `on_alert` for each alert.
 pub fn run(
     config: &Config,
-    store: &mut dyn Store,
+    store: &mut (dyn Store + Send),
     opts: RunOptions<'_>,
     on_alert: &mut dyn FnMut(&AlertOut),
 ) -> Result<RunReport, RunError> {
@@ -214,61 +223,67 @@ pub fn run(
         stdin_new,
     };
     let mut inputs = Inputs::new(&opts, &state)?;
-    let mut r = Runner::new(ctx, store, engine, state, opts, on_alert)?;
-    r.report.resumed = resumed;
-    // A new store gets its first checkpoint now, before any record: a query beside the run
-    // finds a committed run (empty yet) at once, where it found none until the first
-    // checkpoint's interval passed. Resuming from it is starting afresh.
-    if !resumed {
-        r.checkpoint(false)?;
-    }
-    if let Some(messages) = messages {
-        let mut source = MessageLines::new(messages, config.input.limits.line);
-        let columns = config.source.as_ref().map_or(&[][..], |s| &s.columns[..]);
-        r.ex.declare_columns(columns).map_err(|e| RunError::Input {
-            file: source.name().to_string(),
-            message: e.message,
-        })?;
-        source.seek(&r.state.partitions)?;
-        r.read(&mut source)?;
-        r.done(&mut source)?;
-        return r.finish(Some(&mut source));
-    }
-    // A followed CSV file's header is read once; a file it rotates or truncates to may repeat
-    // it (skipped) or not.
-    let mut have_header = false;
-    while let Some(input) = inputs.next() {
-        if r.stopped {
-            break;
+    std::thread::scope(|scope| {
+        // With more than one thread, checkpoints may be written by a thread of their own.
+        let committer = (threads > 1)
+            .then(|| Committer::start(scope, config))
+            .flatten();
+        let mut r = Runner::new(ctx, store, committer, engine, state, opts, on_alert)?;
+        r.report.resumed = resumed;
+        // A new store gets its first checkpoint now, before any record: a query beside the run
+        // finds a committed run (empty yet) at once, where it found none until the first
+        // checkpoint's interval passed. Resuming from it is starting afresh.
+        if !resumed {
+            r.checkpoint(false)?;
         }
-        if let (Some(follow), Some(p)) = (how.follow, &input.path) {
-            if !r.await_file(p, &input.name(), follow.poll)? {
+        if let Some(messages) = messages {
+            let mut source = MessageLines::new(messages, config.input.limits.line);
+            let columns = config.source.as_ref().map_or(&[][..], |s| &s.columns[..]);
+            r.ex.declare_columns(columns).map_err(|e| RunError::Input {
+                file: source.name().to_string(),
+                message: e.message,
+            })?;
+            source.seek(&r.state.partitions)?;
+            r.read(&mut source)?;
+            r.done(&mut source)?;
+            return r.finish(Some(&mut source));
+        }
+        // A followed CSV file's header is read once; a file it rotates or truncates to may repeat
+        // it (skipped) or not.
+        let mut have_header = false;
+        while let Some(input) = inputs.next() {
+            if r.stopped {
                 break;
             }
-        }
-        let mut source = sources::open(&input, &r.state, how)?;
-        if r.ex.wants_header() {
-            r.header(&mut *source, how.follow.is_some() && have_header)?;
-            have_header = true;
-        }
-        source.resume()?;
-        if threads > 1 {
-            source.parse_ahead(&r.ex)?;
-        }
-        match r.read(&mut *source)? {
-            Ended::Rotated => {
-                // The path's new file is next (a file rotated away before this run is done).
-                if !input.drain_only {
-                    inputs.again(&input);
+            if let (Some(follow), Some(p)) = (how.follow, &input.path) {
+                if !r.await_file(p, &input.name(), follow.poll)? {
+                    break;
                 }
-                inputs.rotated();
             }
-            Ended::Truncated => inputs.again(&input),
-            Ended::End | Ended::Stopped => {}
+            let mut source = sources::open(&input, &r.state, how)?;
+            if r.ex.wants_header() {
+                r.header(&mut *source, how.follow.is_some() && have_header)?;
+                have_header = true;
+            }
+            source.resume()?;
+            if threads > 1 {
+                source.parse_ahead(&r.ex)?;
+            }
+            match r.read(&mut *source)? {
+                Ended::Rotated => {
+                    // The path's new file is next (a file rotated away before this run is done).
+                    if !input.drain_only {
+                        inputs.again(&input);
+                    }
+                    inputs.rotated();
+                }
+                Ended::Truncated => inputs.again(&input),
+                Ended::End | Ended::Stopped => {}
+            }
+            r.done(&mut *source)?;
         }
-        r.done(&mut *source)?;
-    }
-    r.finish(None)
+        r.finish(None)
+    })
 }
 
 /// An engine error as the run reports it: a store that failed stays a store error (its

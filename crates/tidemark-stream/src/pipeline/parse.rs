@@ -313,7 +313,7 @@ impl ParseAhead {
     }
 
     /// The next line, parsed; the end of the file's lines; or the thread's read error.
-    pub(super) fn next_line(&mut self, name: &str) -> Result<Next<'_>, RunError> {
+    pub(super) fn next_line(&mut self) -> Result<Next<'_>, RunError> {
         while self.next >= self.batch.lines.len() {
             if let Some(end) = self.batch.end {
                 self.at = end;
@@ -323,10 +323,7 @@ impl ParseAhead {
                 return Ok(Next::End);
             }
             let Ok(got) = self.batches.recv() else {
-                return Err(input_error(
-                    name,
-                    std::io::Error::other("its parse thread stopped"),
-                ));
+                return Err(RunError::Thread { name: "parse" });
             };
             let used = std::mem::replace(&mut self.batch, got?);
             let _ = self.spare.try_send(used);

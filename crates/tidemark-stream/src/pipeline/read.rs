@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use super::admit::{admit, admit_parsed, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
+use super::committer::{Committer, SendStore};
 use super::follow;
 use super::line::{Line, LineSource, Next, Pause, Waited};
 use super::parse::Parsed;
@@ -29,7 +30,7 @@ use super::{engine_error, AlertOut, Checkpointed, MetricReport, RunOptions, RunR
 use crate::engine::Engine;
 use crate::record::Extractor;
 use crate::state_rows::StoreRows;
-use crate::store::{ReadTxn, Store};
+use crate::store::ReadTxn;
 use crate::RunError;
 
 /// Why the reading of a source ended.
@@ -45,9 +46,14 @@ pub(super) enum Ended {
 }
 
 /// A run in progress: what the read loop feeds and commits, across its inputs.
-pub(super) struct Runner<'r, 'o> {
+pub(super) struct Runner<'r, 'o, 's> {
     ctx: CommitCtx<'r>,
-    store: &'r mut dyn Store,
+    /// The store: `None` while the committer writes a checkpoint into it.
+    store: Option<SendStore<'r>>,
+    /// The committer thread, for a run with more than one thread.
+    committer: Option<Committer<'s, 'r>>,
+    /// What to tell `on_checkpoint` once the checkpoint in the committer lands.
+    landing: Option<Checkpointed>,
     /// A read view of the last checkpoint: keys spilled are read back through it.
     view: Box<dyn ReadTxn>,
     engine: Engine,
@@ -68,16 +74,18 @@ pub(super) struct Runner<'r, 'o> {
     total_bytes: u64,
 }
 
-impl<'r, 'o> Runner<'r, 'o> {
-    /// A run of `ctx`'s config into `store`, from the restored `engine` and `state`.
+impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
+    /// A run of `ctx`'s config into `store`, from the restored `engine` and `state`; with a
+    /// `committer`, checkpoints may be written while the run reads on.
     pub fn new(
         ctx: CommitCtx<'r>,
-        store: &'r mut dyn Store,
+        store: SendStore<'r>,
+        committer: Option<Committer<'s, 'r>>,
         engine: Engine,
         state: RunState,
         opts: RunOptions<'o>,
         on_alert: &'r mut dyn FnMut(&AlertOut),
-    ) -> Result<Runner<'r, 'o>, RunError> {
+    ) -> Result<Runner<'r, 'o, 's>, RunError> {
         let config = ctx.config;
         let view = store.view().map_err(RunError::Store)?;
         let total_bytes = opts
@@ -99,8 +107,75 @@ impl<'r, 'o> Runner<'r, 'o> {
             bytes_before: 0,
             total_bytes,
             ctx,
-            store,
+            store: Some(store),
+            committer,
+            landing: None,
         })
+    }
+
+    /// Waits for the checkpoint in the committer, if one is there, to land: the store is back,
+    /// the view reads what it wrote, and `on_checkpoint` hears of it.
+    fn land(&mut self) -> Result<(), RunError> {
+        if self.store.is_some() {
+            return Ok(());
+        }
+        let Some(committer) = &mut self.committer else {
+            return Err(RunError::Thread { name: "committer" });
+        };
+        let store = committer.wait()?;
+        self.view = store.view().map_err(RunError::Store)?;
+        self.store = Some(store);
+        if let Some(c) = self.landing.take() {
+            self.tell_checkpointed(c);
+        }
+        Ok(())
+    }
+
+    /// Commits everything fed so far, in the run's thread (the checkpoint in the committer, if
+    /// one is there, landed first).
+    fn commit_now(&mut self) -> Result<(), RunError> {
+        self.land()?;
+        let store = self
+            .store
+            .as_deref_mut()
+            .ok_or(RunError::Thread { name: "committer" })?;
+        self.ctx.commit(
+            store,
+            &*self.view,
+            &mut self.engine,
+            &mut self.state,
+            &mut *self.on_alert,
+        )
+    }
+
+    /// Whether the next checkpoint may be written while the run reads on: there is a
+    /// committer, the engine never reads the store (see [`super::committer`]) and the source
+    /// does nothing on a commit.
+    fn commits_async(&self, source: &dyn LineSource) -> bool {
+        self.committer.is_some() && !self.engine.reads_store() && source.commits_async()
+    }
+
+    /// A checkpoint handed to the committer (the one before it landed first); the run reads
+    /// on while it is written.
+    fn checkpoint_async(&mut self) -> Result<(), RunError> {
+        self.land()?;
+        let pending = self.ctx.take(
+            &mut self.engine,
+            &*self.view,
+            &mut self.state,
+            &mut *self.on_alert,
+        )?;
+        let (Some(store), Some(committer)) = (self.store.take(), &mut self.committer) else {
+            return Err(RunError::Thread { name: "committer" });
+        };
+        committer.hand_over(store, pending)?;
+        self.landing = Some(Checkpointed {
+            records: self.state.records,
+            open_bytes: self.engine.memory() as u64,
+        });
+        self.report.commits += 1;
+        self.interval.restart();
+        Ok(())
     }
 
     /// Whether the run has been told to stop (then it is `stopped`).
@@ -114,30 +189,27 @@ impl<'r, 'o> Runner<'r, 'o> {
     /// Commits everything up to the records fed, with the state as it stands; with `spill`,
     /// the least recently active quiet keys then leave memory.
     pub fn checkpoint(&mut self, spill_keys: bool) -> Result<(), RunError> {
-        self.view = self.ctx.checkpoint(
-            &mut *self.store,
-            &*self.view,
-            &mut self.engine,
-            &mut self.state,
-            &mut *self.on_alert,
-        )?;
+        self.commit_now()?;
+        if let Some(store) = &self.store {
+            self.view = store.view().map_err(RunError::Store)?;
+        }
         if spill_keys {
             self.spill_at = spill(&mut self.engine, self.ctx.config.checkpoint.max_memory)?;
             self.report.spills += 1;
         }
         self.report.commits += 1;
         self.interval.restart();
-        self.tell_checkpointed();
+        self.tell_checkpointed(Checkpointed {
+            records: self.state.records,
+            open_bytes: self.engine.memory() as u64,
+        });
         Ok(())
     }
 
-    /// Tells the caller's `on_checkpoint` of the commit just made.
-    fn tell_checkpointed(&mut self) {
+    /// Tells the caller's `on_checkpoint` of a commit that landed.
+    fn tell_checkpointed(&mut self, c: Checkpointed) {
         if let Some(f) = self.opts.on_checkpoint.as_mut() {
-            f(&Checkpointed {
-                records: self.state.records,
-                open_bytes: self.engine.memory() as u64,
-            });
+            f(&c);
         }
     }
 
@@ -297,13 +369,7 @@ impl<'r, 'o> Runner<'r, 'o> {
                     // after the line is mended (or with skip_bad) goes on from it.
                     source.unread_last();
                     source.finish(&mut self.state)?;
-                    self.ctx.commit(
-                        &mut *self.store,
-                        &*self.view,
-                        &mut self.engine,
-                        &mut self.state,
-                        &mut *self.on_alert,
-                    )?;
+                    self.commit_now()?;
                     source.checkpointed(&self.state);
                     return Err(source.bad(number, e.message));
                 }
@@ -370,13 +436,18 @@ impl<'r, 'o> Runner<'r, 'o> {
             self.engine.memory() as u64 > self.spill_at
         };
         let since = self.interval.since;
+        let commits_async = !over && self.commits_async(&*source);
         if decided
             && (over
                 || since >= self.ctx.config.checkpoint.records
                 || (since % 64 == 0 && self.interval.elapsed()))
         {
             source.save_position(&mut self.state)?;
-            self.checkpoint(over)?;
+            if commits_async {
+                self.checkpoint_async()?;
+            } else {
+                self.checkpoint(over)?;
+            }
             source.checkpointed(&self.state);
             self.progress(self.bytes_before + end);
         }
@@ -436,17 +507,14 @@ impl<'r, 'o> Runner<'r, 'o> {
             self.ctx.drain(&mut self.engine, &*self.view)?;
             self.engine.flush();
         }
-        self.ctx.commit(
-            &mut *self.store,
-            &*self.view,
-            &mut self.engine,
-            &mut self.state,
-            &mut *self.on_alert,
-        )?;
+        self.commit_now()?;
         if let Some(source) = source {
             source.checkpointed(&self.state);
         }
-        self.tell_checkpointed();
+        self.tell_checkpointed(Checkpointed {
+            records: self.state.records,
+            open_bytes: self.engine.memory() as u64,
+        });
         let mut report = self.report;
         report.commits += 1;
         report.records = self.state.records;
@@ -555,6 +623,7 @@ window = "3m"
         let mut r = Runner::new(
             ctx,
             &mut store,
+            None,
             engine,
             RunState::default(),
             RunOptions::default(),

@@ -332,13 +332,18 @@ impl LineSource for FileSource {
         Ok(())
     }
 
+    fn commits_async(&self) -> bool {
+        self.ahead.is_some()
+    }
+
     fn next_line(&mut self) -> Result<Next<'_>, RunError> {
         if self.ahead.is_some() {
-            let name = &self.name;
-            return match &mut self.ahead {
-                Some(ahead) => ahead.next_line(name),
-                None => Ok(Next::End),
-            };
+            // (Checked first: the borrow checker does not let a returned borrow of the
+            // field end on the other branch.)
+            return self
+                .ahead
+                .as_mut()
+                .map_or(Ok(Next::End), ParseAhead::next_line);
         }
         self.settle()?;
         self.line_start = (self.lines.offset, self.lines.line);
