@@ -4,7 +4,9 @@
 //!   answers as one run over the whole file by this version does;
 //! - one of every metric kind written before bucket values took their stored form (every value
 //!   an envelope): it answers as the version that wrote it did, and, resumed on more input,
-//!   as one run over all of it by this version does, while the values it adds are short.
+//!   as one run over all of it by this version does, while the values it adds are short;
+//! - one whose count keys' rows hold their histograms in the fixed payload (key row version
+//!   1): resumed on the rest of its log, it answers as one run over the whole log does.
 
 mod common;
 
@@ -229,6 +231,108 @@ fn a_store_of_envelopes_answers_as_before_and_resumes_as_a_fresh_run() {
     assert!(
         per_bucket(&new, "fanout") < per_bucket(&old, "fanout") - 20.0,
         "{new} {old}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The demo log of 50 users and 10 minutes as JSON Lines for `examples/requests.toml`: the
+/// first 6,000 flows and the rest (`testdata/stores/README.md`).
+fn requests_parts(d: &std::path::Path) -> (String, String) {
+    let csv = std::fs::read_to_string(d.join("full.csv")).unwrap();
+    let lines: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let ms = f[0].parse::<u64>().unwrap() * 1000;
+            format!(
+                "{{\"time\":\"{}\",\"user\":\"{}\",\"path\":\"/{}/{}\"}}\n",
+                tidemark_stream::time::format_rfc3339(ms),
+                f[1],
+                f[2],
+                f[3]
+            )
+        })
+        .collect();
+    (lines[..6000].concat(), lines[6000..].concat())
+}
+
+#[test]
+fn count_key_rows_of_version_1_resume_as_one_run_over_the_whole_log() {
+    let root = repo_root();
+    let config = root.join("examples/requests.toml");
+    let config = config.to_str().unwrap();
+    let d = dir_with_log("compat-keyrows", "50", "10", "full.csv");
+    let (part1, part2) = requests_parts(&d);
+    std::fs::write(d.join("part1.jsonl"), part1).unwrap();
+    std::fs::write(d.join("part2.jsonl"), part2).unwrap();
+    std::fs::copy(
+        root.join("testdata/stores/count-keyrows-v1.db"),
+        d.join("old.db"),
+    )
+    .unwrap();
+    let resumed = tidemark_in(
+        &d,
+        &[
+            "run",
+            "--config",
+            config,
+            "--db",
+            "old.db",
+            "--close",
+            "part2.jsonl",
+        ],
+    );
+    ok(&resumed);
+    let whole = tidemark_in(
+        &d,
+        &[
+            "run",
+            "--config",
+            config,
+            "--db",
+            "new.db",
+            "--close",
+            "part1.jsonl",
+            "part2.jsonl",
+        ],
+    );
+    ok(&whole);
+    for db in ["old.db", "new.db"] {
+        ok(&tidemark_in(&d, &["check", "--db", db]));
+    }
+    let answer = |db: &str, metric: &str, window: &str, at: &str| {
+        let o = tidemark_in(
+            &d,
+            &[
+                "query", "--db", db, "--metric", metric, "--window", window, "--at", at, "--json",
+            ],
+        );
+        ok(&o);
+        o.stdout
+    };
+    // Windows inside the part the old version read, across, and after it.
+    for at in [
+        "2023-11-14T22:16:00Z",
+        "2023-11-14T22:19:00Z",
+        "2023-11-14T22:23:00Z",
+    ] {
+        for (metric, window) in [("requests", "10m"), ("pages", "1h")] {
+            let (a, b) = (
+                answer("old.db", metric, window, at),
+                answer("new.db", metric, window, at),
+            );
+            assert!(!b.is_empty());
+            assert_eq!(a, b, "{metric} over {window} ending {at}");
+        }
+    }
+    // The alerts the resumed run raised are the whole run's after the cut (requests.toml
+    // alerts past 1,000 requests in 10 minutes: the health checker's).
+    let whole_alerts = String::from_utf8(whole.stdout).unwrap();
+    let resumed_alerts = String::from_utf8(resumed.stdout).unwrap();
+    assert!(
+        !resumed_alerts.is_empty() && whole_alerts.ends_with(&resumed_alerts),
+        "resumed: {resumed_alerts}\nwhole: {whole_alerts}"
     );
     std::fs::remove_dir_all(&d).unwrap();
 }

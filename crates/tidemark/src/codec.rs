@@ -439,6 +439,37 @@ impl<'a> Reader<'a> {
         Ok(i64::from_le_bytes(self.array(field)?))
     }
 
+    /// A LEB128 varint (7 bits a byte, low first): at most 10 bytes, no bits past 64, and in
+    /// its shortest form (no trailing zero byte), so that each value has one encoding.
+    pub fn varint(&mut self, field: &'static str) -> Result<u64, DecodeError> {
+        let offset = self.offset();
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = self.u8(field)?;
+            if i == 9 && b > 1 {
+                break;
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                if b == 0 && i > 0 {
+                    return Err(Reader::invalid(
+                        field,
+                        offset,
+                        "a varint in its shortest form",
+                        v,
+                    ));
+                }
+                return Ok(v);
+            }
+        }
+        Err(Reader::invalid(
+            field,
+            offset,
+            "a varint of at most 64 bits",
+            v,
+        ))
+    }
+
     /// A boolean stored as one byte, 0 or 1 (anything else is an error naming the field).
     pub fn bool(&mut self, field: &'static str) -> Result<bool, DecodeError> {
         self.u8_as(field, "0 or 1", |b| match b {
@@ -628,6 +659,21 @@ impl Writer {
     }
 
     le_writers!(u16, u32, u64, i64, f64);
+
+    /// Appends `v` as a LEB128 varint (7 bits a byte, low first; [`Reader::varint`]).
+    pub fn varint(&mut self, v: u64) -> &mut Self {
+        Writer::put_varint(&mut self.buf, v);
+        self
+    }
+
+    /// Appends `v` to `out` as a LEB128 varint.
+    pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
 
     /// Appends raw bytes.
     pub fn raw(&mut self, v: &[u8]) -> &mut Self {

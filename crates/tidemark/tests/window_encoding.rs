@@ -52,6 +52,103 @@ fn histogram_round_trips() {
     }
 }
 
+/// The compact layout holds the same histogram: it decodes to what the fixed one decodes
+/// to, re-encodes to its own bytes, and is smaller wherever there are buckets.
+#[test]
+fn compact_histograms_round_trip_and_are_smaller() {
+    for h in sample_histograms() {
+        let fixed = h.to_bytes();
+        let compact = h.to_compact_bytes();
+        let back = ExpHistogram::from_bytes(&compact).unwrap();
+        assert_eq!(
+            back.buckets().collect::<Vec<_>>(),
+            h.buckets().collect::<Vec<_>>()
+        );
+        assert_eq!(back.estimate(), h.estimate());
+        assert_eq!(back.interpolated(), h.interpolated());
+        assert_eq!(back.stats(), h.stats());
+        assert_eq!(back.now(), h.now());
+        assert_eq!(back.to_compact_bytes(), compact, "re-encoding differs");
+        assert_eq!(
+            back.to_bytes(),
+            fixed,
+            "the fixed layout of the same histogram"
+        );
+        if h.buckets().count() > 0 {
+            assert!(
+                compact.len() < fixed.len(),
+                "{} against {} bytes",
+                compact.len(),
+                fixed.len()
+            );
+        }
+    }
+    // A count metric's window: ten minutes of one-minute buckets at ε = 0.05, each bucket
+    // stamped at its last tick with its count (about 150 events a minute).
+    let mut h = ExpHistogram::ticks(600_000, 0.05).unwrap();
+    for minute in 1..=30u64 {
+        h.record_value(minute * 60_000 - 1, 140 + minute % 20)
+            .unwrap();
+    }
+    let (fixed, compact) = (h.to_bytes().len(), h.to_compact_bytes().len());
+    assert!(
+        compact * 4 < fixed,
+        "a count window: {compact} compact bytes against {fixed}"
+    );
+}
+
+/// A compact timestamp's distance that leads outside the window (before time 0, after the
+/// clock, out of order) is refused, naming the field and its offset.
+#[test]
+fn compact_distances_outside_the_window_are_refused() {
+    let mut h = ExpHistogram::ticks(100, 0.5).unwrap();
+    h.record_value(50, 3).unwrap();
+    h.record_value(60, 1).unwrap();
+    let bytes = h.to_compact_bytes();
+    let env = codec::decode(&bytes).unwrap();
+    // The payload ends with the highest class's one timestamp (the size-2 bucket at 50) as
+    // its distance from the clock, 60 − 50 = 10. Make it 61: before time 0.
+    let mut payload = env.payload.to_vec();
+    assert_eq!(payload.first(), Some(&60), "the clock, a one-byte varint");
+    let at = payload.len() - 1;
+    assert_eq!(payload[at], 10, "the last distance");
+    payload[at] = 61;
+    let again = codec::encode(
+        Family::ExpHistogram,
+        env.flags,
+        env.hasher,
+        env.params,
+        &payload,
+    );
+    match ExpHistogram::from_bytes(&again) {
+        Err(DecodeError::Invalid { field, offset, .. }) => {
+            assert_eq!(field, "timestamp");
+            assert!(offset > 0);
+        }
+        other => panic!("expected the timestamp refused, got {other:?}"),
+    }
+    // 5: time 55, after the oldest bucket of the class below it (50): out of order.
+    payload[at] = 5;
+    let again = codec::encode(
+        Family::ExpHistogram,
+        env.flags,
+        env.hasher,
+        env.params,
+        &payload,
+    );
+    let stamps: Vec<u64> = h.buckets().map(|b| b.timestamp).collect();
+    assert!(
+        matches!(
+            ExpHistogram::from_bytes(&again),
+            Err(DecodeError::Invalid {
+                field: "timestamp",
+                ..
+            })
+        ),
+        "a higher class's bucket newer than a lower class's oldest (buckets at {stamps:?})"
+    );
+}
+
 #[test]
 fn decoded_histogram_keeps_counting_like_the_original() {
     let mut a = ExpHistogram::ticks(100, 0.2).unwrap();
@@ -206,8 +303,12 @@ proptest! {
     /// Mutating a real encoding's payload (and fixing the checksum) never panics.
     #[test]
     fn mutated_payloads_never_panic(idx in any::<usize>(), byte in any::<u8>(), cut in any::<usize>()) {
-        for h in sample_histograms().into_iter().take(4) {
-            let bytes = h.to_bytes();
+        for (h, compact) in sample_histograms()
+            .into_iter()
+            .take(4)
+            .flat_map(|h| [(h.clone(), false), (h, true)])
+        {
+            let bytes = if compact { h.to_compact_bytes() } else { h.to_bytes() };
             let env = codec::decode(&bytes).unwrap();
             let mut payload = env.payload.to_vec();
             if !payload.is_empty() {

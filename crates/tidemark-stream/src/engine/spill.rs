@@ -331,7 +331,9 @@ fn last_start(m: &MetricState, expiry: u64) -> u64 {
     expiry.saturating_sub(m.cfg.window + 2 * m.cfg.bucket)
 }
 
-const KEY_ROW_VERSION: u8 = 1;
+/// 2: the histogram in its compact payload (a count key's row is about a quarter of its
+/// bytes); 1 (the fixed payload) is still read: the histogram's envelope says which.
+const KEY_ROW_VERSION: u8 = 2;
 
 fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
     let mut w = Writer::new();
@@ -353,7 +355,7 @@ fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
     }
     match &ks.window {
         Some(WindowState::Hist(h)) => {
-            let b = h.to_bytes();
+            let b = h.to_compact_bytes();
             w.u8(1).u64(b.len() as u64).raw(&b);
         }
         _ => {
@@ -396,8 +398,8 @@ fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> 
     let expiry = r.u64("expiry")?;
     let off = r.offset();
     let v = r.u8("key row version")?;
-    if v != KEY_ROW_VERSION {
-        return Err(Reader::invalid("key row version", off, "1", v as u64));
+    if !(1..=KEY_ROW_VERSION).contains(&v) {
+        return Err(Reader::invalid("key row version", off, "1 or 2", v as u64));
     }
     let w = m.cfg.bucket;
     let n = r.count("open starts", 8, u64::MAX)?;

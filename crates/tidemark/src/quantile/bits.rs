@@ -26,45 +26,14 @@ const ESCAPE: u64 = 16;
 /// `N` at which `A` and `N` are halved.
 const RESET: u64 = 16;
 
-/// Appends `v` as a LEB128 varint (7 bits a byte, low first).
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// Appends `v` as a LEB128 varint ([`crate::codec::Writer::varint`]).
+pub(crate) fn put_varint(out: &mut Vec<u8>, v: u64) {
+    crate::codec::Writer::put_varint(out, v);
 }
 
-/// Reads a varint written by [`put_varint`]: at most 10 bytes, no bits past 64, and no
-/// trailing zero byte (an overlong form).
+/// Reads a varint written by [`put_varint`] ([`Reader::varint`]).
 pub(crate) fn read_varint(r: &mut Reader<'_>, field: &'static str) -> Result<u64, DecodeError> {
-    let offset = r.offset();
-    let mut v = 0u64;
-    for i in 0..10 {
-        let b = r.u8(field)?;
-        let bits = (b & 0x7f) as u64;
-        if i == 9 && b > 1 {
-            return Err(Reader::invalid(
-                field,
-                offset,
-                "a varint of at most 64 bits",
-                v,
-            ));
-        }
-        v |= bits << (7 * i);
-        if b < 0x80 {
-            if b == 0 && i > 0 {
-                return Err(Reader::invalid(
-                    field,
-                    offset,
-                    "a varint in its shortest form",
-                    v,
-                ));
-            }
-            return Ok(v);
-        }
-    }
-    unreachable!("the tenth byte either ends the varint or is refused")
+    r.varint(field)
 }
 
 /// `0, −1, 1, −2, …` ↦ `0, 1, 2, 3, …`.

@@ -42,6 +42,11 @@ impl CountWindow {
         self.hist.to_bytes()
     }
 
+    /// The histogram's bytes in the compact payload (what a key row holds).
+    pub fn to_compact_bytes(&self) -> Vec<u8> {
+        self.hist.to_compact_bytes()
+    }
+
     /// Adds a closed bucket `[start, end)` holding `count` events. Buckets come in order.
     pub fn add_bucket(&mut self, end: u64, count: u64) {
         // Buckets close in increasing order, so the stamp never goes backwards.
