@@ -97,6 +97,35 @@ fn compact_histograms_round_trip_and_are_smaller() {
     );
 }
 
+/// The compact payload alone, with the parameters it was made with, is the same histogram;
+/// with others it is refused or read as theirs, never a panic.
+#[test]
+fn compact_payloads_without_their_envelope_round_trip() {
+    for h in sample_histograms() {
+        let payload = h.to_compact_payload();
+        let back = ExpHistogram::from_compact_payload(
+            h.window(),
+            h.k(),
+            h.interpolated().is_some(),
+            &payload,
+        )
+        .unwrap();
+        assert_eq!(back.to_compact_bytes(), h.to_compact_bytes());
+        for (window, k) in [
+            (Window::Ticks(1), 1),
+            (Window::Arrivals(3), 2),
+            (Window::Ticks(0), 3),
+            (h.window(), 0),
+            (h.window(), 2_000_000),
+        ] {
+            if let Ok(other) = ExpHistogram::from_compact_payload(window, k, false, &payload) {
+                let e = other.estimate();
+                assert!(e.low <= e.value && e.value <= e.high);
+            }
+        }
+    }
+}
+
 /// A compact timestamp's distance that leads outside the window (before time 0, after the
 /// clock, out of order) is refused, naming the field and its offset.
 #[test]
@@ -106,12 +135,13 @@ fn compact_distances_outside_the_window_are_refused() {
     h.record_value(60, 1).unwrap();
     let bytes = h.to_compact_bytes();
     let env = codec::decode(&bytes).unwrap();
-    // The payload ends with the highest class's one timestamp (the size-2 bucket at 50) as
-    // its distance from the clock, 60 − 50 = 10. Make it 61: before time 0.
+    // The payload ends with the highest class's one run: its timestamp (the size-2 bucket at
+    // 50) as its distance from the clock, 60 − 50 = 10, and no repeats. Make the distance
+    // 61: before time 0.
     let mut payload = env.payload.to_vec();
     assert_eq!(payload.first(), Some(&60), "the clock, a one-byte varint");
-    let at = payload.len() - 1;
-    assert_eq!(payload[at], 10, "the last distance");
+    let at = payload.len() - 2;
+    assert_eq!(payload[at..], [10, 0], "the last run");
     payload[at] = 61;
     let again = codec::encode(
         Family::ExpHistogram,
@@ -296,6 +326,21 @@ proptest! {
         let bytes = codec::encode(Family::BlockCounter, 0, ItemHasher::default(), &bparams, &payload);
         if let Ok(b) = BlockCounter::from_bytes(&bytes) {
             let e = b.estimate();
+            prop_assert!(e.low <= e.value && e.value <= e.high);
+        }
+    }
+
+    /// Random bytes read as a compact payload never panic.
+    #[test]
+    fn random_compact_payloads_never_panic(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        k in 1u32..5,
+        window in 1u64..5_000,
+        ticks in any::<bool>(),
+    ) {
+        let span = if ticks { Window::Ticks(window) } else { Window::Arrivals(window) };
+        if let Ok(h) = ExpHistogram::from_compact_payload(span, k, false, &payload) {
+            let e = h.estimate();
             prop_assert!(e.low <= e.value && e.value <= e.high);
         }
     }

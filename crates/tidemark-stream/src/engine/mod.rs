@@ -39,6 +39,7 @@ mod alert;
 mod batch;
 mod close;
 mod key;
+mod key_row;
 mod late;
 mod open;
 mod outputs;

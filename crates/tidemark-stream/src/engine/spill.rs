@@ -54,11 +54,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tidemark::codec::{Reader, Writer};
-use tidemark::DecodeError;
-use xxhash_rust::xxh3::xxh3_64;
-
 use super::key::Key;
+use super::key_row::{decode_key_row, key_row};
 use super::ring::ClosedBuckets;
 use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
 use crate::kinds::CountWindow;
@@ -320,7 +317,7 @@ impl MetricState {
 
 /// The time after which a key's state has left every window (its row may be swept): a
 /// bucket after the close that empties it.
-fn expiry(m: &MetricState, ks: &KeyState) -> u64 {
+pub(super) fn expiry(m: &MetricState, ks: &KeyState) -> u64 {
     ks.last_start
         .saturating_add(m.cfg.window)
         .saturating_add(2 * m.cfg.bucket)
@@ -329,145 +326,6 @@ fn expiry(m: &MetricState, ks: &KeyState) -> u64 {
 /// The inverse of [`expiry`]: the newest start of a key row's expiry.
 fn last_start(m: &MetricState, expiry: u64) -> u64 {
     expiry.saturating_sub(m.cfg.window + 2 * m.cfg.bucket)
-}
-
-/// 2: the histogram in its compact payload (a count key's row is about a quarter of its
-/// bytes); 1 (the fixed payload) is still read: the histogram's envelope says which.
-const KEY_ROW_VERSION: u8 = 2;
-
-fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.u64(expiry(m, ks)).u8(KEY_ROW_VERSION);
-    w.u64(ks.open.len() as u64);
-    for o in ks.open.iter() {
-        w.u64(o.start);
-    }
-    w.u64(ks.streak.len() as u64);
-    for &s in ks.streak.iter() {
-        w.u32(s);
-    }
-    w.u64(ks.items.len() as u64);
-    for (item, streak) in &ks.items {
-        w.u64(item.len() as u64).raw(item);
-        for &s in streak {
-            w.u32(s);
-        }
-    }
-    match &ks.window {
-        Some(WindowState::Hist(h)) => {
-            let b = h.to_compact_bytes();
-            w.u8(1).u64(b.len() as u64).raw(&b);
-        }
-        _ => {
-            w.u8(0);
-        }
-    }
-    let mut bytes = w.bytes().to_vec();
-    let sum = xxh3_64(&bytes);
-    bytes.extend_from_slice(&sum.to_le_bytes());
-    bytes
-}
-
-struct KeyRow {
-    expiry: u64,
-    open: Vec<u64>,
-    streak: Vec<u32>,
-    items: BTreeMap<Box<[u8]>, Vec<u32>>,
-    hist: Option<CountWindow>,
-}
-
-fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, DecodeError> {
-    let Some((body, sum)) = bytes.split_last_chunk::<8>() else {
-        return Err(Reader::invalid(
-            "key row",
-            0,
-            "at least 8 bytes",
-            bytes.len() as u64,
-        ));
-    };
-    let sum = u64::from_le_bytes(*sum);
-    if xxh3_64(body) != sum {
-        return Err(Reader::invalid(
-            "key row checksum",
-            body.len(),
-            "the checksum of the row",
-            sum,
-        ));
-    }
-    let mut r = Reader::new(body);
-    let expiry = r.u64("expiry")?;
-    let off = r.offset();
-    let v = r.u8("key row version")?;
-    if !(1..=KEY_ROW_VERSION).contains(&v) {
-        return Err(Reader::invalid("key row version", off, "1 or 2", v as u64));
-    }
-    let w = m.cfg.bucket;
-    let n = r.count("open starts", 8, u64::MAX)?;
-    let mut open = Vec::with_capacity(n);
-    for _ in 0..n {
-        let off = r.offset();
-        let s = r.u64("open start")?;
-        if s % w != 0 || open.last().is_some_and(|&p| s <= p) || s > u64::MAX / 2 {
-            return Err(Reader::invalid(
-                "open start",
-                off,
-                "aligned to the bucket width and increasing",
-                s,
-            ));
-        }
-        open.push(s);
-    }
-    // One streak per rule of the config that wrote the row; the rules may have changed
-    // since (they are not part of the store's fingerprint): streaks of rules gone are
-    // dropped, new rules start from zero.
-    let rules = m.cfg.alerts.len();
-    let written = r.count("streaks", 4, u64::MAX)?;
-    let streaks = |r: &mut Reader<'_>, field| -> Result<Vec<u32>, DecodeError> {
-        let mut out = vec![0; rules];
-        for i in 0..written {
-            let s = r.u32(field)?;
-            if let Some(slot) = out.get_mut(i) {
-                *slot = s;
-            }
-        }
-        Ok(out)
-    };
-    let streak = streaks(&mut r, "streak")?;
-    let n = r.count("item streaks", 8 + 4 * written as u64, u64::MAX)?;
-    let mut items = BTreeMap::new();
-    for _ in 0..n {
-        let len = r.count("item", 1, u64::MAX)?;
-        let item: Box<[u8]> = r.bytes(len as u64, "item")?.into();
-        items.insert(item, streaks(&mut r, "item streak")?);
-    }
-    let off = r.offset();
-    let hist = match r.u8("histogram flag")? {
-        0 => None,
-        1 => {
-            let len = r.count("histogram", 1, u64::MAX)?;
-            let h = CountWindow::from_bytes(r.bytes(len as u64, "histogram")?)?;
-            match m.shape.kind().window_model() {
-                WindowModel::Histogram { epsilon } if h.matches(m.cfg.window, epsilon) => Some(h),
-                _ => {
-                    return Err(Reader::invalid(
-                        "histogram",
-                        off,
-                        "a count metric's window and ε",
-                        len as u64,
-                    ))
-                }
-            }
-        }
-        f => return Err(Reader::invalid("histogram flag", off, "0 or 1", f as u64)),
-    };
-    r.finish()?;
-    Ok(KeyRow {
-        expiry,
-        open,
-        streak,
-        items,
-        hist,
-    })
 }
 
 /// Writes the rows of every key changed since the last call (and deletes those of keys whose

@@ -42,9 +42,23 @@ impl CountWindow {
         self.hist.to_bytes()
     }
 
-    /// The histogram's bytes in the compact payload (what a key row holds).
-    pub fn to_compact_bytes(&self) -> Vec<u8> {
-        self.hist.to_compact_bytes()
+    /// The histogram's compact payload, without its envelope (what a key row holds: the
+    /// metric's config gives the window and ε, the row its checksum).
+    pub fn to_payload(&self) -> Vec<u8> {
+        self.hist.to_compact_payload()
+    }
+
+    /// Restores a window of `window` ms at `epsilon` from [`CountWindow::to_payload`]'s
+    /// bytes.
+    pub fn from_payload(
+        window: u64,
+        epsilon: f64,
+        bytes: &[u8],
+    ) -> Result<CountWindow, DecodeError> {
+        let k = CountWindow::new(window, epsilon).hist.k();
+        Ok(CountWindow {
+            hist: ExpHistogram::from_compact_payload(Window::Ticks(window), k, false, bytes)?,
+        })
     }
 
     /// Adds a closed bucket `[start, end)` holding `count` events. Buckets come in order.
