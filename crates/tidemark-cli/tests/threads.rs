@@ -108,6 +108,18 @@ fn flows(latency: bool) -> String {
     lines.insert(n / 4, "not,a,record".into());
     lines.insert(n / 5, "x".repeat(1_100_000));
     lines.insert(n / 6, format!("1{}", ",x".repeat(columns + 1)));
+    // A key past max_key_bytes (4 KiB), and one with a time ten years ahead too: the time
+    // is what a run names first.
+    let fields: Vec<String> = lines[n / 2].split(',').map(str::to_string).collect();
+    let with = |time: u64, key: &str| {
+        let mut f = fields.clone();
+        f[0] = time.to_string();
+        f[1] = key.to_string();
+        f.join(",")
+    };
+    let now: u64 = fields[0].parse().unwrap();
+    lines.insert(n / 7, with(now, &"k".repeat(5000)));
+    lines.insert(n / 8, with(now + 315_360_000, &"k".repeat(5000)));
     lines.join("\n") + "\n"
 }
 
@@ -150,6 +162,10 @@ fn every_example_stores_and_alerts_the_same_with_a_parse_thread() {
                 "{\"time\": \"2024-01-01T00:00:10Z\", \"user\": \"u0\", \"path\": \"/late\"}\n",
             );
             jsonl.push_str("{\"time\": 12}\n\n");
+            // Not an object: the parser's error quotes the whole string.
+            for _ in 0..40 {
+                jsonl.push_str(&format!("\"{}\"\n", "A".repeat(900_000)));
+            }
         }
     }
     let rows = same_with_two_threads(&d, &example("requests.toml"), &jsonl, &bad);
@@ -187,7 +203,13 @@ fn a_bad_line_stops_a_two_thread_run_where_it_stops_one_thread() {
         let (_, state) = dump(&db);
         said.push((String::from_utf8_lossy(&out.stderr).to_string(), state));
     }
-    assert!(said[0].0.contains("flows.csv:"), "{}", said[0].0);
+    // The first bad line has a key past its limit and a time ten years ahead: the time is
+    // named, by both.
+    assert!(
+        said[0].0.contains("flows.csv:") && said[0].0.contains("ahead of the latest time"),
+        "{}",
+        said[0].0
+    );
     assert_eq!(said[0].0, said[1].0, "the errors differ");
     assert_eq!(said[0].1, said[1].1, "committed up to a different place");
     std::fs::remove_dir_all(&d).unwrap();

@@ -108,8 +108,14 @@ pub(super) fn line_text(buf: &[u8]) -> Result<&str, RecordError> {
 /// [`MAX_TIME`] and `max_ahead` of the latest time seen, its keys and items within their
 /// limits.
 fn check_record(rec: &impl Fields, engine: &Engine, rules: &Rules<'_>) -> Result<(), RecordError> {
+    check_time(rec.time(), engine, rules)?;
+    check_limits(rec, rules.names, rules.limits)
+}
+
+/// A record's time: at most [`MAX_TIME`], and at most `max_ahead` beyond the latest time the
+/// engine has seen.
+pub(super) fn check_time(time: u64, engine: &Engine, rules: &Rules<'_>) -> Result<(), RecordError> {
     let bad = |message: String| Err(RecordError { message });
-    let time = rec.time();
     if time > MAX_TIME {
         return bad(format!("time {time} ms is after the year 9999"));
     }
@@ -126,8 +132,19 @@ fn check_record(rec: &impl Fields, engine: &Engine, rules: &Rules<'_>) -> Result
             ));
         }
     }
-    let limits = rules.limits;
-    for (m, name) in rules.names.iter().enumerate() {
+    Ok(())
+}
+
+/// A record's keys and items within `max_key_bytes` and `max_item_bytes` (per metric,
+/// `names` giving each metric's name for the message). A parse thread checks them before it
+/// copies anything; the time is checked first all the same ([`check_time`]).
+pub(super) fn check_limits(
+    rec: &impl Fields,
+    names: &[String],
+    limits: Limits,
+) -> Result<(), RecordError> {
+    let bad = |message: String| Err(RecordError { message });
+    for (m, name) in names.iter().enumerate() {
         if rec.key(m).len() > limits.key {
             return bad(format!(
                 "metric {name}: the key is {} bytes, longer than max_key_bytes = {}",

@@ -47,7 +47,7 @@ struct Done<'r> {
 pub(super) struct Committer<'s, 'r> {
     jobs: Option<SyncSender<Job<'r>>>,
     done: Receiver<Done<'r>>,
-    _thread: ScopedJoinHandle<'s, ()>,
+    thread: Option<ScopedJoinHandle<'s, ()>>,
 }
 
 impl<'s, 'r: 's> Committer<'s, 'r> {
@@ -74,7 +74,7 @@ impl<'s, 'r: 's> Committer<'s, 'r> {
         Some(Committer {
             jobs: Some(jobs),
             done,
-            _thread: thread,
+            thread: Some(thread),
         })
     }
 
@@ -90,7 +90,14 @@ impl<'s, 'r: 's> Committer<'s, 'r> {
 
     /// Waits for the checkpoint handed over to land: the store back, or the write's error.
     pub(super) fn wait(&mut self) -> Result<SendStore<'r>, RunError> {
-        let done = self.done.recv().map_err(|_| stopped())?;
+        let Ok(done) = self.done.recv() else {
+            // The thread is gone without a word: a panic, joined here so that the run
+            // returns its error rather than the scope raising the panic again.
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+            return Err(stopped());
+        };
         done.result?;
         Ok(done.store)
     }

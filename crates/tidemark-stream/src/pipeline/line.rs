@@ -149,9 +149,15 @@ pub(super) trait LineSource {
     fn resume(&mut self) -> Result<(), RunError>;
 
     /// Parses the lines from here on ahead, in a thread of their own, with `ex` (the run's
-    /// extractor): a regular file read to its end does (see [`super::parse`]); other sources
-    /// read on in the run's thread.
-    fn parse_ahead(&mut self, _ex: &crate::record::Extractor) -> Result<(), RunError> {
+    /// extractor), holding each metric's (named in `names`) keys and items to `limits`: a
+    /// regular file read to its end does (see [`super::parse`]); other sources read on in
+    /// the run's thread.
+    fn parse_ahead(
+        &mut self,
+        _ex: &crate::record::Extractor,
+        _names: &[String],
+        _limits: crate::config::Limits,
+    ) -> Result<(), RunError> {
         Ok(())
     }
 

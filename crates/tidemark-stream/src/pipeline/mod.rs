@@ -213,6 +213,7 @@ pub fn run(
         });
     }
     let ctx = CommitCtx::new(config);
+    let names = ctx.names.clone();
     let (engine, mut state, resumed) = resume::restore(config, store, ctx.fingerprint)?;
     let stdin_new = resume::prepare(&mut state, &opts)?;
     let how = Reading {
@@ -267,7 +268,7 @@ pub fn run(
             }
             source.resume()?;
             if threads > 1 {
-                source.parse_ahead(&r.ex)?;
+                source.parse_ahead(&r.ex, &names, config.input.limits)?;
             }
             match r.read(&mut *source)? {
                 Ended::Rotated => {

@@ -15,14 +15,19 @@
 //! [`ParseAhead`]. Its position is the end of the last line it handed out (a blank line
 //! counts as handed out), so a checkpoint commits the position of the records the engine
 //! has, not of those the thread has parsed ahead. A bad line the run stops on is unread as
-//! in a one-thread run, and the thread is stopped: it fails its next hand-over and returns
-//! (dropping the [`ParseAhead`] joins it).
+//! in a one-thread run, and dropping the [`ParseAhead`] stops the thread and joins it.
 //!
 //! What the stage holds is bounded, whatever the lines: the thread holds one line of at most
-//! `max_line_bytes` as it reads; a batch holds at most [`LINES_PER_BATCH`] lines and about
-//! [`BATCH_BYTES`] of keys and items (its last record may pass that by its own, each key
-//! and item within the input's limits); and at most [`BATCHES_AHEAD`] batches wait, with
-//! one being filled, one being read and a few emptied ones kept for reuse.
+//! `max_line_bytes` as it reads; a record's keys and items are checked against
+//! `max_key_bytes` and `max_item_bytes` before anything of them is copied (one past its limit
+//! is handed over as its time and its error, and the run's thread checks the time first, so
+//! the error is the one a one-thread run gives); a batch holds at most [`LINES_PER_BATCH`]
+//! lines and about [`BATCH_BYTES`] of keys, items and error messages (its last line may pass
+//! that by its own, at most about a line's length: a JSON parser's error quotes the string it
+//! refused); at most [`BATCHES_AHEAD`] batches wait, with one being filled, one being read and
+//! a few emptied ones kept for reuse (one that grew past twice the bound gives its room back).
+//! When the run is done with the lines (the end, a bad line it stops on, a signal), the
+//! thread stops at its next line.
 //!
 //! Only a regular file read to its end (not followed) is parsed this way; a followed file,
 //! a pipe, standard input and a message source are read by the run's thread as before.
@@ -30,13 +35,16 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::admit::{line_text, too_long};
+use super::admit::{check_limits, line_text, too_long};
 use super::input::{self, Lines};
 use super::line::input_error;
 use super::line::Next;
+use crate::config::Limits;
 use crate::record::{Extractor, Fields, RecordError};
 use crate::RunError;
 
@@ -58,6 +66,9 @@ enum What {
     Blank,
     /// A bad line: its error in [`Batch::errors`].
     Bad(usize),
+    /// A record with a key or item past its limit (nothing of it copied): its time, which
+    /// the run's thread checks first as for any record, and its error in [`Batch::errors`].
+    Oversized { time: u64, error: usize },
 }
 
 struct ParsedLine {
@@ -81,6 +92,9 @@ struct Batch {
     events: Vec<Event>,
     bytes: Vec<u8>,
     errors: Vec<RecordError>,
+    /// Bytes held: keys and items, and the errors' messages (a JSON parser's names the
+    /// string it refused, which can be as long as the line).
+    held: usize,
     /// Set on the last batch: where the file's reading ends (offset, lines before it) — its
     /// end, or the start of an unterminated last line left for a later run.
     end: Option<(u64, u64)>,
@@ -92,7 +106,15 @@ impl Batch {
         self.events.clear();
         self.bytes.clear();
         self.errors.clear();
+        self.held = 0;
         self.end = None;
+        // A batch that once held a long line's error gives its room back.
+        if self.bytes.capacity() > 2 * BATCH_BYTES {
+            self.bytes = Vec::new();
+        }
+        if self.errors.capacity() > LINES_PER_BATCH {
+            self.errors = Vec::new();
+        }
     }
 
     fn push_record(&mut self, rec: &impl Fields, number: u64, end: u64) {
@@ -109,6 +131,7 @@ impl Batch {
                 item_len: rec.item_len(m),
             });
         }
+        self.held = self.bytes.len();
         let time = rec.time();
         self.lines.push(ParsedLine {
             number,
@@ -117,9 +140,23 @@ impl Batch {
         });
     }
 
-    fn push_bad(&mut self, e: RecordError, number: u64, end: u64) {
+    /// Keeps an error, returning its index.
+    fn keep(&mut self, e: RecordError) -> usize {
+        self.held += e.message.len();
         self.errors.push(e);
-        let what = What::Bad(self.errors.len() - 1);
+        self.errors.len() - 1
+    }
+
+    fn push_bad(&mut self, e: RecordError, number: u64, end: u64) {
+        let what = What::Bad(self.keep(e));
+        self.lines.push(ParsedLine { number, end, what });
+    }
+
+    fn push_oversized(&mut self, time: u64, e: RecordError, number: u64, end: u64) {
+        let what = What::Oversized {
+            time,
+            error: self.keep(e),
+        };
         self.lines.push(ParsedLine { number, end, what });
     }
 }
@@ -132,6 +169,9 @@ pub(super) enum Parsed<'a> {
     Blank,
     /// A bad line, and why.
     Bad(&'a RecordError),
+    /// A record whose key or item is past its limit: its time (checked first, as for any
+    /// record), and the limit's error.
+    Oversized { time: u64, error: &'a RecordError },
 }
 
 /// A record of a batch, as the engine reads it.
@@ -176,33 +216,47 @@ impl Fields for ParsedRecord<'_> {
     }
 }
 
-/// How the thread reads: what a one-thread [`FileSource`] would decide per line.
-#[derive(Clone, Copy)]
+/// How the thread reads: what a one-thread [`super::sources::FileSource`] would decide per
+/// line, and the limits a record's keys and items are held to before they are copied.
+#[derive(Clone)]
 pub(super) struct ParseRules {
     /// `max_line_bytes`.
     pub max_line: usize,
     /// An unterminated last line is not whole yet (`keep_open`): left for a later run.
     pub open_ended: bool,
     pub skip_bad: bool,
+    /// Per metric, its name (for a limit's message).
+    pub names: Vec<String>,
+    pub limits: Limits,
 }
 
 /// The thread: parses `lines` into batches until their end, or until the run stops taking
 /// them.
 fn parse_thread(
     mut lines: Lines<BufReader<File>>,
+    at: (u64, u64),
     mut ex: Extractor,
-    rules: ParseRules,
-    name: String,
-    out: SyncSender<Result<Batch, RunError>>,
-    spare: Receiver<Batch>,
+    stage: Stage,
 ) {
+    let Stage {
+        rules,
+        name,
+        out,
+        spare,
+        stop,
+    } = stage;
+    if let Err(e) = lines.seek_to(at.0, at.1) {
+        let _ = out.send(Err(input_error(&name, e)));
+        return;
+    }
     loop {
         let mut batch = spare.try_recv().unwrap_or_default();
         batch.clear();
-        while batch.lines.len() < LINES_PER_BATCH
-            && batch.bytes.len() < BATCH_BYTES
-            && batch.end.is_none()
+        while batch.lines.len() < LINES_PER_BATCH && batch.held < BATCH_BYTES && batch.end.is_none()
         {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
             let start = (lines.offset, lines.line);
             let line = match lines.next_line() {
                 Ok(line) => line,
@@ -233,7 +287,10 @@ fn parse_thread(
                         ex.parse(text).map(Some)
                     });
                     match parsed {
-                        Ok(Some(rec)) => batch.push_record(&rec, number, end),
+                        Ok(Some(rec)) => match check_limits(&rec, &rules.names, rules.limits) {
+                            Ok(()) => batch.push_record(&rec, number, end),
+                            Err(e) => batch.push_oversized(rec.time(), e, number, end),
+                        },
                         Ok(None) => batch.lines.push(ParsedLine {
                             number,
                             end,
@@ -264,11 +321,24 @@ fn parse_thread(
     }
 }
 
-/// A file's lines parsed ahead by a thread (see the module doc), for its [`FileSource`].
+/// What the parse thread takes besides its lines: its rules, the input's name (for errors),
+/// its two channels, and the flag that stops it between lines.
+struct Stage {
+    rules: ParseRules,
+    name: String,
+    out: SyncSender<Result<Batch, RunError>>,
+    spare: Receiver<Batch>,
+    stop: Arc<AtomicBool>,
+}
+
+/// A file's lines parsed ahead by a thread (see the module doc), for its
+/// [`super::sources::FileSource`].
 pub(super) struct ParseAhead {
     batches: Receiver<Result<Batch, RunError>>,
     spare: SyncSender<Batch>,
     thread: Option<JoinHandle<()>>,
+    /// Set when the run is done with the lines: the thread stops at its next line.
+    stop: Arc<AtomicBool>,
     /// The batch being read, and its next line.
     batch: Batch,
     next: usize,
@@ -281,27 +351,37 @@ pub(super) struct ParseAhead {
 }
 
 impl ParseAhead {
-    /// Parses `lines` (standing at `at`: after the header, at the resumed position) in a
-    /// thread, with `ex` (the run's extractor, the header read into it).
+    /// Parses `lines` from `at` (after the header, at the resumed position; the thread seeks
+    /// there) in a thread, with `ex` (the run's extractor, the header read into it). `None`
+    /// when the system cannot start a thread: nothing was read or moved, and the run reads
+    /// on in its own.
     pub(super) fn start(
         lines: Lines<BufReader<File>>,
         at: (u64, u64),
         ex: &Extractor,
         rules: ParseRules,
         name: &str,
-    ) -> Result<ParseAhead, RunError> {
-        let (tx, batches) = sync_channel(BATCHES_AHEAD);
+    ) -> Option<ParseAhead> {
+        let (out, batches) = sync_channel(BATCHES_AHEAD);
         let (spare, spares) = sync_channel(BATCHES_AHEAD + 2);
         let ex = ex.clone();
         let metrics = ex.metrics();
-        let thread_name = name.to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stage = Stage {
+            rules,
+            name: name.to_string(),
+            out,
+            spare: spares,
+            stop: Arc::clone(&stop),
+        };
         let thread = std::thread::Builder::new()
             .name("tidemark-parse".into())
-            .spawn(move || parse_thread(lines, ex, rules, thread_name, tx, spares))
-            .map_err(|e| input_error(name, e))?;
-        Ok(ParseAhead {
+            .spawn(move || parse_thread(lines, at, ex, stage))
+            .ok()?;
+        Some(ParseAhead {
             batches,
             spare,
+            stop,
             thread: Some(thread),
             batch: Batch::default(),
             next: 0,
@@ -341,6 +421,10 @@ impl ParseAhead {
                 metrics: self.metrics,
             }),
             What::Bad(e) => Parsed::Bad(&self.batch.errors[e]),
+            What::Oversized { time, error } => Parsed::Oversized {
+                time,
+                error: &self.batch.errors[error],
+            },
             What::Blank => Parsed::Blank,
         };
         Ok(Next::Parsed {
@@ -364,7 +448,9 @@ impl ParseAhead {
 
 impl Drop for ParseAhead {
     fn drop(&mut self) {
-        // The thread stops at its next hand-over, which fails once the channel is gone.
+        // The thread stops at its next line, or at its next hand-over, which fails once the
+        // channel is gone.
+        self.stop.store(true, Ordering::Relaxed);
         let (_, gone) = sync_channel(0);
         drop(std::mem::replace(&mut self.batches, gone));
         if let Some(t) = self.thread.take() {

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::admit::{admit, admit_parsed, line_text, too_long, Admitted, Rules};
+use super::admit::{admit, admit_parsed, check_time, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
 use super::committer::{Committer, SendStore};
 use super::follow;
@@ -123,11 +123,12 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
             return Err(RunError::Thread { name: "committer" });
         };
         let store = committer.wait()?;
-        self.view = store.view().map_err(RunError::Store)?;
-        self.store = Some(store);
         if let Some(c) = self.landing.take() {
             self.tell_checkpointed(c);
         }
+        let view = store.view();
+        self.store = Some(store);
+        self.view = view.map_err(RunError::Store)?;
         Ok(())
     }
 
@@ -333,6 +334,16 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
                         }
                         Parsed::Blank => Admitted::Blank,
                         Parsed::Bad(e) => Admitted::Bad(e.clone()),
+                        // The time's rules come first, as for a record parsed here.
+                        Parsed::Oversized { time, error } => {
+                            let rules = Rules {
+                                names: &self.ctx.names,
+                                limits,
+                                max_ahead: config.input.max_ahead,
+                            };
+                            let e = check_time(time, &self.engine, &rules).err();
+                            Admitted::Bad(e.unwrap_or_else(|| error.clone()))
+                        }
                     };
                     (number, end, admitted)
                 }

@@ -26,6 +26,7 @@ use super::parse::{ParseAhead, ParseRules};
 use super::state::RunState;
 use super::stdin::StdinSource;
 use super::{resume, RunOptions};
+use crate::config::Limits;
 use crate::record::Extractor;
 use crate::RunError;
 
@@ -301,7 +302,12 @@ impl LineSource for FileSource {
         false
     }
 
-    fn parse_ahead(&mut self, ex: &Extractor) -> Result<(), RunError> {
+    fn parse_ahead(
+        &mut self,
+        ex: &Extractor,
+        names: &[String],
+        limits: Limits,
+    ) -> Result<(), RunError> {
         if self.follow.is_some() || self.ahead.is_some() {
             return Ok(());
         }
@@ -319,16 +325,15 @@ impl LineSource for FileSource {
             follow: None,
             stdin_new: false,
         };
-        let mut lines = lines_of(reader, how, false);
-        lines
-            .seek_to(at.0, at.1)
-            .map_err(|e| input_error(&self.name, e))?;
+        let lines = lines_of(reader, how, false);
         let rules = ParseRules {
             max_line: self.max_line,
             open_ended: self.open_ended,
             skip_bad: self.skip_bad,
+            names: names.to_vec(),
+            limits,
         };
-        self.ahead = Some(ParseAhead::start(lines, at, ex, rules, &self.name)?);
+        self.ahead = ParseAhead::start(lines, at, ex, rules, &self.name);
         Ok(())
     }
 
