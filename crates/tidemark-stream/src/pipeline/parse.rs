@@ -29,13 +29,17 @@
 //! When the run is done with the lines (the end, a bad line it stops on, a signal), the
 //! thread stops at its next line.
 //!
-//! Only a regular file read to its end (not followed) is parsed this way; a followed file,
-//! a pipe, standard input and a message source are read by the run's thread as before.
+//! A regular file read to its end (not followed) and a named pipe or device are parsed this
+//! way. A stream's reads may wait for its writer: the thread hands over what it parsed
+//! before such a read, and the run, finding nothing waiting ([`ParseAhead::waits_next`]),
+//! adds what it has and sends its alerts before it waits in turn. A followed file, standard
+//! input (resumed by the bytes it skips, and known new by its first bytes) and a message
+//! source are read by the run's thread as before.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -232,22 +236,21 @@ pub(super) struct ParseRules {
 
 /// The thread: parses `lines` into batches until their end, or until the run stops taking
 /// them.
-fn parse_thread(
-    mut lines: Lines<BufReader<File>>,
-    at: (u64, u64),
-    mut ex: Extractor,
-    stage: Stage,
-) {
+fn parse_thread(mut lines: Lines<BufReader<File>>, mut ex: Extractor, stage: Stage) {
     let Stage {
         rules,
         name,
+        seek,
         out,
         spare,
         stop,
+        sent,
     } = stage;
-    if let Err(e) = lines.seek_to(at.0, at.1) {
-        let _ = out.send(Err(input_error(&name, e)));
-        return;
+    if let Some((offset, line)) = seek {
+        if let Err(e) = lines.seek_to(offset, line) {
+            let _ = out.send(Err(input_error(&name, e)));
+            return;
+        }
     }
     loop {
         let mut batch = spare.try_recv().unwrap_or_default();
@@ -256,6 +259,11 @@ fn parse_thread(
         {
             if stop.load(Ordering::Relaxed) {
                 return;
+            }
+            // A stream's next read may wait for its writer: what was parsed goes first, so
+            // that the run adds it and sends its alerts before that wait.
+            if lines.waits_next() && !batch.lines.is_empty() {
+                break;
             }
             let start = (lines.offset, lines.line);
             let line = match lines.next_line() {
@@ -315,6 +323,8 @@ fn parse_thread(
             }
         }
         let last = batch.end.is_some();
+        // Counted before it is sent: a batch on its way is never taken for none.
+        sent.fetch_add(1, Ordering::Release);
         if out.send(Ok(batch)).is_err() || last {
             return;
         }
@@ -326,9 +336,13 @@ fn parse_thread(
 struct Stage {
     rules: ParseRules,
     name: String,
+    /// Where a file's lines are read from (a stream is read on from where it stands).
+    seek: Option<(u64, u64)>,
     out: SyncSender<Result<Batch, RunError>>,
     spare: Receiver<Batch>,
     stop: Arc<AtomicBool>,
+    /// Batches handed over so far.
+    sent: Arc<AtomicU64>,
 }
 
 /// A file's lines parsed ahead by a thread (see the module doc), for its
@@ -339,6 +353,9 @@ pub(super) struct ParseAhead {
     thread: Option<JoinHandle<()>>,
     /// Set when the run is done with the lines: the thread stops at its next line.
     stop: Arc<AtomicBool>,
+    /// Batches the thread handed over, and those taken: equal when none is waiting.
+    sent: Arc<AtomicU64>,
+    taken: u64,
     /// The batch being read, and its next line.
     batch: Batch,
     next: usize,
@@ -351,37 +368,57 @@ pub(super) struct ParseAhead {
 }
 
 impl ParseAhead {
-    /// Parses `lines` from `at` (after the header, at the resumed position; the thread seeks
-    /// there) in a thread, with `ex` (the run's extractor, the header read into it). `None`
-    /// when the system cannot start a thread: nothing was read or moved, and the run reads
-    /// on in its own.
+    /// Parses `lines` in a thread, with `ex` (the run's extractor, the header read into it):
+    /// a file's from `at` (after the header, at the resumed position), which the thread seeks
+    /// to (`seek`); a stream's from where they stand. When the system cannot start a thread
+    /// the lines come back untouched, and the run reads on in its own.
     pub(super) fn start(
         lines: Lines<BufReader<File>>,
+        seek: bool,
         at: (u64, u64),
         ex: &Extractor,
         rules: ParseRules,
         name: &str,
-    ) -> Option<ParseAhead> {
+    ) -> Result<ParseAhead, Box<Lines<BufReader<File>>>> {
         let (out, batches) = sync_channel(BATCHES_AHEAD);
         let (spare, spares) = sync_channel(BATCHES_AHEAD + 2);
+        // The lines go to the thread once it runs, so that a thread that cannot start leaves
+        // them (and what a stream's buffer holds) to the caller.
+        let (give, take) = sync_channel::<Lines<BufReader<File>>>(1);
         let ex = ex.clone();
         let metrics = ex.metrics();
         let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
         let stage = Stage {
             rules,
             name: name.to_string(),
+            seek: seek.then_some(at),
             out,
             spare: spares,
             stop: Arc::clone(&stop),
+            sent: Arc::clone(&sent),
         };
-        let thread = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("tidemark-parse".into())
-            .spawn(move || parse_thread(lines, at, ex, stage))
-            .ok()?;
-        Some(ParseAhead {
+            .spawn(move || {
+                if let Ok(lines) = take.recv() {
+                    parse_thread(lines, ex, stage);
+                }
+            });
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(_) => return Err(Box::new(lines)),
+        };
+        // The thread waits for nothing else: it takes the lines at once.
+        if let Err(back) = give.send(lines) {
+            return Err(Box::new(back.0));
+        }
+        Ok(ParseAhead {
             batches,
             spare,
             stop,
+            sent,
+            taken: 0,
             thread: Some(thread),
             batch: Batch::default(),
             next: 0,
@@ -405,6 +442,7 @@ impl ParseAhead {
             let Ok(got) = self.batches.recv() else {
                 return Err(RunError::Thread { name: "parse" });
             };
+            self.taken += 1;
             let used = std::mem::replace(&mut self.batch, got?);
             let _ = self.spare.try_send(used);
             self.next = 0;
@@ -432,6 +470,16 @@ impl ParseAhead {
             end: line.end,
             line: parsed,
         })
+    }
+
+    /// Whether the next line waits for the thread (none parsed is waiting): for a stream,
+    /// whose thread hands over what it has before a read that may wait, the run adds what
+    /// it has and sends its alerts first.
+    pub(super) fn waits_next(&self) -> bool {
+        !self.ended
+            && self.next >= self.batch.lines.len()
+            && self.batch.end.is_none()
+            && self.sent.load(Ordering::Acquire) == self.taken
     }
 
     /// The last line handed out was not taken (a bad line the run stops on): the position is

@@ -333,7 +333,9 @@ impl LineSource for FileSource {
             names: names.to_vec(),
             limits,
         };
-        self.ahead = ParseAhead::start(lines, at, ex, rules, &self.name);
+        // A thread that cannot start leaves the file to this source's own lines, which
+        // stand where they stood.
+        self.ahead = ParseAhead::start(lines, true, at, ex, rules, &self.name).ok();
         Ok(())
     }
 
@@ -435,15 +437,29 @@ impl LineSource for FileSource {
 /// resume by), its position never stored.
 pub(super) struct PipeSource {
     name: String,
-    lines: Lines<BufReader<File>>,
+    /// Its lines, until a parse thread takes them.
+    lines: Option<Lines<BufReader<File>>>,
+    ahead: Option<ParseAhead>,
+    max_line: usize,
 }
 
 impl PipeSource {
     fn new(pipe: File, name: String, how: Reading) -> PipeSource {
         PipeSource {
             name,
-            lines: lines_of(pipe, how, true),
+            lines: Some(lines_of(pipe, how, true)),
+            ahead: None,
+            max_line: how.max_line,
         }
+    }
+
+    /// Its next line, read here (no parse thread took the lines).
+    fn read_line(&mut self) -> Result<Option<Line<'_>>, RunError> {
+        let Some(lines) = self.lines.as_mut() else {
+            return Err(RunError::Thread { name: "parse" });
+        };
+        let line = lines.next_line().map_err(|e| input_error(&self.name, e))?;
+        Ok(Line::of(line))
     }
 }
 
@@ -453,27 +469,59 @@ impl LineSource for PipeSource {
     }
 
     fn header(&mut self) -> Result<Option<Line<'_>>, RunError> {
-        let line = self
-            .lines
-            .next_line()
-            .map_err(|e| input_error(&self.name, e))?;
-        Ok(Line::of(line))
+        self.read_line()
     }
 
     fn resume(&mut self) -> Result<(), RunError> {
         Ok(())
     }
 
+    fn parse_ahead(
+        &mut self,
+        ex: &Extractor,
+        names: &[String],
+        limits: Limits,
+    ) -> Result<(), RunError> {
+        let Some(lines) = self.lines.take() else {
+            return Ok(());
+        };
+        let rules = ParseRules {
+            max_line: self.max_line,
+            // A stream's last line is a record, newline or not.
+            open_ended: false,
+            skip_bad: false,
+            names: names.to_vec(),
+            limits,
+        };
+        match ParseAhead::start(lines, false, (0, 0), ex, rules, &self.name) {
+            Ok(ahead) => self.ahead = Some(ahead),
+            Err(lines) => self.lines = Some(*lines),
+        }
+        Ok(())
+    }
+
+    fn commits_async(&self) -> bool {
+        self.ahead.is_some()
+    }
+
     fn waits_next(&self) -> bool {
-        self.lines.waits_next()
+        match (&self.ahead, &self.lines) {
+            (Some(ahead), _) => ahead.waits_next(),
+            (None, Some(lines)) => lines.waits_next(),
+            (None, None) => false,
+        }
     }
 
     fn next_line(&mut self) -> Result<Next<'_>, RunError> {
-        let line = self
-            .lines
-            .next_line()
-            .map_err(|e| input_error(&self.name, e))?;
-        Ok(Line::of(line).map_or(Next::End, Next::Line))
+        if self.ahead.is_some() {
+            // (Checked first: the borrow checker does not let a returned borrow of the
+            // field end on the other branch.)
+            return self
+                .ahead
+                .as_mut()
+                .map_or(Ok(Next::End), ParseAhead::next_line);
+        }
+        Ok(self.read_line()?.map_or(Next::End, Next::Line))
     }
 
     fn unread_last(&mut self) {}
