@@ -343,3 +343,62 @@ fn a_pipes_early_alert_goes_out_before_the_writer_writes_more() {
     assert!(status.success());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Standard input is parsed in a thread of its own once its first 64 KiB (what knows it from
+/// the stream a completed run read) are read: the same alerts, summary, rows and run state.
+#[test]
+fn standard_input_stores_and_alerts_the_same_with_a_parse_thread() {
+    let d = dir("threads-stdin");
+    let config = example("fanout.toml");
+    let input = flows(false);
+    let mut runs = Vec::new();
+    for threads in ["1", "2"] {
+        let db = d.join(format!("stdin-t{threads}.db"));
+        let out = tidemark(
+            &[
+                "run",
+                "--config",
+                s(&config),
+                "--db",
+                s(&db),
+                "--threads",
+                threads,
+                "--skip-bad",
+            ],
+            &input,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let counted: Vec<String> = stderr
+            .lines()
+            .filter(|l| !l.contains(" s ") && !l.contains("/s"))
+            .map(str::to_string)
+            .collect();
+        runs.push((out.stdout, counted, dump(&db)));
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&runs[0].0),
+        String::from_utf8_lossy(&runs[1].0)
+    );
+    assert!(!runs[0].0.is_empty(), "the scanners alert");
+    assert_eq!(runs[0].1, runs[1].1);
+    assert!(runs[0].2 .0 == runs[1].2 .0, "stored rows differ");
+    assert_eq!(runs[0].2 .1, runs[1].2 .1, "run states differ");
+    // The same stream again after a completed run is refused by both, from its first bytes.
+    let db = d.join("stdin-t2.db");
+    let again = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--threads",
+            "2",
+        ],
+        &input,
+    );
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("same"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

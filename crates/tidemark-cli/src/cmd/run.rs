@@ -59,9 +59,9 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// Threads to use (default: every core the machine has; 1: one thread). With two or more,
-    /// a file's or a named pipe's lines are split and parsed in a thread of their own while
-    /// another feeds the engine, and checkpoints are written by a third; a followed file,
-    /// standard input and a Kafka topic are read in one thread. The answers, alerts and
+    /// the lines of a file, a named pipe or standard input are split and parsed in a thread of
+    /// their own while another feeds the engine, and checkpoints are written by a third; a
+    /// followed file and a Kafka topic are read in one thread. The answers, alerts and
     /// stored rows are the same whatever the number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,

@@ -79,6 +79,11 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
+    /// The longest line it holds, bytes (`max_line_bytes`).
+    pub(crate) fn max_line(&self) -> usize {
+        self.max
+    }
+
     /// Tells, after each line, whether the next is wholly in the buffer ([`Lines::waits_next`]):
     /// for an input whose reads may wait (a pipe, standard input), at the cost of looking
     /// for the next newline twice.

@@ -150,8 +150,8 @@ pub(super) trait LineSource {
 
     /// Parses the lines from here on ahead, in a thread of their own, with `ex` (the run's
     /// extractor), holding each metric's (named in `names`) keys and items to `limits`: a
-    /// regular file read to its end and a named pipe do (see [`super::parse`]); other sources
-    /// read on in the run's thread.
+    /// regular file read to its end, a named pipe and standard input do (see
+    /// [`super::parse`]); a followed file and a message source read on in the run's thread.
     fn parse_ahead(
         &mut self,
         _ex: &crate::record::Extractor,

@@ -43,8 +43,8 @@
 //!
 //! # Threads
 //!
-//! With [`RunOptions::threads`] of two or more, a regular file read to its end or a named
-//! pipe is split and parsed by a thread of its own (`parse`), and checkpoints are written into the store by
+//! With [`RunOptions::threads`] of two or more, a regular file read to its end, a named
+//! pipe or standard input is split and parsed by a thread of its own (`parse`), and checkpoints are written into the store by
 //! another (`committer`) while the run reads on. The engine, and the order of what it is
 //! fed, are those of a one-thread run: so are the answers, alerts and stored rows.
 
@@ -111,8 +111,8 @@ pub struct RunOptions<'a> {
     pub messages: Option<Box<dyn MessageSource + 'a>>,
     /// Called after each checkpoint committed (and quiet keys spilled, when due).
     pub on_checkpoint: Option<&'a mut dyn FnMut(&Checkpointed)>,
-    /// Threads the run may use: with two or more, a regular file's or a named pipe's lines
-    /// are split and parsed in a thread of their own while the run's thread feeds the engine,
+    /// Threads the run may use: with two or more, the lines of a regular file, a named pipe or
+    /// standard input are split and parsed in a thread of their own while the run's thread feeds the engine,
     /// and checkpoints are written by a committer thread (0 and 1: one thread). The answers,
     /// alerts and stored rows are the same either way.
     pub threads: usize,

@@ -29,15 +29,14 @@
 //! When the run is done with the lines (the end, a bad line it stops on, a signal), the
 //! thread stops at its next line.
 //!
-//! A regular file read to its end (not followed) and a named pipe or device are parsed this
-//! way. A stream's reads may wait for its writer: the thread hands over what it parsed
-//! before such a read, and the run, finding nothing waiting ([`ParseAhead::waits_next`]),
-//! adds what it has and sends its alerts before it waits in turn. A followed file, standard
-//! input (resumed by the bytes it skips, and known new by its first bytes) and a message
-//! source are read by the run's thread as before.
+//! A regular file read to its end (not followed), a named pipe or device, and standard input
+//! once its first 64 KiB are read (what a run knows the stream by: [`super::stdin`]) are
+//! parsed this way. A stream's reads may wait for its writer: the thread hands over what it
+//! parsed before such a read, and the run, finding nothing waiting
+//! ([`ParseAhead::waits_next`]), adds what it has and sends its alerts before it waits in
+//! turn. A followed file and a message source are read by the run's thread as before.
 
-use std::fs::File;
-use std::io::BufReader;
+use std::io::{self, BufRead};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -236,21 +235,23 @@ pub(super) struct ParseRules {
 
 /// The thread: parses `lines` into batches until their end, or until the run stops taking
 /// them.
-fn parse_thread(mut lines: Lines<BufReader<File>>, mut ex: Extractor, stage: Stage) {
+fn parse_thread<R: BufRead>(
+    mut lines: Lines<R>,
+    prepare: impl FnOnce(&mut Lines<R>) -> io::Result<()>,
+    mut ex: Extractor,
+    stage: Stage,
+) {
     let Stage {
         rules,
         name,
-        seek,
         out,
         spare,
         stop,
         sent,
     } = stage;
-    if let Some((offset, line)) = seek {
-        if let Err(e) = lines.seek_to(offset, line) {
-            let _ = out.send(Err(input_error(&name, e)));
-            return;
-        }
+    if let Err(e) = prepare(&mut lines) {
+        let _ = out.send(Err(input_error(&name, e)));
+        return;
     }
     loop {
         let mut batch = spare.try_recv().unwrap_or_default();
@@ -336,8 +337,6 @@ fn parse_thread(mut lines: Lines<BufReader<File>>, mut ex: Extractor, stage: Sta
 struct Stage {
     rules: ParseRules,
     name: String,
-    /// Where a file's lines are read from (a stream is read on from where it stands).
-    seek: Option<(u64, u64)>,
     out: SyncSender<Result<Batch, RunError>>,
     spare: Receiver<Batch>,
     stop: Arc<AtomicBool>,
@@ -368,23 +367,23 @@ pub(super) struct ParseAhead {
 }
 
 impl ParseAhead {
-    /// Parses `lines` in a thread, with `ex` (the run's extractor, the header read into it):
-    /// a file's from `at` (after the header, at the resumed position), which the thread seeks
-    /// to (`seek`); a stream's from where they stand. When the system cannot start a thread
-    /// the lines come back untouched, and the run reads on in its own.
-    pub(super) fn start(
-        lines: Lines<BufReader<File>>,
-        seek: bool,
+    /// Parses `lines` in a thread, with `ex` (the run's extractor, the header read into it),
+    /// from `at` (offset, lines before it): the thread first `prepare`s them (a file's seek
+    /// there; a stream stands there already). When the system cannot start a thread the
+    /// lines come back untouched, and the run reads on in its own.
+    pub(super) fn start<R: BufRead + Send + 'static>(
+        lines: Lines<R>,
+        prepare: impl FnOnce(&mut Lines<R>) -> io::Result<()> + Send + 'static,
         at: (u64, u64),
         ex: &Extractor,
         rules: ParseRules,
         name: &str,
-    ) -> Result<ParseAhead, Box<Lines<BufReader<File>>>> {
+    ) -> Result<ParseAhead, Box<Lines<R>>> {
         let (out, batches) = sync_channel(BATCHES_AHEAD);
         let (spare, spares) = sync_channel(BATCHES_AHEAD + 2);
         // The lines go to the thread once it runs, so that a thread that cannot start leaves
         // them (and what a stream's buffer holds) to the caller.
-        let (give, take) = sync_channel::<Lines<BufReader<File>>>(1);
+        let (give, take) = sync_channel::<Lines<R>>(1);
         let ex = ex.clone();
         let metrics = ex.metrics();
         let stop = Arc::new(AtomicBool::new(false));
@@ -392,7 +391,6 @@ impl ParseAhead {
         let stage = Stage {
             rules,
             name: name.to_string(),
-            seek: seek.then_some(at),
             out,
             spare: spares,
             stop: Arc::clone(&stop),
@@ -402,7 +400,7 @@ impl ParseAhead {
             .name("tidemark-parse".into())
             .spawn(move || {
                 if let Ok(lines) = take.recv() {
-                    parse_thread(lines, ex, stage);
+                    parse_thread(lines, prepare, ex, stage);
                 }
             });
         let thread = match spawned {

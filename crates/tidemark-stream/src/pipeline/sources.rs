@@ -211,7 +211,6 @@ pub(super) struct FileSource {
     follow: Option<Following>,
     /// Its lines parsed ahead by a thread, once [`LineSource::parse_ahead`] started one.
     ahead: Option<ParseAhead>,
-    max_line: usize,
 }
 
 impl FileSource {
@@ -240,7 +239,6 @@ impl FileSource {
             follow,
             name,
             ahead: None,
-            max_line: how.max_line,
         })
     }
 
@@ -319,7 +317,7 @@ impl LineSource for FileSource {
             .try_clone()
             .map_err(|e| input_error(&self.name, e))?;
         let how = Reading {
-            max_line: self.max_line,
+            max_line: self.lines.max_line(),
             skip_bad: self.skip_bad,
             keep_open: self.open_ended,
             follow: None,
@@ -327,7 +325,7 @@ impl LineSource for FileSource {
         };
         let lines = lines_of(reader, how, false);
         let rules = ParseRules {
-            max_line: self.max_line,
+            max_line: self.lines.max_line(),
             open_ended: self.open_ended,
             skip_bad: self.skip_bad,
             names: names.to_vec(),
@@ -335,7 +333,8 @@ impl LineSource for FileSource {
         };
         // A thread that cannot start leaves the file to this source's own lines, which
         // stand where they stood.
-        self.ahead = ParseAhead::start(lines, true, at, ex, rules, &self.name).ok();
+        let seek = move |lines: &mut Lines<BufReader<File>>| lines.seek_to(at.0, at.1);
+        self.ahead = ParseAhead::start(lines, seek, at, ex, rules, &self.name).ok();
         Ok(())
     }
 
@@ -440,7 +439,6 @@ pub(super) struct PipeSource {
     /// Its lines, until a parse thread takes them.
     lines: Option<Lines<BufReader<File>>>,
     ahead: Option<ParseAhead>,
-    max_line: usize,
 }
 
 impl PipeSource {
@@ -449,7 +447,6 @@ impl PipeSource {
             name,
             lines: Some(lines_of(pipe, how, true)),
             ahead: None,
-            max_line: how.max_line,
         }
     }
 
@@ -486,14 +483,15 @@ impl LineSource for PipeSource {
             return Ok(());
         };
         let rules = ParseRules {
-            max_line: self.max_line,
+            max_line: lines.max_line(),
             // A stream's last line is a record, newline or not.
             open_ended: false,
             skip_bad: false,
             names: names.to_vec(),
             limits,
         };
-        match ParseAhead::start(lines, false, (0, 0), ex, rules, &self.name) {
+        let at = (lines.offset, lines.line);
+        match ParseAhead::start(lines, |_| Ok(()), at, ex, rules, &self.name) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }

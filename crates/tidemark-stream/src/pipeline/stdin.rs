@@ -6,12 +6,20 @@
 //! standard input is new data — unless it begins with the same bytes as the stream that run
 //! read to its end, which is refused as the same stream fed twice. Until that is known, no
 //! record read from it is committed and no alert goes out ([`StdinHead::decided`]).
+//!
+//! With more than one thread, its lines are parsed ahead by a thread of their own
+//! ([`super::parse`]) once its head is whole (the first 64 KiB read, or known to be cut by a
+//! line too long to keep): from then on nothing the head needs passes by, and the stream's
+//! position is the parse stage's.
 
 use std::io::{self, BufReader, Stdin};
 
 use super::input::Lines;
 use super::line::{input_error, Line, LineSource, Next, Reading};
+use super::parse::{ParseAhead, ParseRules};
 use super::state::{RunState, FINGERPRINT_SPAN};
+use crate::config::Limits;
+use crate::record::Extractor;
 use crate::RunError;
 
 const NAME: &str = "<stdin>";
@@ -20,7 +28,13 @@ const NAME: &str = "<stdin>";
 /// `RunState::stdin_head` (at the end of its reading) and `RunState::stdin_resume` (at each
 /// checkpoint).
 pub(super) struct StdinSource {
-    lines: Lines<BufReader<Stdin>>,
+    /// Its lines, until a parse thread takes them.
+    lines: Option<Lines<BufReader<Stdin>>>,
+    /// The lines parsed ahead by a thread, once the head is whole.
+    ahead: Option<ParseAhead>,
+    /// What a parse thread needs, asked for ([`LineSource::parse_ahead`]) and not started
+    /// yet (until the head is whole).
+    ahead_wanted: Option<(Extractor, ParseRules)>,
     head: StdinHead,
     /// The committed position: (offset, lines before it).
     resume_at: (u64, u64),
@@ -43,7 +57,9 @@ impl StdinSource {
         }
         let resume_at = state.stdin;
         StdinSource {
-            lines,
+            lines: Some(lines),
+            ahead: None,
+            ahead_wanted: None,
             // After a completed run, its first bytes say whether it is the stream that run
             // read to its end (then nothing may be committed from it).
             head: StdinHead::new(how.stdin_new.then_some(state.stdin_head)),
@@ -56,7 +72,27 @@ impl StdinSource {
     }
 
     fn position(&self) -> (u64, u64) {
-        self.end_at.unwrap_or((self.lines.offset, self.lines.line))
+        let lines = match (&self.ahead, &self.lines) {
+            (Some(ahead), _) => ahead.position(),
+            (None, Some(lines)) => (lines.offset, lines.line),
+            (None, None) => self.line_start,
+        };
+        self.end_at.unwrap_or(lines)
+    }
+
+    /// Hands the lines to a parse thread once one was asked for and the head is whole.
+    fn start_ahead(&mut self) {
+        if self.ahead_wanted.is_none() || !self.head.whole() {
+            return;
+        }
+        let (Some(lines), Some((ex, rules))) = (self.lines.take(), self.ahead_wanted.take()) else {
+            return;
+        };
+        let at = (lines.offset, lines.line);
+        match ParseAhead::start(lines, |_| Ok(()), at, &ex, rules, NAME) {
+            Ok(ahead) => self.ahead = Some(ahead),
+            Err(lines) => self.lines = Some(*lines),
+        }
     }
 }
 
@@ -66,7 +102,10 @@ impl LineSource for StdinSource {
     }
 
     fn header(&mut self) -> Result<Option<Line<'_>>, RunError> {
-        let line = self.lines.next_line().map_err(|e| input_error(NAME, e))?;
+        let Some(lines) = self.lines.as_mut() else {
+            return Err(RunError::Thread { name: "parse" });
+        };
+        let line = lines.next_line().map_err(|e| input_error(NAME, e))?;
         if let super::input::Line::Text { raw, .. } = line {
             self.head.feed(raw);
         }
@@ -75,14 +114,16 @@ impl LineSource for StdinSource {
 
     fn resume(&mut self) -> Result<(), RunError> {
         let (resume_at, resume_line) = self.resume_at;
-        if resume_at <= self.lines.offset {
+        let Some(lines) = self.lines.as_mut() else {
+            return Err(RunError::Thread { name: "parse" });
+        };
+        if resume_at <= lines.offset {
             return Ok(());
         }
         // It cannot seek: the committed bytes are read and discarded.
-        let skip = resume_at - self.lines.offset;
+        let skip = resume_at - lines.offset;
         let head = &mut self.head;
-        let got = self
-            .lines
+        let got = lines
             .discard(skip, &mut |chunk| head.feed(chunk))
             .map_err(|e| input_error(NAME, e))?;
         if got != skip {
@@ -91,24 +132,62 @@ impl LineSource for StdinSource {
                 message: format!(
                     "the committed position is byte {resume_at} but the input ends at byte {}: \
                      feed the same stream again, or use a new --db",
-                    self.lines.offset
+                    lines.offset
                 ),
             });
         }
-        self.lines.line = resume_line;
+        lines.line = resume_line;
         if let Some(was) = self.resuming {
             self.head.same_as_interrupted(NAME, was, resume_at)?;
         }
         Ok(())
     }
 
+    fn parse_ahead(
+        &mut self,
+        ex: &Extractor,
+        names: &[String],
+        limits: Limits,
+    ) -> Result<(), RunError> {
+        let Some(lines) = &self.lines else {
+            return Ok(());
+        };
+        let rules = ParseRules {
+            max_line: lines.max_line(),
+            // A stream's last line is a record, newline or not.
+            open_ended: false,
+            skip_bad: false,
+            names: names.to_vec(),
+            limits,
+        };
+        self.ahead_wanted = Some((ex.clone(), rules));
+        self.start_ahead();
+        Ok(())
+    }
+
     fn waits_next(&self) -> bool {
-        self.lines.waits_next()
+        match (&self.ahead, &self.lines) {
+            (Some(ahead), _) => ahead.waits_next(),
+            (None, Some(lines)) => lines.waits_next(),
+            (None, None) => false,
+        }
     }
 
     fn next_line(&mut self) -> Result<Next<'_>, RunError> {
-        self.line_start = (self.lines.offset, self.lines.line);
-        let line = self.lines.next_line().map_err(|e| input_error(NAME, e))?;
+        self.start_ahead();
+        if self.ahead.is_some() {
+            // (Checked first: the borrow checker does not let a returned borrow of the
+            // field end on the other branch.)
+            return self
+                .ahead
+                .as_mut()
+                .map_or(Ok(Next::End), ParseAhead::next_line);
+        }
+        let Some(lines) = self.lines.as_mut() else {
+            return Err(RunError::Thread { name: "parse" });
+        };
+        self.line_start = (lines.offset, lines.line);
+        let line = lines.next_line().map_err(|e| input_error(NAME, e))?;
         match line {
             super::input::Line::Text { raw, .. } => self.head.feed(raw),
             super::input::Line::TooLong { .. } => self.head.unknown(),
@@ -118,7 +197,10 @@ impl LineSource for StdinSource {
     }
 
     fn unread_last(&mut self) {
-        self.end_at = Some(self.line_start);
+        match &mut self.ahead {
+            Some(ahead) => ahead.unread_last(),
+            None => self.end_at = Some(self.line_start),
+        }
     }
 
     fn may_commit(&mut self) -> Result<bool, RunError> {
@@ -170,6 +252,12 @@ impl StdinHead {
 
     fn len(&self) -> u64 {
         self.bytes.len() as u64
+    }
+
+    /// Whether the head has all it will keep: the span read, or cut by a line too long to
+    /// keep. No later line changes it.
+    fn whole(&self) -> bool {
+        self.len() >= FINGERPRINT_SPAN || self.known.is_some()
     }
 
     fn feed(&mut self, raw: &[u8]) {
