@@ -210,6 +210,7 @@ fn run_in(
         &mut store,
         RunOptions {
             inputs: vec![csv],
+            threads: crate::cmd::run::every_core(),
             ..RunOptions::default()
         },
         &mut |a| alerts.push(a.clone()),

@@ -158,6 +158,11 @@ pub fn alert_json(a: &AlertOut) -> serde_json::Value {
     v
 }
 
+/// The threads a run uses by default: every core the system gives the process.
+pub fn every_core() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Maps a pipeline error to the CLI's kinds: input, config and damaged-store errors exit 2.
 pub fn run_error(db: &std::path::Path, e: RunError) -> anyhow::Error {
     match e {
@@ -448,10 +453,7 @@ fn execute(
             messages: messages
                 .map(|m| Box::new(m) as Box<dyn tidemark_stream::pipeline::MessageSource>),
             on_checkpoint: live.is_some().then_some(&mut on_checkpoint),
-            threads: args.threads.map_or_else(
-                || std::thread::available_parallelism().map_or(1, |n| n.get()),
-                usize::from,
-            ),
+            threads: args.threads.map_or_else(every_core, usize::from),
         },
         &mut on_alert,
     );
