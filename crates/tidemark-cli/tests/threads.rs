@@ -402,3 +402,52 @@ fn standard_input_stores_and_alerts_the_same_with_a_parse_thread() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("same"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A bad line on a pipe whose writer stays open stops a two-thread run at once, as it stops
+/// one thread: the parse thread, waiting in a read for more, is not waited for.
+#[test]
+fn a_bad_line_on_a_pipe_left_open_stops_the_run_at_once() {
+    use std::io::Write;
+    let d = dir("threads-pipe-bad");
+    let config = example("fanout.toml");
+    let pipe = d.join("flows.pipe");
+    fifo(&pipe);
+    let db = d.join("b.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--threads",
+            "2",
+            s(&pipe),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+    writer
+        .write_all(b"ts,src_ip,dst_ip,dst_port\n1700000000,10.0.0.1,10.1.0.1,443\nnot a record\n")
+        .unwrap();
+    writer.flush().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the run waited for the pipe's writer after its bad line");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(writer);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("flows.pipe:3"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -16,8 +16,9 @@ use crate::kinds::WindowModel;
 
 /// 3: varints, and a count key's histogram as its compact payload without an envelope
 /// (the config gives its window and ε, the row's checksum covers it): a count key's row is
-/// about a sixth of version 1's bytes. 2 (the histogram's compact envelope) and 1 (its fixed
-/// envelope, every count a `u64`) are still read.
+/// about a sixth of version 1's bytes. 1 (every count a `u64`, the histogram a whole
+/// envelope) is still read. 2 was written only by a build that never shipped (its
+/// histogram's compact layout without runs), and is refused rather than misread.
 const KEY_ROW_VERSION: u8 = 3;
 
 pub(super) fn key_row(m: &MetricState, ks: &KeyState) -> Vec<u8> {
@@ -90,16 +91,11 @@ pub(super) fn decode_key_row(m: &MetricState, bytes: &[u8]) -> Result<KeyRow, De
     let expiry = r.u64("expiry")?;
     let off = r.offset();
     let v = r.u8("key row version")?;
-    if !(1..=KEY_ROW_VERSION).contains(&v) {
-        return Err(Reader::invalid(
-            "key row version",
-            off,
-            "1, 2 or 3",
-            v as u64,
-        ));
+    if v != 1 && v != KEY_ROW_VERSION {
+        return Err(Reader::invalid("key row version", off, "1 or 3", v as u64));
     }
     // Version 3 writes counts and streaks as varints, starts as distances in bucket widths;
-    // 1 and 2 as fixed-width integers.
+    // 1 as fixed-width integers.
     let varints = v >= 3;
     // A count of elements of at least `size` bytes each, checked against the bytes left.
     let count = |r: &mut Reader<'_>, field, size: u64| -> Result<usize, DecodeError> {
@@ -249,8 +245,8 @@ consecutive = 3
         ks
     }
 
-    /// The row as versions 1 and 2 wrote it: fixed-width integers, the histogram as an
-    /// envelope (fixed payload in 1, compact in 2).
+    /// The row as version 1 wrote it (fixed-width integers, the histogram as an envelope of
+    /// the fixed payload), or with another version byte and the compact envelope.
     fn old_row(m: &MetricState, ks: &KeyState, version: u8) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(super::expiry(m, ks)).u8(version);
@@ -309,9 +305,12 @@ consecutive = 3
         let ks = busy_key(&m);
         let now = key_row(&m, &ks);
         assert_reads_as(&decode_key_row(&m, &now).unwrap(), &m, &ks);
-        let (v1, v2) = (old_row(&m, &ks, 1), old_row(&m, &ks, 2));
-        for old in [&v1, &v2] {
-            assert_reads_as(&decode_key_row(&m, old).unwrap(), &m, &ks);
+        let v1 = old_row(&m, &ks, 1);
+        assert_reads_as(&decode_key_row(&m, &v1).unwrap(), &m, &ks);
+        // Version 2 never shipped: refused, naming the version.
+        match decode_key_row(&m, &old_row(&m, &ks, 2)) {
+            Err(DecodeError::Invalid { field, .. }) => assert_eq!(field, "key row version"),
+            other => panic!("version 2 read: {:?}", other.map(|r| r.expiry)),
         }
         // The point of version 3: a count key's row in a fraction of version 1's bytes.
         assert!(
@@ -329,7 +328,7 @@ consecutive = 3
     fn damaged_key_rows_are_refused_never_a_panic() {
         let m = metric();
         let ks = busy_key(&m);
-        for row in [key_row(&m, &ks), old_row(&m, &ks, 1), old_row(&m, &ks, 2)] {
+        for row in [key_row(&m, &ks), old_row(&m, &ks, 1)] {
             let body = &row[..row.len() - 8];
             for i in 0..body.len() {
                 for bits in [0x01u8, 0x80, 0xff] {

@@ -15,7 +15,9 @@
 //! [`ParseAhead`]. Its position is the end of the last line it handed out (a blank line
 //! counts as handed out), so a checkpoint commits the position of the records the engine
 //! has, not of those the thread has parsed ahead. A bad line the run stops on is unread as
-//! in a one-thread run, and dropping the [`ParseAhead`] stops the thread and joins it.
+//! in a one-thread run, and dropping the [`ParseAhead`] stops the thread (and, for a file,
+//! joins it; a stream's thread may be waiting in a read for its writer, and is left to end at
+//! its next line).
 //!
 //! What the stage holds is bounded, whatever the lines: the thread holds one line of at most
 //! `max_line_bytes` as it reads; a record's keys and items are checked against
@@ -352,6 +354,9 @@ pub(super) struct ParseAhead {
     thread: Option<JoinHandle<()>>,
     /// Set when the run is done with the lines: the thread stops at its next line.
     stop: Arc<AtomicBool>,
+    /// Whether dropping it waits for the thread: a file's reads end; a stream's read may
+    /// wait for its writer forever, and its thread is left to stop at its next line.
+    join: bool,
     /// Batches the thread handed over, and those taken: equal when none is waiting.
     sent: Arc<AtomicU64>,
     taken: u64,
@@ -373,6 +378,7 @@ impl ParseAhead {
     /// lines come back untouched, and the run reads on in its own.
     pub(super) fn start<R: BufRead + Send + 'static>(
         lines: Lines<R>,
+        stream: bool,
         prepare: impl FnOnce(&mut Lines<R>) -> io::Result<()> + Send + 'static,
         at: (u64, u64),
         ex: &Extractor,
@@ -415,6 +421,7 @@ impl ParseAhead {
             batches,
             spare,
             stop,
+            join: !stream,
             sent,
             taken: 0,
             thread: Some(thread),
@@ -499,8 +506,14 @@ impl Drop for ParseAhead {
         self.stop.store(true, Ordering::Relaxed);
         let (_, gone) = sync_channel(0);
         drop(std::mem::replace(&mut self.batches, gone));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        // A file's thread is joined (its reads end); a stream's may be waiting in a read for
+        // a writer that never writes again, and the run must not wait with it: it stops, and
+        // ends, at its next line (its process's exit ends it sooner).
+        match self.thread.take() {
+            Some(t) if self.join => {
+                let _ = t.join();
+            }
+            _ => {}
         }
     }
 }

@@ -334,7 +334,7 @@ impl LineSource for FileSource {
         // A thread that cannot start leaves the file to this source's own lines, which
         // stand where they stood.
         let seek = move |lines: &mut Lines<BufReader<File>>| lines.seek_to(at.0, at.1);
-        self.ahead = ParseAhead::start(lines, seek, at, ex, rules, &self.name).ok();
+        self.ahead = ParseAhead::start(lines, false, seek, at, ex, rules, &self.name).ok();
         Ok(())
     }
 
@@ -491,7 +491,7 @@ impl LineSource for PipeSource {
             limits,
         };
         let at = (lines.offset, lines.line);
-        match ParseAhead::start(lines, |_| Ok(()), at, ex, rules, &self.name) {
+        match ParseAhead::start(lines, true, |_| Ok(()), at, ex, rules, &self.name) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }

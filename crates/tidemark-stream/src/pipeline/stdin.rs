@@ -89,7 +89,7 @@ impl StdinSource {
             return;
         };
         let at = (lines.offset, lines.line);
-        match ParseAhead::start(lines, |_| Ok(()), at, &ex, rules, NAME) {
+        match ParseAhead::start(lines, true, |_| Ok(()), at, &ex, rules, NAME) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }
