@@ -245,8 +245,8 @@ consecutive = 3
         ks
     }
 
-    /// The row as version 1 wrote it (fixed-width integers, the histogram as an envelope of
-    /// the fixed payload), or with another version byte and the compact envelope.
+    /// The row as version 1 wrote it (fixed-width integers, the histogram as an envelope),
+    /// under the version byte `version`.
     fn old_row(m: &MetricState, ks: &KeyState, version: u8) -> Vec<u8> {
         let mut w = Writer::new();
         w.u64(super::expiry(m, ks)).u8(version);
@@ -268,13 +268,7 @@ consecutive = 3
         let Some(WindowState::Hist(h)) = &ks.window else {
             panic!("a count key has a histogram");
         };
-        let b = match version {
-            1 => h.to_bytes(),
-            _ => {
-                let e = tidemark::window::ExpHistogram::from_bytes(&h.to_bytes()).unwrap();
-                e.to_compact_bytes()
-            }
-        };
+        let b = h.to_bytes();
         w.u8(1).u64(b.len() as u64).raw(&b);
         let mut bytes = w.into_bytes();
         let sum = xxh3_64(&bytes);

@@ -1,12 +1,13 @@
 //! The window structures in the envelope.
 //!
 //! ```text
-//! ExpHistogram (family 1), flags bit 0 = interpolation, bit 1 = compact
+//! ExpHistogram (family 1), flags bit 0 = interpolation
 //!   params:  span kind u8 (0 arrivals, 1 ticks), window u64, k u32
 //!   payload: now u64, started u8, merges u64, worst merges u64, span start u64,
 //!            classes u8 (≤ 64), then per class: buckets u32 (≤ k + 1) and that many
 //!            timestamps u64, class 0 first, oldest first within a class
-//!   compact payload (bit 1): the same fields in the same order, each integer a LEB128
+//!   compact payload (no envelope, for a store's key rows: `to_compact_payload`): the same
+//!            fields in the same order, each integer a LEB128
 //!            varint (started and classes stay a byte), and a class's timestamps as runs:
 //!            the run's timestamp as a distance (the class's oldest as now − t, each later
 //!            one as t − the one before), then how many more buckets share it
@@ -29,11 +30,10 @@ use crate::hash::ItemHasher;
 use crate::DecodeError;
 
 const FLAG_INTERPOLATE: u8 = 1;
-/// The compact payload: varints and distances (a histogram's timestamps sit within its
-/// window and repeat: a count metric stamps a whole bucket at one tick).
-const FLAG_COMPACT: u8 = 2;
 
-/// How a histogram's payload writes its integers.
+/// How a histogram's payload writes its integers: the envelope's fixed layout, or the compact
+/// one (varints, and timestamps as runs of distances: a histogram's timestamps sit within its
+/// window and repeat, a count metric stamping a whole bucket at one tick).
 #[derive(Clone, Copy)]
 enum Layout {
     Fixed,
@@ -99,20 +99,28 @@ fn read_window(r: &mut Reader<'_>) -> Result<Window, DecodeError> {
 impl ExpHistogram {
     /// Encodes the histogram in the envelope.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode(Layout::Fixed)
+        let p = self.parts();
+        let mut params = Writer::new();
+        write_window(&mut params, p.window);
+        params.u32(p.k);
+        let payload = write_payload(&p, Layout::Fixed);
+        let flags = if p.interpolate { FLAG_INTERPOLATE } else { 0 };
+        codec::encode(
+            Family::ExpHistogram,
+            flags,
+            ItemHasher::default(),
+            params.bytes(),
+            payload.bytes(),
+        )
     }
 
-    /// Encodes the histogram in the envelope's compact layout: varints, and timestamps as
-    /// distances (see the module doc). A count metric's window of ten minutes takes about a
-    /// fifth of [`ExpHistogram::to_bytes`]'s bytes. [`ExpHistogram::from_bytes`] reads both;
-    /// builds before 2026-12-05 read only the other.
-    pub fn to_compact_bytes(&self) -> Vec<u8> {
-        self.encode(Layout::Compact)
-    }
-
-    /// The compact payload alone, without the envelope: for a container that knows the
-    /// histogram's window, `k` and interpolation, and checksums its bytes itself (a store's
-    /// key row). [`ExpHistogram::from_compact_payload`] reads it back.
+    /// The histogram's compact payload, without an envelope (see the module doc): for a
+    /// container that knows the histogram's window, `k` and interpolation from elsewhere and
+    /// checksums its bytes itself (a store's key row, whose config gives them). A count
+    /// metric's window of ten minutes takes about a sixth of [`ExpHistogram::to_bytes`]'s
+    /// bytes. [`ExpHistogram::from_compact_payload`] reads it back. (No envelope carries
+    /// it: runs let a few bytes stand for up to k + 1 buckets a class, and `k` from a
+    /// stranger's envelope would let a few bytes ask for that much memory.)
     pub fn to_compact_payload(&self) -> Vec<u8> {
         write_payload(&self.parts(), Layout::Compact).into_bytes()
     }
@@ -141,25 +149,6 @@ impl ExpHistogram {
             interpolate,
             Layout::Compact,
             Reader::new(payload),
-        )
-    }
-
-    fn encode(&self, layout: Layout) -> Vec<u8> {
-        let p = self.parts();
-        let mut params = Writer::new();
-        write_window(&mut params, p.window);
-        params.u32(p.k);
-        let payload = write_payload(&p, layout);
-        let mut flags = if p.interpolate { FLAG_INTERPOLATE } else { 0 };
-        if let Layout::Compact = layout {
-            flags |= FLAG_COMPACT;
-        }
-        codec::encode(
-            Family::ExpHistogram,
-            flags,
-            ItemHasher::default(),
-            params.bytes(),
-            payload.bytes(),
         )
     }
 }
@@ -203,15 +192,7 @@ impl ExpHistogram {
     /// Decodes a histogram, checking every invariant before building it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let env = codec::decode_family(bytes, Family::ExpHistogram)?;
-        let flags = env.flags_within(
-            FLAG_INTERPOLATE | FLAG_COMPACT,
-            "only bits 0 (interpolation) and 1 (compact)",
-        )?;
-        let layout = if flags & FLAG_COMPACT != 0 {
-            Layout::Compact
-        } else {
-            Layout::Fixed
-        };
+        let flags = env.flags_within(FLAG_INTERPOLATE, "only bit 0 (interpolation)")?;
         let mut params = env.params();
         let window = read_window(&mut params)?;
         let k = params.u32_in("k", 1..=1_000_000, "in 1..=1000000")?;
@@ -221,7 +202,7 @@ impl ExpHistogram {
             window,
             k,
             flags & FLAG_INTERPOLATE != 0,
-            layout,
+            Layout::Fixed,
             env.payload(),
         )
     }

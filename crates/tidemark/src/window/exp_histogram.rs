@@ -555,12 +555,14 @@ impl ExpHistogram {
             .map(|(j, c)| (c.len() as u64) << j)
             .sum();
         let newest = parts.classes.iter().flatten().copied().max().unwrap_or(0);
-        let (cap, length) = (parts.k as usize + 2, parts.window.length());
+        let length = parts.window.length();
         let classes = parts
             .classes
             .iter()
             .map(|c| {
-                let mut stamps = Stamps::new(length, cap.max(c.len()));
+                // What the class holds, not the k + 2 it may hold: a short envelope naming a
+                // large k does not reserve for buckets it does not carry.
+                let mut stamps = Stamps::new(length, c.len());
                 c.iter().for_each(|&t| stamps.push_back(t));
                 stamps
             })
