@@ -26,6 +26,11 @@ fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The committed store `testdata/stores/<name>`, copied into `d` as `old.db`.
+fn old_store(root: &std::path::Path, name: &str, d: &std::path::Path) {
+    std::fs::copy(root.join("testdata/stores").join(name), d.join("old.db")).unwrap();
+}
+
 /// A fresh directory for one test, and the seeded demo log of `users` and `minutes` in it.
 fn dir_with_log(tag: &str, users: &str, minutes: &str, log: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tidemark-{tag}-{}", std::process::id()));
@@ -54,11 +59,7 @@ fn a_version_2_store_resumes_and_answers_as_a_fresh_run() {
     // The log the old store was written from (the generator is seeded), grown past the
     // 3,000 flows it had read.
     let d = dir_with_log("compat", "50", "10", "x.csv");
-    std::fs::copy(
-        root.join("testdata/stores/fanout-state-v2.db"),
-        d.join("old.db"),
-    )
-    .unwrap();
+    old_store(&root, "fanout-state-v2.db", &d);
     let o = tidemark_in(
         &d,
         &[
@@ -143,11 +144,7 @@ fn a_store_of_envelopes_answers_as_before_and_resumes_as_a_fresh_run() {
     let rest = format!("{}\n{}\n", lines[0], lines[24_609..].join("\n"));
     std::fs::write(d.join("x.csv"), read).unwrap();
     std::fs::write(d.join("rest.csv"), rest).unwrap();
-    std::fs::copy(
-        root.join("testdata/stores/all-kinds-format-2.db"),
-        d.join("old.db"),
-    )
-    .unwrap();
+    old_store(&root, "all-kinds-format-2.db", &d);
     let answer = |db: &str, args: &[String]| {
         let mut all = vec!["query", "--db", db, "--json"];
         all.extend(args.iter().map(String::as_str));
@@ -266,11 +263,7 @@ fn count_key_rows_of_version_1_resume_as_one_run_over_the_whole_log() {
     let (part1, part2) = requests_parts(&d);
     std::fs::write(d.join("part1.jsonl"), part1).unwrap();
     std::fs::write(d.join("part2.jsonl"), part2).unwrap();
-    std::fs::copy(
-        root.join("testdata/stores/count-keyrows-v1.db"),
-        d.join("old.db"),
-    )
-    .unwrap();
+    old_store(&root, "count-keyrows-v1.db", &d);
     let resumed = tidemark_in(
         &d,
         &[

@@ -41,48 +41,66 @@ fn dump(db: &Path) -> Dump {
     (rows, RunState::from_bytes(&meta.state).unwrap())
 }
 
+/// One run as the tests compare it: what it printed, what its summary counted (its timing
+/// aside), and what it stored.
+struct Ran {
+    alerts: String,
+    counted: Vec<String>,
+    dump: Dump,
+}
+
+/// `tidemark run --config config --db db --threads threads` with `args` after them (the
+/// input last, or none for standard input) and `stdin`; the run must succeed.
+fn run_with(config: &Path, db: &Path, threads: &str, args: &[&str], stdin: &str) -> Ran {
+    let mut all = vec![
+        "run",
+        "--config",
+        s(config),
+        "--db",
+        s(db),
+        "--threads",
+        threads,
+    ];
+    all.extend_from_slice(args);
+    let out = tidemark(&all, stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{}: {stderr}", config.display());
+    // The summary's timing varies; what it counted must not.
+    let counted = stderr
+        .lines()
+        .filter(|l| !l.contains(" s ") && !l.contains("/s"))
+        .map(str::to_string)
+        .collect();
+    Ran {
+        alerts: String::from_utf8_lossy(&out.stdout).to_string(),
+        counted,
+        dump: dump(db),
+    }
+}
+
+/// A one-thread run and a two-thread run printed, counted and stored the same rows.
+fn assert_same_rows(one: &Ran, two: &Ran, name: &str) {
+    assert_eq!(one.alerts, two.alerts, "{name}: alerts differ");
+    assert_eq!(one.counted, two.counted, "{name}: the summaries differ");
+    assert!(one.dump.0 == two.dump.0, "{name}: stored rows differ");
+}
+
 /// Runs `config` over `input` (a file in `d`) with one thread and with two; both must
 /// print, say and store the same. Returns the rows stored.
 fn same_with_two_threads(d: &Path, config: &Path, input: &str, extra: &[&str]) -> usize {
     let file = d.join("input");
     std::fs::write(&file, input).unwrap();
-    let mut runs = Vec::new();
-    for threads in ["1", "2"] {
-        let stem = config.file_stem().unwrap().to_string_lossy();
+    let stem = config.file_stem().unwrap().to_string_lossy();
+    let mut args = extra.to_vec();
+    args.push(s(&file));
+    let [one, two] = ["1", "2"].map(|threads| {
         let db = d.join(format!("{stem}-{}-t{threads}.db", extra.len()));
-        let mut args = vec![
-            "run",
-            "--config",
-            s(config),
-            "--db",
-            s(&db),
-            "--threads",
-            threads,
-        ];
-        args.extend_from_slice(extra);
-        args.push(s(&file));
-        let out = tidemark(&args, "");
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "{}: {stderr}", config.display());
-        // The summary's timing varies; what it counted must not.
-        let counted: Vec<String> = stderr
-            .lines()
-            .filter(|l| !l.contains(" s ") && !l.contains("/s"))
-            .map(str::to_string)
-            .collect();
-        runs.push((out.stdout, counted, dump(&db)));
-    }
-    let (one, two) = (&runs[0], &runs[1]);
-    let name = config.display();
-    assert_eq!(
-        String::from_utf8_lossy(&one.0),
-        String::from_utf8_lossy(&two.0),
-        "{name}: alerts differ"
-    );
-    assert_eq!(one.1, two.1, "{name}: the summaries differ");
-    assert!(one.2 .0 == two.2 .0, "{name}: stored rows differ");
-    assert_eq!(one.2 .1, two.2 .1, "{name}: run states differ");
-    one.2 .0.len()
+        run_with(config, &db, threads, &args, "")
+    });
+    let name = config.display().to_string();
+    assert_same_rows(&one, &two, &name);
+    assert_eq!(one.dump.1, two.dump.1, "{name}: run states differ");
+    one.dump.0.len()
 }
 
 /// The demo's flow log with a too-late line, a blank line, a malformed line and a line past
@@ -216,6 +234,31 @@ fn a_bad_line_stops_a_two_thread_run_where_it_stops_one_thread() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `tidemark run --threads 2` of `config` into `db` reading the named pipe `pipe`, started,
+/// its standard output to `stdout` and its standard error piped.
+fn spawn_on_pipe(
+    config: &Path,
+    db: &Path,
+    pipe: &Path,
+    stdout: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--config",
+            s(config),
+            "--db",
+            s(db),
+            "--threads",
+            "2",
+            s(pipe),
+        ])
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Makes a named pipe at `p`.
 fn fifo(p: &Path) {
     let made = std::process::Command::new("mkfifo")
@@ -232,47 +275,21 @@ fn a_named_pipe_stores_and_alerts_the_same_with_a_parse_thread() {
     let d = dir("threads-pipe");
     let config = example("fanout.toml");
     let input = flows(false);
-    let mut runs = Vec::new();
     // One pipe for both runs: its name is in the messages.
     let pipe = d.join("flows.pipe");
     fifo(&pipe);
-    for threads in ["1", "2"] {
+    let [one, two] = ["1", "2"].map(|threads| {
         let writer = {
             let (pipe, input) = (pipe.clone(), input.clone());
             std::thread::spawn(move || std::fs::write(pipe, input))
         };
         let db = d.join(format!("pipe-t{threads}.db"));
-        let out = tidemark(
-            &[
-                "run",
-                "--config",
-                s(&config),
-                "--db",
-                s(&db),
-                "--threads",
-                threads,
-                "--skip-bad",
-                s(&pipe),
-            ],
-            "",
-        );
+        let ran = run_with(&config, &db, threads, &["--skip-bad", s(&pipe)], "");
         writer.join().unwrap().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "{stderr}");
-        let counted: Vec<String> = stderr
-            .lines()
-            .filter(|l| !l.contains(" s ") && !l.contains("/s"))
-            .map(str::to_string)
-            .collect();
-        runs.push((out.stdout, counted, dump(&db).0));
-    }
-    assert_eq!(
-        String::from_utf8_lossy(&runs[0].0),
-        String::from_utf8_lossy(&runs[1].0)
-    );
-    assert!(!runs[0].0.is_empty(), "the scanners alert");
-    assert_eq!(runs[0].1, runs[1].1);
-    assert!(runs[0].2 == runs[1].2, "stored rows differ");
+        ran
+    });
+    assert!(!one.alerts.is_empty(), "the scanners alert");
+    assert_same_rows(&one, &two, "a named pipe");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -295,21 +312,7 @@ fn a_pipes_early_alert_goes_out_before_the_writer_writes_more() {
     let pipe = d.join("flows.pipe");
     fifo(&pipe);
     let db = d.join("s.db");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db),
-            "--threads",
-            "2",
-            s(&pipe),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_on_pipe(&config, &db, &pipe, std::process::Stdio::piped());
     let mut writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
     // 25 distinct destinations in the first half minute: past 20, an early alert (fewer
     // than the 32 events the engine adds at a time: only the add before a wait raises it).
@@ -351,39 +354,13 @@ fn standard_input_stores_and_alerts_the_same_with_a_parse_thread() {
     let d = dir("threads-stdin");
     let config = example("fanout.toml");
     let input = flows(false);
-    let mut runs = Vec::new();
-    for threads in ["1", "2"] {
+    let [one, two] = ["1", "2"].map(|threads| {
         let db = d.join(format!("stdin-t{threads}.db"));
-        let out = tidemark(
-            &[
-                "run",
-                "--config",
-                s(&config),
-                "--db",
-                s(&db),
-                "--threads",
-                threads,
-                "--skip-bad",
-            ],
-            &input,
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "{stderr}");
-        let counted: Vec<String> = stderr
-            .lines()
-            .filter(|l| !l.contains(" s ") && !l.contains("/s"))
-            .map(str::to_string)
-            .collect();
-        runs.push((out.stdout, counted, dump(&db)));
-    }
-    assert_eq!(
-        String::from_utf8_lossy(&runs[0].0),
-        String::from_utf8_lossy(&runs[1].0)
-    );
-    assert!(!runs[0].0.is_empty(), "the scanners alert");
-    assert_eq!(runs[0].1, runs[1].1);
-    assert!(runs[0].2 .0 == runs[1].2 .0, "stored rows differ");
-    assert_eq!(runs[0].2 .1, runs[1].2 .1, "run states differ");
+        run_with(&config, &db, threads, &["--skip-bad"], &input)
+    });
+    assert!(!one.alerts.is_empty(), "the scanners alert");
+    assert_same_rows(&one, &two, "standard input");
+    assert_eq!(one.dump.1, two.dump.1, "run states differ");
     // The same stream again after a completed run is refused by both, from its first bytes.
     let db = d.join("stdin-t2.db");
     let again = tidemark(
@@ -413,21 +390,7 @@ fn a_bad_line_on_a_pipe_left_open_stops_the_run_at_once() {
     let pipe = d.join("flows.pipe");
     fifo(&pipe);
     let db = d.join("b.db");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--config",
-            s(&config),
-            "--db",
-            s(&db),
-            "--threads",
-            "2",
-            s(&pipe),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_on_pipe(&config, &db, &pipe, std::process::Stdio::null());
     let mut writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
     writer
         .write_all(b"ts,src_ip,dst_ip,dst_port\n1700000000,10.0.0.1,10.1.0.1,443\nnot a record\n")

@@ -35,19 +35,24 @@ fn sample_histograms() -> Vec<ExpHistogram> {
     out
 }
 
+/// `back`, decoded, is `h`: its buckets, answers, counters and clock.
+fn assert_same_histogram(back: &ExpHistogram, h: &ExpHistogram) {
+    assert_eq!(
+        back.buckets().collect::<Vec<_>>(),
+        h.buckets().collect::<Vec<_>>()
+    );
+    assert_eq!(back.estimate(), h.estimate());
+    assert_eq!(back.interpolated(), h.interpolated());
+    assert_eq!(back.stats(), h.stats());
+    assert_eq!(back.now(), h.now());
+}
+
 #[test]
 fn histogram_round_trips() {
     for h in sample_histograms() {
         let bytes = h.to_bytes();
         let back = ExpHistogram::from_bytes(&bytes).unwrap();
-        assert_eq!(
-            back.buckets().collect::<Vec<_>>(),
-            h.buckets().collect::<Vec<_>>()
-        );
-        assert_eq!(back.estimate(), h.estimate());
-        assert_eq!(back.interpolated(), h.interpolated());
-        assert_eq!(back.stats(), h.stats());
-        assert_eq!(back.now(), h.now());
+        assert_same_histogram(&back, &h);
         assert_eq!(back.to_bytes(), bytes, "re-encoding differs");
     }
 }
@@ -66,14 +71,7 @@ fn compact_payloads_round_trip_and_are_smaller() {
         let fixed = h.to_bytes();
         let compact = h.to_compact_payload();
         let back = from_compact(&h, &compact).unwrap();
-        assert_eq!(
-            back.buckets().collect::<Vec<_>>(),
-            h.buckets().collect::<Vec<_>>()
-        );
-        assert_eq!(back.estimate(), h.estimate());
-        assert_eq!(back.interpolated(), h.interpolated());
-        assert_eq!(back.stats(), h.stats());
-        assert_eq!(back.now(), h.now());
+        assert_same_histogram(&back, &h);
         assert_eq!(back.to_compact_payload(), compact, "re-encoding differs");
         assert_eq!(
             back.to_bytes(),

@@ -434,6 +434,27 @@ impl ParseAhead {
         })
     }
 
+    /// [`ParseAhead::start`] for a stream (a named pipe, standard input): read on from where
+    /// its lines stand, its last line a record with or without its newline, its thread not
+    /// waited for when the run is done with it (it may be waiting for its writer).
+    pub(super) fn stream<R: BufRead + Send + 'static>(
+        lines: Lines<R>,
+        ex: &Extractor,
+        names: Vec<String>,
+        limits: Limits,
+        name: &str,
+    ) -> Result<ParseAhead, Box<Lines<R>>> {
+        let rules = ParseRules {
+            max_line: lines.max_line(),
+            open_ended: false,
+            skip_bad: false,
+            names,
+            limits,
+        };
+        let at = (lines.offset, lines.line);
+        ParseAhead::start(lines, true, |_| Ok(()), at, ex, rules, name)
+    }
+
     /// The next line, parsed; the end of the file's lines; or the thread's read error.
     pub(super) fn next_line(&mut self) -> Result<Next<'_>, RunError> {
         while self.next >= self.batch.lines.len() {

@@ -278,6 +278,13 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     pub fn read(&mut self, source: &mut dyn LineSource) -> Result<Ended, RunError> {
         let config = self.ctx.config;
         let limits = config.input.limits;
+        // The metrics' names, owned here so that the rules can be built once, not per line.
+        let names = self.ctx.names.clone();
+        let rules = Rules {
+            names: &names,
+            limits,
+            max_ahead: config.input.max_ahead,
+        };
         self.bound_time(source)?;
         loop {
             if self.report.records_this_run % 64 == 0 && self.stop_now() {
@@ -310,11 +317,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
                     Admitted::Bad(too_long(len, whole, limits.line)),
                 ),
                 Next::Line(Line::Text { raw, number, end }) => {
-                    let rules = Rules {
-                        names: &self.ctx.names,
-                        limits,
-                        max_ahead: config.input.max_ahead,
-                    };
                     let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
                     let admitted = admit(raw, &mut self.ex, &mut self.engine, &rules, &mut rows)
                         .map_err(engine_error)?;
@@ -323,11 +325,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
                 Next::Parsed { number, end, line } => {
                     let admitted = match line {
                         Parsed::Record(rec) => {
-                            let rules = Rules {
-                                names: &self.ctx.names,
-                                limits,
-                                max_ahead: config.input.max_ahead,
-                            };
                             let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
                             admit_parsed(&rec, &mut self.engine, &rules, &mut rows)
                                 .map_err(engine_error)?
@@ -336,11 +333,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
                         Parsed::Bad(e) => Admitted::Bad(e.clone()),
                         // The time's rules come first, as for a record parsed here.
                         Parsed::Oversized { time, error } => {
-                            let rules = Rules {
-                                names: &self.ctx.names,
-                                limits,
-                                max_ahead: config.input.max_ahead,
-                            };
                             let e = check_time(time, &self.engine, &rules).err();
                             Admitted::Bad(e.unwrap_or_else(|| error.clone()))
                         }
@@ -353,11 +345,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
                     timestamp,
                     number,
                 }) => {
-                    let rules = Rules {
-                        names: &self.ctx.names,
-                        limits,
-                        max_ahead: config.input.max_ahead,
-                    };
                     self.ex.set_message(key, timestamp);
                     let mut rows = StoreRows::with(&*self.view, &self.ctx.tables);
                     let admitted = admit(raw, &mut self.ex, &mut self.engine, &rules, &mut rows)

@@ -482,16 +482,7 @@ impl LineSource for PipeSource {
         let Some(lines) = self.lines.take() else {
             return Ok(());
         };
-        let rules = ParseRules {
-            max_line: lines.max_line(),
-            // A stream's last line is a record, newline or not.
-            open_ended: false,
-            skip_bad: false,
-            names: names.to_vec(),
-            limits,
-        };
-        let at = (lines.offset, lines.line);
-        match ParseAhead::start(lines, true, |_| Ok(()), at, ex, rules, &self.name) {
+        match ParseAhead::stream(lines, ex, names.to_vec(), limits, &self.name) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }

@@ -16,7 +16,7 @@ use std::io::{self, BufReader, Stdin};
 
 use super::input::Lines;
 use super::line::{input_error, Line, LineSource, Next, Reading};
-use super::parse::{ParseAhead, ParseRules};
+use super::parse::ParseAhead;
 use super::state::{RunState, FINGERPRINT_SPAN};
 use crate::config::Limits;
 use crate::record::Extractor;
@@ -34,7 +34,7 @@ pub(super) struct StdinSource {
     ahead: Option<ParseAhead>,
     /// What a parse thread needs, asked for ([`LineSource::parse_ahead`]) and not started
     /// yet (until the head is whole).
-    ahead_wanted: Option<(Extractor, ParseRules)>,
+    ahead_wanted: Option<(Extractor, Vec<String>, Limits)>,
     head: StdinHead,
     /// The committed position: (offset, lines before it).
     resume_at: (u64, u64),
@@ -85,11 +85,12 @@ impl StdinSource {
         if self.ahead_wanted.is_none() || !self.head.whole() {
             return;
         }
-        let (Some(lines), Some((ex, rules))) = (self.lines.take(), self.ahead_wanted.take()) else {
+        let (Some(lines), Some((ex, names, limits))) =
+            (self.lines.take(), self.ahead_wanted.take())
+        else {
             return;
         };
-        let at = (lines.offset, lines.line);
-        match ParseAhead::start(lines, true, |_| Ok(()), at, &ex, rules, NAME) {
+        match ParseAhead::stream(lines, &ex, names, limits, NAME) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }
@@ -149,18 +150,10 @@ impl LineSource for StdinSource {
         names: &[String],
         limits: Limits,
     ) -> Result<(), RunError> {
-        let Some(lines) = &self.lines else {
+        if self.lines.is_none() {
             return Ok(());
-        };
-        let rules = ParseRules {
-            max_line: lines.max_line(),
-            // A stream's last line is a record, newline or not.
-            open_ended: false,
-            skip_bad: false,
-            names: names.to_vec(),
-            limits,
-        };
-        self.ahead_wanted = Some((ex.clone(), rules));
+        }
+        self.ahead_wanted = Some((ex.clone(), names.to_vec(), limits));
         self.start_ahead();
         Ok(())
     }
