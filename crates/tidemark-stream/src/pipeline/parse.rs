@@ -124,6 +124,7 @@ impl Batch {
 
     fn push_record(&mut self, rec: &impl Fields, number: u64, end: u64) {
         let first = self.events.len();
+        let before = self.bytes.len();
         for m in 0..rec.metrics() {
             let at = self.bytes.len();
             self.bytes.extend_from_slice(rec.key(m));
@@ -136,7 +137,8 @@ impl Batch {
                 item_len: rec.item_len(m),
             });
         }
-        self.held = self.bytes.len();
+        // Added to what the batch holds (errors' messages included), not replacing it.
+        self.held += self.bytes.len() - before;
         let time = rec.time();
         self.lines.push(ParsedLine {
             number,
@@ -536,5 +538,49 @@ impl Drop for ParseAhead {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of one metric: key "k", item "i".
+    struct One;
+
+    impl Fields for One {
+        fn time(&self) -> u64 {
+            60_000
+        }
+        fn key(&self, _: usize) -> &[u8] {
+            b"k"
+        }
+        fn item(&self, _: usize) -> u64 {
+            7
+        }
+        fn item_bytes(&self, _: usize) -> &[u8] {
+            b"i"
+        }
+        fn item_len(&self, _: usize) -> usize {
+            1
+        }
+        fn metrics(&self) -> usize {
+            1
+        }
+    }
+
+    /// What a batch holds counts its errors' messages and its keys and items, in any order:
+    /// a record after a long error does not forget the error.
+    #[test]
+    fn a_batch_counts_errors_and_records_together() {
+        let mut b = Batch::default();
+        let message = "x".repeat(1000);
+        b.push_bad(RecordError { message }, 1, 10);
+        b.push_record(&One, 2, 20);
+        assert_eq!(b.held, 1000 + 2);
+        b.push_record(&One, 3, 30);
+        assert_eq!(b.held, 1000 + 4);
+        b.clear();
+        assert_eq!(b.held, 0);
     }
 }
