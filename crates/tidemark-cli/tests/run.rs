@@ -319,6 +319,80 @@ fn sigkill_mid_stream_then_resume_equals_an_uninterrupted_run() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn sigkill_while_buckets_are_written_ahead_then_resume_equals_an_uninterrupted_run() {
+    // Checkpoints every 150 ms of wall time only: between two, a two-thread run's committer
+    // writes many closes' buckets into its open transaction. Kills land while it does: what
+    // it wrote ahead rolls back with the transaction, and the resume counts it once.
+    let d = dir("run-kill-ahead");
+    let config = d.join("ahead.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{FANOUT_CONFIG}{PORTS_METRIC}\n[state]\ncheckpoint = \"150ms\"\n\
+             checkpoint_records = 100000000\n"
+        ),
+    )
+    .unwrap();
+    let file = d.join("flows.csv");
+    std::fs::write(&file, big_log()).unwrap();
+    let run = |db: &Path, threads: &str| {
+        let args = ["run", "--config", s(&config), "--db", s(db), "--json"];
+        let out = tidemark(&[&args[..], &["--threads", threads, s(&file)]].concat(), "");
+        ok(&out);
+        let lines = json_lines(&out);
+        let summary = lines.last().unwrap().clone();
+        assert_eq!(summary["summary"], "run");
+        summary
+    };
+    let whole = d.join("whole.db");
+    let one = run(&whole, "1");
+    assert_eq!(one["written_ahead"], 0, "one thread writes at checkpoints");
+    let expected = dump(&whole);
+    let two_db = d.join("two.db");
+    let two = run(&two_db, "2");
+    let ahead = two["written_ahead"].as_u64().unwrap();
+    let buckets: u64 = two["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["buckets"].as_u64().unwrap())
+        .sum();
+    assert!(
+        ahead > buckets / 2,
+        "most buckets written ahead: {ahead} of {buckets}"
+    );
+    let two = dump(&two_db);
+    assert!(two.0 == expected.0, "two threads store other buckets");
+    assert_eq!(
+        two.1.engine, expected.1.engine,
+        "two threads count otherwise"
+    );
+
+    let killed = d.join("killed.db");
+    let args = [
+        "run",
+        "--config",
+        s(&config),
+        "--db",
+        s(&killed),
+        "--quiet",
+        "--threads",
+        "2",
+    ];
+    let kills = run_killed_until_done(&args, &file);
+    eprintln!("written ahead: {kills} kills before the run finished");
+    assert!(kills >= 1, "at least one kill landed mid-run");
+    let got = dump(&killed);
+    assert!(
+        got.0 == expected.0,
+        "stored buckets differ after {kills} kills"
+    );
+    assert_eq!(got.1.records, expected.1.records);
+    assert_eq!(got.1.engine, expected.1.engine, "counters differ");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 const COUNT_CONFIG: &str = r#"
 [input]
 time_field = "ts"

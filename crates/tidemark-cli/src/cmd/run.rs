@@ -331,6 +331,7 @@ pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
         "seconds": secs,
         "commits": r.commits,
         "spills": r.spills,
+        "written_ahead": r.written_ahead,
         "metrics": metrics,
     });
     if !r.partitions.is_empty() {

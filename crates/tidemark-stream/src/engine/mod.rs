@@ -371,6 +371,19 @@ impl Engine {
         std::mem::take(&mut self.out.alerts)
     }
 
+    /// Closed buckets waiting to be committed.
+    #[inline]
+    pub fn closed_count(&self) -> usize {
+        self.out.closed.len()
+    }
+
+    /// Takes the closed buckets so far, ahead of the rest of the outputs: a closed bucket is
+    /// final (a late event for it is a merge, taken with the outputs), so it may be written
+    /// before the checkpoint it belongs to, in that checkpoint's transaction.
+    pub fn take_closed(&mut self) -> Vec<ClosedBucket> {
+        std::mem::take(&mut self.out.closed)
+    }
+
     /// Takes the outputs produced so far, with the state rows of every key changed since the
     /// last call: what a checkpoint commits.
     pub fn take_outputs(&mut self) -> Outputs {

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use super::state::RunState;
 use super::{engine_error, AlertOut};
 use crate::config::Config;
-use crate::engine::{Alert, Engine, MetricShape, Outputs, StateTable};
+use crate::engine::{Alert, ClosedBucket, Engine, MetricShape, Outputs, StateTable};
 use crate::state_rows::{StoreRows, TableNames};
 use crate::store::{
-    Batch, BucketRef, CombineError, Meta, PromoteRef, ReadTxn, RollupRef, StateRef, Store, SweepRef,
+    Batch, BucketRef, CombineError, Meta, OpenCommit, PromoteRef, ReadTxn, RollupRef, StateRef,
+    Store, StoreError, SweepRef, Txn,
 };
 use crate::{EngineError, RunError};
 
@@ -37,7 +38,7 @@ pub(super) struct CommitCtx<'a> {
 /// A checkpoint taken from the engine, to be written: its outputs and the store's metadata
 /// (the config and the run state that accounts for them).
 pub(super) struct Pending {
-    out: Outputs,
+    pub(super) out: Outputs,
     meta: Meta,
 }
 
@@ -145,35 +146,51 @@ impl CommitCtx<'_> {
 
     /// Writes what [`CommitCtx::take`] took into `store`, in one transaction.
     pub fn write(&self, store: &mut dyn Store, pending: &Pending) -> Result<(), RunError> {
-        let (out, meta) = (&pending.out, &pending.meta);
-        fn bref<'b>(
-            names: &'b [String],
-            rollup_names: &'b [String],
-            b: &'b crate::engine::ClosedBucket,
-        ) -> BucketRef<'b> {
-            BucketRef {
-                metric: if b.rollup {
-                    &rollup_names[b.metric]
-                } else {
-                    &names[b.metric]
-                },
-                key: &b.key,
-                start: b.start,
-                bytes: &b.bytes,
-            }
+        store
+            .write(&mut |t| {
+                let commit = OpenCommit::begin(&*t)?;
+                self.apply(t, commit, pending)
+            })
+            .map_err(RunError::Store)
+    }
+
+    /// A closed bucket as the store writes it.
+    fn bucket_ref<'b>(&'b self, b: &'b ClosedBucket) -> BucketRef<'b> {
+        BucketRef {
+            metric: if b.rollup {
+                &self.rollup_names[b.metric]
+            } else {
+                &self.names[b.metric]
+            },
+            key: &b.key,
+            start: b.start,
+            bytes: &b.bytes,
         }
-        let names = &self.names;
-        let rollup_names = &self.rollup_names;
-        let puts: Vec<BucketRef<'_>> = out
-            .closed
-            .iter()
-            .map(|b| bref(names, rollup_names, b))
-            .collect();
-        let merges: Vec<BucketRef<'_>> = out
-            .late_merges
-            .iter()
-            .map(|b| bref(names, rollup_names, b))
-            .collect();
+    }
+
+    /// Writes closed buckets into `commit`, ahead of the checkpoint they belong to.
+    pub fn put_closed(
+        &self,
+        t: &mut dyn Txn,
+        commit: &mut OpenCommit,
+        closed: &[ClosedBucket],
+    ) -> Result<(), StoreError> {
+        let puts: Vec<BucketRef<'_>> = closed.iter().map(|b| self.bucket_ref(b)).collect();
+        commit.put(t, &puts)
+    }
+
+    /// Applies what [`CommitCtx::take`] took to `commit` (which may hold closed buckets
+    /// written ahead of it), inside its transaction `t`.
+    pub fn apply(
+        &self,
+        t: &mut dyn Txn,
+        commit: OpenCommit,
+        pending: &Pending,
+    ) -> Result<(), StoreError> {
+        let (out, meta) = (&pending.out, &pending.meta);
+        let puts: Vec<BucketRef<'_>> = out.closed.iter().map(|b| self.bucket_ref(b)).collect();
+        let merges: Vec<BucketRef<'_>> =
+            out.late_merges.iter().map(|b| self.bucket_ref(b)).collect();
         let mut expire: Vec<(&str, u64)> = out
             .expire_before
             .iter()
@@ -231,13 +248,13 @@ impl CommitCtx<'_> {
             a.merge(&b).map_err(CombineError::Merge)?;
             Ok(a.to_stored())
         };
-        let t = &self.tables;
+        let tables = &self.tables;
         let promote: Vec<PromoteRef<'_>> = out
             .promote
             .iter()
             .map(|&(m, start)| PromoteRef {
-                from: t.name(m, StateTable::Open),
-                into: &names[m],
+                from: tables.name(m, StateTable::Open),
+                into: &self.names[m],
                 start,
             })
             .collect();
@@ -247,8 +264,8 @@ impl CommitCtx<'_> {
             .enumerate()
             .filter_map(|(m, b)| {
                 b.map(|before| SweepRef {
-                    index: t.name(m, StateTable::Expiry),
-                    rows: t.name(m, StateTable::Key),
+                    index: tables.name(m, StateTable::Expiry),
+                    rows: tables.name(m, StateTable::Key),
                     before,
                 })
             })
@@ -257,7 +274,7 @@ impl CommitCtx<'_> {
             .state
             .iter()
             .map(|r| StateRef {
-                table: t.name(r.metric, r.table),
+                table: tables.name(r.metric, r.table),
                 start: r.start,
                 key: &r.key,
                 bytes: r.bytes.as_deref(),
@@ -267,10 +284,11 @@ impl CommitCtx<'_> {
             .open_before
             .iter()
             .enumerate()
-            .filter_map(|(m, b)| b.map(|before| (t.name(m, StateTable::Open), before)))
+            .filter_map(|(m, b)| b.map(|before| (tables.name(m, StateTable::Open), before)))
             .collect();
-        store
-            .commit(&Batch {
+        commit.finish(
+            &mut *t,
+            &Batch {
                 promote,
                 sweep,
                 open_before,
@@ -282,8 +300,8 @@ impl CommitCtx<'_> {
                 roll: &roll,
                 expire,
                 meta,
-            })
-            .map_err(RunError::Store)
+            },
+        )
     }
 }
 

@@ -1,22 +1,29 @@
 //! The committer: checkpoints written into the store by a thread of their own, while the
 //! run's thread reads on.
 //!
-//! A checkpoint is taken from the engine in the run's thread ([`CommitCtx::take`]: the
-//! closed buckets, state rows and run state, the alerts sent) and handed to the committer
-//! with the store itself: the store is the committer's until it hands it back with the
-//! result, so no two threads ever touch it. Exactly once holds as in a one-thread run:
-//! the transaction holds the buckets with the position that accounts for them, and a crash
-//! before it lands loses both (the next run reads those records again). One checkpoint at a
-//! time is in the committer: the run waits for the last one to land before it hands over the
-//! next, and before anything else that uses the store — a checkpoint that spills keys, the
-//! commit before a bad line stops the run, the run's last commit. A failed write is the
-//! run's error at that wait.
+//! The run hands the store to the committer, which opens a write transaction in it and holds
+//! it open: the buckets the engine closes are sent into it as they close ([`Part::Closed`],
+//! written while the run reads on), and at a checkpoint the rest of what the engine produced
+//! with the run state that accounts for it ([`Part::Checkpoint`], taken in the run's thread by
+//! [`CommitCtx::take`]): the transaction commits, and the committer opens the next one or
+//! hands the store back. No two threads ever touch the store: it is the committer's until it
+//! hands it back. Exactly once holds as in a one-thread run: a transaction holds the buckets
+//! with the position that accounts for them, and a crash before it commits loses both (the
+//! next run reads those records again; nothing written ahead is visible before the commit).
+//! One checkpoint at a time is in the committer: the run waits for the last one to land
+//! before it sends the next, and takes the store back (its last part a checkpoint) before
+//! anything else that uses it — a checkpoint that spills keys, the commit before a bad line
+//! stops the run, the run's last commit. A failed write is the run's error at that wait; a run
+//! that stops without its checkpoint leaves the transaction, which rolls back.
 //!
-//! Only an engine that never reads the store may read on while a checkpoint is being
-//! written: one with keys spilled (or not read back since a resume) reads them from the
-//! last committed view, which must then hold the checkpoint before it ([`Engine::reads_store`]).
-//! Those runs, and sources that act on each commit (a message source commits its group's
-//! offsets), commit in the run's thread as before.
+//! Only an engine that never reads the store may read on while the committer holds it: one
+//! with keys spilled (or not read back since a resume) reads them from the last committed
+//! view, which must then hold the checkpoint before it ([`Engine::reads_store`]). Those runs,
+//! and sources that act on each commit (a message source commits its group's offsets), commit
+//! in the run's thread as before.
+//!
+//! Memory: the parts in flight are bounded ([`PARTS_IN_FLIGHT`]); the transaction's written
+//! pages are the store's to hold until it commits, as in a one-thread run's checkpoint.
 //!
 //! [`Engine::reads_store`]: crate::engine::Engine::reads_store
 
@@ -25,71 +32,137 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use super::checkpoint::{CommitCtx, Pending};
 use crate::config::Config;
-use crate::store::Store;
+use crate::engine::ClosedBucket;
+use crate::store::{OpenCommit, Store, StoreError};
 use crate::RunError;
 
 /// A store the run's thread may hand to the committer.
 pub(super) type SendStore<'r> = &'r mut (dyn Store + Send);
 
-/// A checkpoint to write, with the store to write it into.
-struct Job<'r> {
-    store: SendStore<'r>,
-    pending: Pending,
+/// Parts the run may have sent that the committer has not taken yet: the run waits past them.
+pub(super) const PARTS_IN_FLIGHT: usize = 2;
+
+/// What the run sends into the transaction the committer holds open.
+pub(super) enum Part {
+    /// Buckets closed since the last part, written ahead of their checkpoint.
+    Closed(Vec<ClosedBucket>),
+    /// The checkpoint: the rest of the engine's outputs and the run state. The transaction
+    /// commits; then with `keep` the committer opens the next one and keeps the store, and
+    /// without it hands the store back.
+    Checkpoint { pending: Box<Pending>, keep: bool },
 }
 
-/// The store handed back, and whether the write landed.
+/// A checkpoint landed (or failed), and the store if the committer handed it back.
 struct Done<'r> {
-    store: SendStore<'r>,
+    store: Option<SendStore<'r>>,
     result: Result<(), RunError>,
 }
 
 /// The run's end of the committer thread.
 pub(super) struct Committer<'s, 'r> {
-    jobs: Option<SyncSender<Job<'r>>>,
+    stores: Option<SyncSender<SendStore<'r>>>,
+    parts: Option<SyncSender<Part>>,
     done: Receiver<Done<'r>>,
     thread: Option<ScopedJoinHandle<'s, ()>>,
+}
+
+/// The committer thread: for each store handed to it, transactions fed by parts until a
+/// checkpoint without `keep`.
+fn serve<'r>(
+    ctx: &CommitCtx<'_>,
+    stores: Receiver<SendStore<'r>>,
+    parts: Receiver<Part>,
+    tell: SyncSender<Done<'r>>,
+) {
+    for store in stores {
+        loop {
+            let mut keep = false;
+            let result = store.write(&mut |t| {
+                let mut commit = OpenCommit::begin(&*t)?;
+                loop {
+                    match parts.recv() {
+                        Ok(Part::Closed(closed)) => ctx.put_closed(t, &mut commit, &closed)?,
+                        Ok(Part::Checkpoint { pending, keep: k }) => {
+                            keep = k;
+                            return ctx.apply(t, commit, &pending);
+                        }
+                        // The run is gone without its checkpoint: roll back.
+                        Err(_) => return Err(StoreError::Abandoned),
+                    }
+                }
+            });
+            let failed = result.is_err();
+            let result = result.map_err(RunError::Store);
+            if keep && !failed {
+                if tell
+                    .send(Done {
+                        store: None,
+                        result,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            // A failure ends the thread too: its parts' channel closes, so a run sending
+            // into it hears at once rather than waiting on a full channel.
+            let store = Some(store);
+            if tell.send(Done { store, result }).is_err() || failed {
+                return;
+            }
+            break;
+        }
+    }
 }
 
 impl<'s, 'r: 's> Committer<'s, 'r> {
     /// Starts the committer thread in `scope`, writing checkpoints of `config`; `None` when
     /// the system cannot start a thread (the run then commits in its own).
     pub(super) fn start(scope: &'s Scope<'s, '_>, config: &'r Config) -> Option<Committer<'s, 'r>> {
-        let (jobs, take) = sync_channel::<Job<'r>>(1);
-        let (tell, done) = sync_channel::<Done<'r>>(1);
+        let (stores, take) = sync_channel::<SendStore<'r>>(1);
+        let (parts, receive) = sync_channel::<Part>(PARTS_IN_FLIGHT);
+        // Room for the landing of the checkpoint in flight, which the run takes only before its
+        // next, and for a failure of the transaction after it: a committer that failed never
+        // waits to say so, so it never holds up a run waiting to send it a part.
+        let (tell, done) = sync_channel::<Done<'r>>(2);
         let thread = std::thread::Builder::new()
             .name("tidemark-commit".into())
             .spawn_scoped(scope, move || {
-                let ctx = CommitCtx::new(config);
-                for job in take {
-                    let result = ctx.write(job.store, &job.pending);
-                    // Dropped before the store goes back: its memory is freed on this core.
-                    drop(job.pending);
-                    let store = job.store;
-                    if tell.send(Done { store, result }).is_err() {
-                        return;
-                    }
-                }
+                serve(&CommitCtx::new(config), take, receive, tell)
             })
             .ok()?;
         Some(Committer {
-            jobs: Some(jobs),
+            stores: Some(stores),
+            parts: Some(parts),
             done,
             thread: Some(thread),
         })
     }
 
-    /// Hands `pending` and the store to the committer.
-    pub(super) fn hand_over(
-        &mut self,
-        store: SendStore<'r>,
-        pending: Pending,
-    ) -> Result<(), RunError> {
-        let jobs = self.jobs.as_ref().ok_or_else(stopped)?;
-        jobs.send(Job { store, pending }).map_err(|_| stopped())
+    /// Hands the store to the committer, which opens a transaction in it for the parts that
+    /// follow.
+    pub(super) fn open(&mut self, store: SendStore<'r>) -> Result<(), RunError> {
+        let stores = self.stores.as_ref().ok_or_else(stopped)?;
+        stores.send(store).map_err(|_| stopped())
     }
 
-    /// Waits for the checkpoint handed over to land: the store back, or the write's error.
-    pub(super) fn wait(&mut self) -> Result<SendStore<'r>, RunError> {
+    /// Sends a part into the open transaction; a committer that failed says why.
+    pub(super) fn send(&mut self, part: Part) -> Result<(), RunError> {
+        let parts = self.parts.as_ref().ok_or_else(stopped)?;
+        if parts.send(part).is_ok() {
+            return Ok(());
+        }
+        // The thread ended after a failed write, whose error it told last (after the landing
+        // of the checkpoint before it, if the run had not heard of that one yet).
+        loop {
+            self.wait()?;
+        }
+    }
+
+    /// Waits for the checkpoint sent last to land: the store if the committer handed it back,
+    /// or the write's error.
+    pub(super) fn wait(&mut self) -> Result<Option<SendStore<'r>>, RunError> {
         let Ok(done) = self.done.recv() else {
             // The thread is gone without a word: a panic, joined here so that the run
             // returns its error rather than the scope raising the panic again.
@@ -105,11 +178,155 @@ impl<'s, 'r: 's> Committer<'s, 'r> {
 
 impl Drop for Committer<'_, '_> {
     fn drop(&mut self) {
-        // The thread ends with its jobs; the scope joins it.
-        self.jobs = None;
+        // The thread ends with its channels (an open transaction rolls back); the scope
+        // joins it.
+        self.stores = None;
+        self.parts = None;
     }
 }
 
 fn stopped() -> RunError {
     RunError::Thread { name: "committer" }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::engine::Engine;
+    use crate::pipeline::state::RunState;
+    use crate::store::MemStore;
+
+    const CONFIG: &str = "[input]\nformat = \"csv\"\ntime_field = \"t\"\n\
+        time_format = \"epoch_ms\"\n[[metric]]\nname = \"n\"\nkind = \"count\"\n\
+        key = [\"k\"]\nbucket = \"1s\"\nwindow = \"1s\"\nretention = \"1h\"\n";
+
+    /// Events of keys `a` and `b` at 0.005 s and of `a` at 1.5 s, event time then at 3 s:
+    /// buckets (0, a), (0, b) and (1000, a) closed.
+    fn fed(config: &Config) -> Engine {
+        let mut e = Engine::new(config).unwrap();
+        e.observe(5);
+        e.add(0, 5, b"a", 1);
+        e.add(0, 5, b"b", 2);
+        e.observe(1_500);
+        e.add(0, 1_500, b"a", 3);
+        e.observe(3_000);
+        e
+    }
+
+    /// The (start, key) of every stored bucket of metric `n`.
+    fn stored(store: &MemStore) -> BTreeSet<(u64, Vec<u8>)> {
+        let mut rows = BTreeSet::new();
+        store
+            .scan("n", 0, u64::MAX, &mut |key, start, _| {
+                rows.insert((start, key.to_vec()));
+            })
+            .unwrap();
+        rows
+    }
+
+    fn closed_set(buckets: &[(u64, &[u8])]) -> BTreeSet<(u64, Vec<u8>)> {
+        buckets.iter().map(|(s, k)| (*s, k.to_vec())).collect()
+    }
+
+    /// The checkpoint of everything `e` produced since the last one.
+    fn pending(config: &Config, store: &MemStore, e: &mut Engine) -> Pending {
+        let view = store.view().unwrap();
+        let mut state = RunState::default();
+        CommitCtx::new(config)
+            .take(e, &*view, &mut state, &mut |_| {})
+            .unwrap()
+    }
+
+    #[test]
+    fn buckets_written_ahead_commit_with_their_checkpoint_in_one_transaction() {
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut store = MemStore::default();
+        let mut e = fed(&config);
+        let first = pending(
+            &config,
+            &MemStore::default(),
+            &mut Engine::new(&config).unwrap(),
+        );
+        std::thread::scope(|scope| {
+            let mut c = Committer::start(scope, &config).unwrap();
+            c.open(&mut store).unwrap();
+            let closed = e.take_closed();
+            assert_eq!(closed.len(), 3);
+            c.send(Part::Closed(closed)).unwrap();
+            // A first checkpoint with nothing of its own keeps the store: the buckets are
+            // in it.
+            c.send(Part::Checkpoint {
+                pending: Box::new(first),
+                keep: true,
+            })
+            .unwrap();
+            assert!(c.wait().unwrap().is_none(), "kept for the next transaction");
+            e.observe(9_000);
+            e.add(0, 9_000, b"c", 4);
+            e.flush();
+            let view_store = MemStore::default();
+            c.send(Part::Checkpoint {
+                pending: Box::new(pending(&config, &view_store, &mut e)),
+                keep: false,
+            })
+            .unwrap();
+            assert!(c.wait().unwrap().is_some(), "handed back");
+        });
+        let want = closed_set(&[(0, b"a"), (0, b"b"), (1_000, b"a"), (9_000, b"c")]);
+        assert_eq!(stored(&store), want);
+        assert!(store.meta().unwrap().is_some(), "the run state committed");
+    }
+
+    #[test]
+    fn a_transaction_left_without_its_checkpoint_rolls_back_every_part() {
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut store = MemStore::default();
+        let mut e = fed(&config);
+        std::thread::scope(|scope| {
+            let mut c = Committer::start(scope, &config).unwrap();
+            c.open(&mut store).unwrap();
+            c.send(Part::Closed(e.take_closed())).unwrap();
+            // The run stops here (an error, a signal): no checkpoint comes.
+            drop(c);
+        });
+        assert!(stored(&store).is_empty(), "nothing written ahead is left");
+        assert!(store.meta().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_failed_write_is_the_run_s_error_at_its_next_part_or_wait() {
+        // A checkpoint the store refuses (its merge of a late bucket fails: the bytes are not
+        // a bucket) rolls back; the run hears the store's error, not a lost thread.
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut store = MemStore::default();
+        let mut e = fed(&config);
+        let mut bad = pending(&config, &MemStore::default(), &mut e);
+        bad.out.late_merges.push(ClosedBucket {
+            metric: 0,
+            key: b"a".to_vec().into(),
+            start: 0,
+            bytes: vec![1, 2, 3],
+            rollup: false,
+        });
+        std::thread::scope(|scope| {
+            let mut c = Committer::start(scope, &config).unwrap();
+            c.open(&mut store).unwrap();
+            c.send(Part::Checkpoint {
+                pending: Box::new(bad),
+                keep: true,
+            })
+            .unwrap();
+            let err = c.wait().err().unwrap();
+            assert!(matches!(err, RunError::Store(_)), "{err}");
+            // The thread has ended: a part now fails at once, naming the committer.
+            let err = c.send(Part::Closed(Vec::new())).err().unwrap();
+            assert!(matches!(err, RunError::Thread { .. }), "{err}");
+        });
+        assert!(
+            stored(&store).is_empty(),
+            "the failed transaction rolled back"
+        );
+    }
 }

@@ -164,6 +164,9 @@ pub struct RunReport {
     pub commits: u64,
     /// Times the state passed its memory trigger and quiet keys were spilled to the store.
     pub spills: u64,
+    /// Closed buckets the committer thread wrote ahead of the checkpoint that commits them
+    /// (a run with more than one thread; see [`RunOptions::threads`]).
+    pub written_ahead: u64,
     /// Whether this run resumed from a committed state.
     pub resumed: bool,
     /// Per metric, in the config's order: its name, its counters (cumulative like the sums

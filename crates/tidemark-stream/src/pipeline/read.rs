@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::admit::{admit, admit_parsed, check_time, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
-use super::committer::{Committer, SendStore};
+use super::committer::{Committer, Part, SendStore};
 use super::follow;
 use super::line::{Line, LineSource, Next, Pause, Waited};
 use super::parse::Parsed;
@@ -48,11 +48,15 @@ pub(super) enum Ended {
 /// A run in progress: what the read loop feeds and commits, across its inputs.
 pub(super) struct Runner<'r, 'o, 's> {
     ctx: CommitCtx<'r>,
-    /// The store: `None` while the committer writes a checkpoint into it.
+    /// The store: `None` while the committer holds it.
     store: Option<SendStore<'r>>,
     /// The committer thread, for a run with more than one thread.
     committer: Option<Committer<'s, 'r>>,
-    /// What to tell `on_checkpoint` once the checkpoint in the committer lands.
+    /// The committer holds the store with a transaction open, for the closed buckets before
+    /// the next checkpoint.
+    open: bool,
+    /// A checkpoint sent to the committer that has not landed yet, and what to tell
+    /// `on_checkpoint` once it has.
     landing: Option<Checkpointed>,
     /// A read view of the last checkpoint: keys spilled are read back through it.
     view: Box<dyn ReadTxn>,
@@ -109,37 +113,86 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
             ctx,
             store: Some(store),
             committer,
+            open: false,
             landing: None,
         })
     }
 
-    /// Waits for the checkpoint in the committer, if one is there, to land: the store is back,
-    /// the view reads what it wrote, and `on_checkpoint` hears of it.
+    /// Waits for the checkpoint sent to the committer, if one is there, to land:
+    /// `on_checkpoint` hears of it, and the store is back if the committer handed it back.
     fn land(&mut self) -> Result<(), RunError> {
-        if self.store.is_some() {
+        let Some(c) = self.landing.take() else {
             return Ok(());
-        }
-        let Some(committer) = &mut self.committer else {
-            return Err(RunError::Thread { name: "committer" });
         };
-        let store = committer.wait()?;
-        if let Some(c) = self.landing.take() {
-            self.tell_checkpointed(c);
-        }
-        let view = store.view();
-        self.store = Some(store);
-        self.view = view.map_err(RunError::Store)?;
+        self.wait_committer()?;
+        self.tell_checkpointed(c);
         Ok(())
     }
 
-    /// Commits everything fed so far, in the run's thread (the checkpoint in the committer, if
-    /// one is there, landed first).
+    /// Waits for the committer's last checkpoint; takes the store back if it came with it,
+    /// the view then reading what it wrote.
+    fn wait_committer(&mut self) -> Result<(), RunError> {
+        let committer = self.committer.as_mut().ok_or_else(no_committer)?;
+        if let Some(store) = committer.wait()? {
+            self.view = store.view().map_err(RunError::Store)?;
+            self.store = Some(store);
+        }
+        Ok(())
+    }
+
+    /// Hands the store to the committer, which opens a transaction for the closed buckets
+    /// before the next checkpoint (the checkpoint before it landed first).
+    fn open_in_committer(&mut self) -> Result<(), RunError> {
+        if self.open {
+            return Ok(());
+        }
+        self.land()?;
+        let (Some(store), Some(committer)) = (self.store.take(), &mut self.committer) else {
+            return Err(no_committer());
+        };
+        committer.open(store)?;
+        self.open = true;
+        Ok(())
+    }
+
+    /// Sends the checkpoint, taken from the engine now, into the committer's open
+    /// transaction; with `keep`, the committer keeps the store for the next one.
+    fn send_checkpoint(&mut self, keep: bool) -> Result<(), RunError> {
+        let pending = self.ctx.take(
+            &mut self.engine,
+            &*self.view,
+            &mut self.state,
+            &mut *self.on_alert,
+        )?;
+        let committer = self.committer.as_mut().ok_or_else(no_committer)?;
+        committer.send(Part::Checkpoint {
+            pending: Box::new(pending),
+            keep,
+        })?;
+        self.open = keep;
+        Ok(())
+    }
+
+    /// Sends the buckets closed so far into the committer's open transaction (opening one
+    /// first): written while the run reads on, committed with the next checkpoint.
+    fn send_closed(&mut self) -> Result<(), RunError> {
+        self.open_in_committer()?;
+        let closed = self.engine.take_closed();
+        self.report.written_ahead += closed.len() as u64;
+        let committer = self.committer.as_mut().ok_or_else(no_committer)?;
+        committer.send(Part::Closed(closed))
+    }
+
+    /// Commits everything fed so far, the store back in the run's thread afterwards: in the
+    /// committer's transaction if one is open (the buckets written ahead are in it), or in
+    /// the run's thread (the checkpoint in the committer, if one is there, landed first).
     fn commit_now(&mut self) -> Result<(), RunError> {
         self.land()?;
-        let store = self
-            .store
-            .as_deref_mut()
-            .ok_or(RunError::Thread { name: "committer" })?;
+        if self.open {
+            self.send_checkpoint(false)?;
+            return self.wait_committer();
+        }
+        let store = self.store.as_deref_mut().ok_or_else(no_committer)?;
         self.ctx.commit(
             store,
             &*self.view,
@@ -156,20 +209,12 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         self.committer.is_some() && !self.engine.reads_store() && source.commits_async()
     }
 
-    /// A checkpoint handed to the committer (the one before it landed first); the run reads
+    /// A checkpoint sent to the committer (the one before it landed first); the run reads
     /// on while it is written.
     fn checkpoint_async(&mut self) -> Result<(), RunError> {
         self.land()?;
-        let pending = self.ctx.take(
-            &mut self.engine,
-            &*self.view,
-            &mut self.state,
-            &mut *self.on_alert,
-        )?;
-        let (Some(store), Some(committer)) = (self.store.take(), &mut self.committer) else {
-            return Err(RunError::Thread { name: "committer" });
-        };
-        committer.hand_over(store, pending)?;
+        self.open_in_committer()?;
+        self.send_checkpoint(true)?;
         self.landing = Some(Checkpointed {
             records: self.state.records,
             open_bytes: self.engine.memory() as u64,
@@ -435,6 +480,11 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         };
         let since = self.interval.since;
         let commits_async = !over && self.commits_async(&*source);
+        // Whole closes only (a close's buckets are taken at once): each part is written
+        // after the one before it in the store's order.
+        if commits_async && self.engine.closed_count() >= STREAM_AT {
+            self.send_closed()?;
+        }
         if decided
             && (over
                 || since >= self.ctx.config.checkpoint.records
@@ -535,6 +585,16 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         Ok(report)
     }
 }
+
+/// The run's store is with a committer it does not have, or that has stopped.
+fn no_committer() -> RunError {
+    RunError::Thread { name: "committer" }
+}
+
+/// Closed buckets past which a run with a committer sends them into its open transaction:
+/// enough that a part is worth a message, few enough that the buckets of a checkpoint are not
+/// all held until it.
+const STREAM_AT: usize = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
-use super::{Batch, KeyVisit, Meta, PromoteRef, ReadTxn, StoreError, SweepRef, Txn, Visit};
+use super::{
+    Batch, BucketRef, KeyVisit, Meta, PromoteRef, ReadTxn, StoreError, SweepRef, Txn, Visit,
+};
 
 /// Metadata names.
 const CONFIG: &str = "config";
@@ -186,94 +188,132 @@ pub(super) fn parse_digest(table: &str, start: u64, v: &[u8]) -> Result<(u64, u6
 
 /// Applies a batch inside one write transaction.
 pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
-    let on = match t.meta(FORMAT)? {
-        Some(_) => digested(&*t)?,
-        // A new store keeps digests from its first commit; one written before them never
-        // gets partial ones.
-        None => t.meta(STATE)?.is_none(),
-    };
-    let mut d = Digests {
-        on,
-        pending: BTreeMap::new(),
-    };
-    for p in &b.promote {
-        promote(t, &mut d, p)?;
+    OpenCommit::begin(&*t)?.finish(t, b)
+}
+
+/// A commit whose closed buckets may come in parts before the rest of its batch, all in one
+/// write transaction: a run's committer writes the buckets as they close, and the batch with
+/// the position that accounts for them at the checkpoint. Nothing is visible before
+/// [`OpenCommit::finish`]'s transaction commits; a transaction abandoned before it rolls back
+/// with every part.
+pub(crate) struct OpenCommit {
+    digests: Digests,
+}
+
+impl OpenCommit {
+    /// A commit in the transaction `t`.
+    pub(crate) fn begin(t: &dyn Txn) -> Result<OpenCommit, StoreError> {
+        let on = match t.meta(FORMAT)? {
+            Some(_) => digested(t)?,
+            // A new store keeps digests from its first commit; one written before them never
+            // gets partial ones.
+            None => t.meta(STATE)?.is_none(),
+        };
+        Ok(OpenCommit {
+            digests: Digests {
+                on,
+                pending: BTreeMap::new(),
+            },
+        })
     }
-    for p in write_order(&*t, &b.puts, |p| (p.metric, p.start, p.key))? {
-        let old = t.put(p.metric, p.start, p.key, p.bytes)?;
-        d.replace(&*t, p.metric, p.start, p.key, old.as_deref(), p.bytes)?;
+
+    /// Writes closed buckets (overwriting): a part of the batch's `puts`. The promotions of
+    /// the batch come after them; they move rows of keys that were spilled, which no bucket
+    /// closed in memory shares.
+    pub(crate) fn put(
+        &mut self,
+        t: &mut dyn Txn,
+        puts: &[BucketRef<'_>],
+    ) -> Result<(), StoreError> {
+        let d = &mut self.digests;
+        for p in write_order(&*t, puts, |p| (p.metric, p.start, p.key))? {
+            let old = t.put(p.metric, p.start, p.key, p.bytes)?;
+            d.replace(&*t, p.metric, p.start, p.key, old.as_deref(), p.bytes)?;
+        }
+        Ok(())
     }
-    for m in &b.merges {
-        let old = t.get(m.metric, m.start, m.key)?;
-        // Into nothing stored, the merge still runs (into an empty bucket): a bucket's bytes
-        // do not depend on how late events were grouped between checkpoints.
-        let bytes = (b.merge)(m.metric, m.start, old.as_deref(), m.bytes).map_err(|source| {
-            StoreError::Merge {
-                metric: m.metric.to_string(),
-                start: m.start,
-                source,
-            }
-        })?;
-        t.put(m.metric, m.start, m.key, &bytes)?;
-        d.replace(&*t, m.metric, m.start, m.key, old.as_deref(), &bytes)?;
-    }
-    // Rollups read what the puts wrote, verified: the digests go first.
-    d.flush(t)?;
-    for r in &b.rollups {
-        type Periods = BTreeMap<(u64, Vec<u8>), Vec<(u64, Vec<u8>)>>;
-        let mut groups: Periods = BTreeMap::new();
-        scan_verified(&*t, r.metric, r.from, r.to, &mut |key, start, v| {
-            groups
-                .entry((start - start % r.width, key.to_vec()))
-                .or_default()
-                .push((start, v.to_vec()));
-        })?;
-        for ((period, key), parts) in groups {
-            let bytes = (b.roll)(r.metric, period, &parts).map_err(|source| StoreError::Merge {
-                metric: r.into.to_string(),
-                start: period,
-                source,
+
+    /// Applies the batch: the rest of the commit.
+    pub(crate) fn finish(mut self, t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
+        for p in &b.promote {
+            promote(t, &mut self.digests, p)?;
+        }
+        self.put(t, &b.puts)?;
+        let mut d = self.digests;
+        for m in &b.merges {
+            let old = t.get(m.metric, m.start, m.key)?;
+            // Into nothing stored, the merge still runs (into an empty bucket): a bucket's bytes
+            // do not depend on how late events were grouped between checkpoints.
+            let bytes =
+                (b.merge)(m.metric, m.start, old.as_deref(), m.bytes).map_err(|source| {
+                    StoreError::Merge {
+                        metric: m.metric.to_string(),
+                        start: m.start,
+                        source,
+                    }
+                })?;
+            t.put(m.metric, m.start, m.key, &bytes)?;
+            d.replace(&*t, m.metric, m.start, m.key, old.as_deref(), &bytes)?;
+        }
+        // Rollups read what the puts wrote, verified: the digests go first.
+        d.flush(t)?;
+        for r in &b.rollups {
+            type Periods = BTreeMap<(u64, Vec<u8>), Vec<(u64, Vec<u8>)>>;
+            let mut groups: Periods = BTreeMap::new();
+            scan_verified(&*t, r.metric, r.from, r.to, &mut |key, start, v| {
+                groups
+                    .entry((start - start % r.width, key.to_vec()))
+                    .or_default()
+                    .push((start, v.to_vec()));
             })?;
-            let old = t.put(r.into, period, &key, &bytes)?;
-            d.replace(&*t, r.into, period, &key, old.as_deref(), &bytes)?;
-        }
-    }
-    d.flush(t)?;
-    for &(metric, before) in &b.expire {
-        t.remove_before(metric, before)?;
-        t.remove_before(&digest_table(metric), before)?;
-    }
-    for s in &b.sweep {
-        sweep(t, s)?;
-    }
-    for &(table, before) in &b.open_before {
-        t.remove_before(table, before)?;
-    }
-    for r in write_order(&*t, &b.state, |r| (r.table, r.start, r.key))? {
-        match r.bytes {
-            Some(v) => {
-                t.put(r.table, r.start, r.key, v)?;
-            }
-            None => {
-                t.remove(r.table, r.start, r.key)?;
+            for ((period, key), parts) in groups {
+                let bytes =
+                    (b.roll)(r.metric, period, &parts).map_err(|source| StoreError::Merge {
+                        metric: r.into.to_string(),
+                        start: period,
+                        source,
+                    })?;
+                let old = t.put(r.into, period, &key, &bytes)?;
+                d.replace(&*t, r.into, period, &key, old.as_deref(), &bytes)?;
             }
         }
+        d.flush(t)?;
+        for &(metric, before) in &b.expire {
+            t.remove_before(metric, before)?;
+            t.remove_before(&digest_table(metric), before)?;
+        }
+        for s in &b.sweep {
+            sweep(t, s)?;
+        }
+        for &(table, before) in &b.open_before {
+            t.remove_before(table, before)?;
+        }
+        for r in write_order(&*t, &b.state, |r| (r.table, r.start, r.key))? {
+            match r.bytes {
+                Some(v) => {
+                    t.put(r.table, r.start, r.key, v)?;
+                }
+                None => {
+                    t.remove(r.table, r.start, r.key)?;
+                }
+            }
+        }
+        let m = b.meta;
+        let fp = m.fingerprint.to_le_bytes();
+        t.set_meta(CONFIG, m.config.as_bytes())?;
+        t.set_meta(FINGERPRINT, &fp)?;
+        t.set_meta(STATE, &m.state)?;
+        if d.on {
+            t.set_meta(FORMAT, &STORED_FORMS.to_le_bytes())?;
+            t.set_meta(
+                SEAL,
+                &seal(m.config.as_bytes(), &fp, &m.state).to_le_bytes(),
+            )?;
+        } else {
+            t.set_meta(FORMAT, &UNDIGESTED_STORED_FORMS.to_le_bytes())?;
+        }
+        Ok(())
     }
-    let m = b.meta;
-    let fp = m.fingerprint.to_le_bytes();
-    t.set_meta(CONFIG, m.config.as_bytes())?;
-    t.set_meta(FINGERPRINT, &fp)?;
-    t.set_meta(STATE, &m.state)?;
-    if on {
-        t.set_meta(FORMAT, &STORED_FORMS.to_le_bytes())?;
-        t.set_meta(
-            SEAL,
-            &seal(m.config.as_bytes(), &fp, &m.state).to_le_bytes(),
-        )?;
-    } else {
-        t.set_meta(FORMAT, &UNDIGESTED_STORED_FORMS.to_le_bytes())?;
-    }
-    Ok(())
 }
 
 /// Where a row goes: its table, start and key.

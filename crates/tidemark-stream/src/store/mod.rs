@@ -38,7 +38,7 @@ mod mem;
 mod redb_store;
 mod row_key;
 
-pub(crate) use apply::scan_verified;
+pub(crate) use apply::{scan_verified, OpenCommit};
 pub use keyed::VerifiedStarts;
 pub use mem::MemStore;
 pub use redb_store::{cache_for, RedbStore, Space};
@@ -88,6 +88,9 @@ pub enum StoreError {
         /// Why.
         source: CombineError,
     },
+    /// A write transaction was left before its commit (the run that fed it stopped): it
+    /// rolled back, with everything written in it.
+    Abandoned,
 }
 
 impl StoreError {
@@ -128,6 +131,10 @@ impl fmt::Display for StoreError {
             } => write!(
                 f,
                 "store: cannot merge into {metric} bucket {start}: {source}"
+            ),
+            StoreError::Abandoned => write!(
+                f,
+                "store: a checkpoint's transaction was left before its commit and rolled back"
             ),
         }
     }
