@@ -58,8 +58,13 @@ fn run(config: &str, log: &FlowLog, tag: &str) -> (MemStore, RunReport, Vec<Aler
         one.0 == two.0,
         "{tag}: the stores differ with a parse thread"
     );
+    // Only the count of buckets the committer thread wrote ahead of their checkpoint differs.
+    let two_report = RunReport {
+        written_ahead: 0,
+        ..two.1.clone()
+    };
     assert_eq!(
-        one.1, two.1,
+        one.1, two_report,
         "{tag}: the reports differ with a parse thread"
     );
     assert_eq!(one.2, two.2, "{tag}: the alerts differ with a parse thread");

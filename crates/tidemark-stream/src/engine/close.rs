@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use tidemark::Estimate;
 
 use super::alert::{self, step};
+use super::parts::{self, KEYS_PER_THREAD};
 use super::{
-    bucket_count, new_window, spill, AlertPhase, Close, ClosedBucket, Counters, Engine, KeyState,
+    bucket_count, new_window, spill, Alert, AlertPhase, Close, ClosedBucket, Engine, Key, KeyState,
     MetricShape, MetricState, Outputs, Rollup, Summary, WindowState,
 };
 use crate::config::MetricConfig;
@@ -33,7 +34,7 @@ impl Engine {
         m.closed_until = Some(until.max(m.closed_until.unwrap_or(0)));
         while let Some(&start) = m.open_starts.first().filter(|&&s| s < until) {
             m.open_starts.pop_first();
-            Self::close_bucket(m, i, start, at, &mut self.out);
+            Self::close_bucket(m, i, start, at, &mut self.out, self.close_threads);
         }
         if let (Some(r), Some(rolled), Some(closed)) =
             (m.cfg.rollup, m.rolled_until, m.closed_until)
@@ -51,7 +52,14 @@ impl Engine {
         }
     }
 
-    fn close_bucket(m: &mut MetricState, i: usize, start: u64, at: u64, out: &mut Outputs) {
+    fn close_bucket(
+        m: &mut MetricState,
+        i: usize,
+        start: u64,
+        at: u64,
+        out: &mut Outputs,
+        threads: usize,
+    ) {
         let end = start + m.cfg.bucket;
         let close = Close {
             metric: i,
@@ -71,32 +79,20 @@ impl Engine {
             close: &close,
             min_limit: m.min_limit,
         };
-        let mut empty = Vec::new();
-        for (key, ks) in m.keys.iter_mut() {
-            // The close moves a bucket from open to closed: the next event builds it again.
-            ks.running = None;
-            ks.early_end = 0;
-            if let Some(s) = ks.open.pop_first_at(start) {
-                m.counters.buckets += 1;
-                ctx.close_into_window(key.as_bytes(), ks, s, out);
-            }
-            match ctx.slide(key.as_bytes(), ks, out) {
-                Slid::NoWindow => {}
-                Slid::Emptied => {
-                    if ks.open.is_empty() {
-                        empty.push(key.clone());
-                    }
-                }
-                Slid::Kept => {
-                    if let Some((est, window)) = ctx.window_to_evaluate(ks) {
-                        ctx.evaluate(key.as_bytes(), ks, est, window, &mut m.counters, out);
-                    }
-                }
-            }
-        }
+        let mut done = KeysClosed {
+            closed: std::mem::take(&mut out.closed),
+            alerts: std::mem::take(&mut out.alerts),
+            ..KeysClosed::default()
+        };
+        ctx.close_keys(m.keys.states_mut(), threads, &mut done);
+        out.closed = done.closed;
+        out.alerts = done.alerts;
+        out.bytes += done.bytes;
+        m.counters.buckets += done.buckets;
+        m.counters.alerts += done.raised;
         // Stable: a key's alerts keep their order (its rules, then its items).
         out.alerts[alerts_before..].sort_by(|a, b| a.key.cmp(&b.key));
-        for k in empty {
+        for k in done.empty {
             if let Some(ks) = m.keys.remove(k.as_bytes()) {
                 m.mem -= ks.mem;
                 if ks.has_row {
@@ -105,6 +101,30 @@ impl Engine {
             }
         }
         out.expire_before[i] = Some(end.saturating_sub(m.cfg.retention));
+    }
+}
+
+/// What closing some keys produced, in their order: the closed buckets and alerts, the bytes
+/// the buckets hold, the buckets closed and alerts raised, and the keys left with nothing.
+#[derive(Default)]
+struct KeysClosed {
+    closed: Vec<ClosedBucket>,
+    alerts: Vec<Alert>,
+    bytes: usize,
+    buckets: u64,
+    raised: u64,
+    empty: Vec<Key>,
+}
+
+impl KeysClosed {
+    /// Appends what the keys after these produced.
+    fn append(&mut self, mut next: KeysClosed) {
+        self.closed.append(&mut next.closed);
+        self.alerts.append(&mut next.alerts);
+        self.bytes += next.bytes;
+        self.buckets += next.buckets;
+        self.raised += next.raised;
+        self.empty.append(&mut next.empty);
     }
 }
 
@@ -128,8 +148,49 @@ struct KeyClose<'a> {
 }
 
 impl KeyClose<'_> {
+    /// Closes the bucket in `keys`, split over up to `threads` threads when they are many:
+    /// each key's close reads and changes that key alone, and the parts' outputs are put
+    /// back in the keys' order, so the outputs are those of one thread.
+    fn close_keys(&self, keys: &mut [(Key, KeyState)], threads: usize, done: &mut KeysClosed) {
+        parts::in_parts(
+            keys,
+            threads,
+            KEYS_PER_THREAD,
+            done,
+            |chunk, part| {
+                for (key, ks) in chunk.iter_mut() {
+                    self.close_key(key, ks, part);
+                }
+            },
+            KeysClosed::append,
+        );
+    }
+
+    /// Closes the bucket for one key: its closed bucket out, its window slid and evaluated.
+    fn close_key(&self, key: &Key, ks: &mut KeyState, done: &mut KeysClosed) {
+        // The close moves a bucket from open to closed: the next event builds it again.
+        ks.running = None;
+        ks.early_end = 0;
+        if let Some(s) = ks.open.pop_first_at(self.close.start) {
+            done.buckets += 1;
+            self.close_into_window(key.as_bytes(), ks, s, done);
+        }
+        match self.slide(key.as_bytes(), ks, done) {
+            Slid::NoWindow => {}
+            Slid::Emptied => {
+                if ks.open.is_empty() {
+                    done.empty.push(key.clone());
+                }
+            }
+            Slid::Kept => {
+                if let Some((est, window)) = self.window_to_evaluate(ks) {
+                    self.evaluate(key.as_bytes(), ks, est, window, done);
+                }
+            }
+        }
+    }
     /// Hands the key's closed bucket to the store and adds it to the key's live window.
-    fn close_into_window(&self, key: &[u8], ks: &mut KeyState, s: Summary, out: &mut Outputs) {
+    fn close_into_window(&self, key: &[u8], ks: &mut KeyState, s: Summary, out: &mut KeysClosed) {
         let close = self.close;
         ks.row_dirty = true;
         let bytes = s.to_stored();
@@ -154,7 +215,7 @@ impl KeyClose<'_> {
     /// window that fills again starts its streaks from zero, and an early alert still
     /// unsettled is withdrawn (an early alert aims at this close, whose window holds its
     /// events: kept for safety).
-    fn slide(&self, key: &[u8], ks: &mut KeyState, out: &mut Outputs) -> Slid {
+    fn slide(&self, key: &[u8], ks: &mut KeyState, out: &mut KeysClosed) -> Slid {
         let close = self.close;
         let emptied = match &mut ks.window {
             None => return Slid::NoWindow,
@@ -226,8 +287,7 @@ impl KeyClose<'_> {
         ks: &mut KeyState,
         est: Estimate,
         window: Option<Summary>,
-        counters: &mut Counters,
-        out: &mut Outputs,
+        out: &mut KeysClosed,
     ) {
         ks.row_dirty = true;
         let (rules, shape) = (&self.cfg.alerts, self.shape);
@@ -236,7 +296,7 @@ impl KeyClose<'_> {
                          estimate: Estimate,
                          item: Option<&[u8]>,
                          phase: AlertPhase| {
-            counters.alerts += u64::from(phase.raises());
+            out.raised += u64::from(phase.raises());
             let rule = (rule, &rules[rule], limit);
             out.alerts
                 .push(self.close.line(key, rule, estimate, item, phase));

@@ -43,6 +43,7 @@ mod key_row;
 mod late;
 mod open;
 mod outputs;
+mod parts;
 mod ring;
 mod running;
 mod shape;
@@ -249,6 +250,8 @@ pub struct Engine {
     batch: batch::Batch,
     /// An outside bound on the time that closes buckets ([`Engine::bound_time`]).
     bound: Option<u64>,
+    /// Threads a close may split its keys over ([`Engine::set_threads`]).
+    close_threads: usize,
 }
 
 impl MetricState {
@@ -305,7 +308,15 @@ impl Engine {
             out: Outputs::empty(n),
             batch: batch::Batch::default(),
             bound: None,
+            close_threads: 1,
         })
+    }
+
+    /// Lets a close split its keys over up to `threads` threads (default one) when a metric
+    /// holds many (see `KEYS_PER_THREAD` in the close): each key's close touches that key
+    /// alone, and the outputs are put back in the keys' order, the same as one thread's.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.close_threads = threads.max(1);
     }
 
     /// The largest event time seen, ms.
@@ -410,7 +421,7 @@ impl Engine {
                             rollup,
                         }),
                 );
-            spill::export(m, metric, &mut self.out);
+            spill::export(m, metric, &mut self.out, self.close_threads);
         }
         std::mem::replace(&mut self.out, Outputs::empty(n))
     }

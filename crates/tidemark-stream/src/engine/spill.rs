@@ -56,6 +56,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::key::Key;
 use super::key_row::{decode_key_row, key_row};
+use super::parts::{self, KEYS_PER_THREAD};
 use super::ring::ClosedBuckets;
 use super::{Engine, KeyState, KeyTable, MetricState, Outputs, Summary, WindowState};
 use crate::kinds::CountWindow;
@@ -330,7 +331,7 @@ fn last_start(m: &MetricState, expiry: u64) -> u64 {
 
 /// Writes the rows of every key changed since the last call (and deletes those of keys whose
 /// state emptied); recounts memory; notes the keys a restore must read back.
-pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
+pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs, threads: usize) {
     for key in m.spill.deleted.drain(..) {
         out.state
             .push(StateRow::new(metric, StateTable::Key, 0, &key, None));
@@ -341,44 +342,21 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
         .filter(|(_, ks)| ks.dirty || ks.row_dirty)
         .collect();
     keys.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    for (key, ks) in keys {
-        if needs_row(m, ks) {
-            let exp = expiry(m, ks);
-            if exp != ks.exp_written || !ks.has_row {
-                out.state.push(StateRow::new(
-                    metric,
-                    StateTable::Expiry,
-                    exp,
-                    key,
-                    Some(Vec::new()),
-                ));
+    // Each key's rows are its own to encode: many keys are split between threads, their rows
+    // put back in the keys' order.
+    let shared: &MetricState = m;
+    parts::in_parts(
+        &mut keys,
+        threads,
+        KEYS_PER_THREAD,
+        &mut out.state,
+        |chunk, rows| {
+            for &mut (key, ks) in chunk.iter_mut() {
+                key_rows(shared, metric, key, ks, rows);
             }
-            if ks.row_dirty || !ks.has_row {
-                out.state.push(StateRow::new(
-                    metric,
-                    StateTable::Key,
-                    0,
-                    key,
-                    Some(key_row(m, ks)),
-                ));
-            }
-        } else if ks.has_row {
-            out.state
-                .push(StateRow::new(metric, StateTable::Key, 0, key, None));
-        }
-        if !ks.dirty {
-            continue;
-        }
-        for o in ks.open.iter() {
-            out.state.push(StateRow::new(
-                metric,
-                StateTable::Open,
-                o.start,
-                key,
-                Some(o.summary.to_stored()),
-            ));
-        }
-    }
+        },
+        |rows, mut more| rows.append(&mut more),
+    );
     // One pass reading every key (what a restore must read back at once, and what a key row
     // now carries), one writing.
     let mut hot = Vec::new();
@@ -413,6 +391,46 @@ pub(super) fn export(m: &mut MetricState, metric: usize, out: &mut Outputs) {
     out.sweep_before[metric] = m.closed_until;
     out.open_before[metric] = m.closed_until;
     m.spill.promoting.clear();
+}
+
+/// The state rows of a key changed since its rows were last written: its key row and expiry
+/// (or the key row's deletion, when it needs none any more), and its open buckets' rows.
+fn key_rows(m: &MetricState, metric: usize, key: &Key, ks: &KeyState, out: &mut Vec<StateRow>) {
+    if needs_row(m, ks) {
+        let exp = expiry(m, ks);
+        if exp != ks.exp_written || !ks.has_row {
+            out.push(StateRow::new(
+                metric,
+                StateTable::Expiry,
+                exp,
+                key,
+                Some(Vec::new()),
+            ));
+        }
+        if ks.row_dirty || !ks.has_row {
+            out.push(StateRow::new(
+                metric,
+                StateTable::Key,
+                0,
+                key,
+                Some(key_row(m, ks)),
+            ));
+        }
+    } else if ks.has_row {
+        out.push(StateRow::new(metric, StateTable::Key, 0, key, None));
+    }
+    if !ks.dirty {
+        return;
+    }
+    for o in ks.open.iter() {
+        out.push(StateRow::new(
+            metric,
+            StateTable::Open,
+            o.start,
+            key,
+            Some(o.summary.to_stored()),
+        ));
+    }
 }
 
 /// Whether a key needs a key row: a count metric's key always (its histogram and the starts

@@ -153,6 +153,11 @@ impl KeyTable {
         self.states.iter_mut().map(|(k, ks)| (&*k, ks))
     }
 
+    /// The keys and their states, in the table's order (a close splits them between threads).
+    pub(super) fn states_mut(&mut self) -> &mut [(Key, KeyState)] {
+        &mut self.states
+    }
+
     pub(super) fn values(&self) -> impl Iterator<Item = &KeyState> {
         self.states.iter().map(|(_, ks)| ks)
     }

@@ -39,8 +39,9 @@ use crate::RunError;
 /// A store the run's thread may hand to the committer.
 pub(super) type SendStore<'r> = &'r mut (dyn Store + Send);
 
-/// Parts the run may have sent that the committer has not taken yet: the run waits past them.
-pub(super) const PARTS_IN_FLIGHT: usize = 2;
+/// Parts the run may have sent that the committer has not taken yet: the run waits past them
+/// (a part is about one close's buckets).
+pub(super) const PARTS_IN_FLIGHT: usize = 4;
 
 /// What the run sends into the transaction the committer holds open.
 pub(super) enum Part {

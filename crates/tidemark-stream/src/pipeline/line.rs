@@ -149,14 +149,14 @@ pub(super) trait LineSource {
     fn resume(&mut self) -> Result<(), RunError>;
 
     /// Parses the lines from here on ahead, in a thread of their own, with `ex` (the run's
-    /// extractor), holding each metric's (named in `names`) keys and items to `limits`: a
+    /// extractor), holding each metric's (named in `names`) keys and items to `bounds`: a
     /// regular file read to its end, a named pipe and standard input do (see
     /// [`super::parse`]); a followed file and a message source read on in the run's thread.
     fn parse_ahead(
         &mut self,
         _ex: &crate::record::Extractor,
         _names: &[String],
-        _limits: crate::config::Limits,
+        _bounds: super::parse::Bounds,
     ) -> Result<(), RunError> {
         Ok(())
     }

@@ -44,9 +44,12 @@
 //! # Threads
 //!
 //! With [`RunOptions::threads`] of two or more, a regular file read to its end, a named
-//! pipe or standard input is split and parsed by a thread of its own (`parse`), and checkpoints are written into the store by
-//! another (`committer`) while the run reads on. The engine, and the order of what it is
-//! fed, are those of a one-thread run: so are the answers, alerts and stored rows.
+//! pipe or standard input is split and parsed by a thread of their own (`parse`); the buckets
+//! the engine closes are written into an open transaction of the store by another
+//! (`committer`), which commits it with the rest of each checkpoint, while the run reads on;
+//! and a close of a metric with many keys splits them between threads (each key's close is
+//! its own). The engine, and the order of what it is fed, are those of a one-thread run: so
+//! are the answers, alerts and stored rows.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -112,9 +115,10 @@ pub struct RunOptions<'a> {
     /// Called after each checkpoint committed (and quiet keys spilled, when due).
     pub on_checkpoint: Option<&'a mut dyn FnMut(&Checkpointed)>,
     /// Threads the run may use: with two or more, the lines of a regular file, a named pipe or
-    /// standard input are split and parsed in a thread of their own while the run's thread feeds the engine,
-    /// and checkpoints are written by a committer thread (0 and 1: one thread). The answers,
-    /// alerts and stored rows are the same either way.
+    /// standard input are split and parsed in a thread of their own while the run's thread
+    /// feeds the engine, closed buckets and checkpoints are written by a committer thread,
+    /// and a close of many keys splits them over up to this many threads (0 and 1: one
+    /// thread). The answers, alerts and stored rows are the same either way.
     pub threads: usize,
 }
 
@@ -218,7 +222,8 @@ pub fn run(
     }
     let ctx = CommitCtx::new(config);
     let names = ctx.names.clone();
-    let (engine, mut state, resumed) = resume::restore(config, store, ctx.fingerprint)?;
+    let (mut engine, mut state, resumed) = resume::restore(config, store, ctx.fingerprint)?;
+    engine.set_threads(threads);
     let stdin_new = resume::prepare(&mut state, &opts)?;
     let how = Reading {
         max_line: config.input.limits.line,
@@ -272,7 +277,7 @@ pub fn run(
             }
             source.resume()?;
             if threads > 1 {
-                source.parse_ahead(&r.ex, &names, config.input.limits)?;
+                source.parse_ahead(&r.ex, &names, parse::Bounds::of(config))?;
             }
             match r.read(&mut *source)? {
                 Ended::Rotated => {

@@ -26,7 +26,7 @@
 //! the error is the one a one-thread run gives); a batch holds at most [`LINES_PER_BATCH`]
 //! lines and about [`BATCH_BYTES`] of keys, items and error messages (its last line may pass
 //! that by its own, at most about a line's length: a JSON parser's error quotes the string it
-//! refused); at most [`BATCHES_AHEAD`] batches wait, with one being filled, one being read and
+//! refused); at most [`Bounds::ahead`] batches wait, with one being filled, one being read and
 //! a few emptied ones kept for reuse (one that grew past twice the bound gives its room back).
 //! When the run is done with the lines (the end, a bad line it stops on, a signal), the
 //! thread stops at its next line.
@@ -60,8 +60,30 @@ pub(super) const LINES_PER_BATCH: usize = 512;
 /// Key and item bytes a batch holds before it is handed over (its last record may pass it by
 /// its own keys and items, each within the input's limits).
 const BATCH_BYTES: usize = 1 << 17;
-/// Batches parsed ahead of the engine, at most.
-const BATCHES_AHEAD: usize = 16;
+/// What bounds a parse thread: the limits a record's keys and items are held to, and the
+/// batches it parses ahead of the engine at most ([`Bounds::of`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bounds {
+    pub limits: Limits,
+    pub ahead: usize,
+}
+
+impl Bounds {
+    /// The bounds of a run of `config`: its limits, and batches ahead taking at most a
+    /// sixty-fourth of its memory budget ([`BATCH_BYTES`] each), from 16 to 128 (16 MiB, the
+    /// default budget's). Many batches ahead cover the scheduler's slice in which this thread
+    /// may not run while the engine and the committer hold both cores of a 2-core machine:
+    /// with 16 the engine waited about 4 ms at a time, once every few closes, and 64 made the
+    /// run 0.92× the wall time; a small budget keeps the few it had (under `--max-memory
+    /// 16MiB` 64 batches raised the run's peak from 50 to as much as 81 MiB).
+    pub(super) fn of(config: &crate::config::Config) -> Bounds {
+        let ahead = (config.checkpoint.max_memory / 64 / BATCH_BYTES as u64).clamp(16, 128);
+        Bounds {
+            limits: config.input.limits,
+            ahead: ahead as usize,
+        }
+    }
+}
 
 /// What one line was.
 enum What {
@@ -234,7 +256,7 @@ pub(super) struct ParseRules {
     pub skip_bad: bool,
     /// Per metric, its name (for a limit's message).
     pub names: Vec<String>,
-    pub limits: Limits,
+    pub bounds: Bounds,
 }
 
 /// The thread: parses `lines` into batches until their end, or until the run stops taking
@@ -300,10 +322,12 @@ fn parse_thread<R: BufRead>(
                         ex.parse(text).map(Some)
                     });
                     match parsed {
-                        Ok(Some(rec)) => match check_limits(&rec, &rules.names, rules.limits) {
-                            Ok(()) => batch.push_record(&rec, number, end),
-                            Err(e) => batch.push_oversized(rec.time(), e, number, end),
-                        },
+                        Ok(Some(rec)) => {
+                            match check_limits(&rec, &rules.names, rules.bounds.limits) {
+                                Ok(()) => batch.push_record(&rec, number, end),
+                                Err(e) => batch.push_oversized(rec.time(), e, number, end),
+                            }
+                        }
                         Ok(None) => batch.lines.push(ParsedLine {
                             number,
                             end,
@@ -387,8 +411,8 @@ impl ParseAhead {
         rules: ParseRules,
         name: &str,
     ) -> Result<ParseAhead, Box<Lines<R>>> {
-        let (out, batches) = sync_channel(BATCHES_AHEAD);
-        let (spare, spares) = sync_channel(BATCHES_AHEAD + 2);
+        let (out, batches) = sync_channel(rules.bounds.ahead);
+        let (spare, spares) = sync_channel(rules.bounds.ahead + 2);
         // The lines go to the thread once it runs, so that a thread that cannot start leaves
         // them (and what a stream's buffer holds) to the caller.
         let (give, take) = sync_channel::<Lines<R>>(1);
@@ -443,7 +467,7 @@ impl ParseAhead {
         lines: Lines<R>,
         ex: &Extractor,
         names: Vec<String>,
-        limits: Limits,
+        bounds: Bounds,
         name: &str,
     ) -> Result<ParseAhead, Box<Lines<R>>> {
         let rules = ParseRules {
@@ -451,7 +475,7 @@ impl ParseAhead {
             open_ended: false,
             skip_bad: false,
             names,
-            limits,
+            bounds,
         };
         let at = (lines.offset, lines.line);
         ParseAhead::start(lines, true, |_| Ok(()), at, ex, rules, name)

@@ -156,8 +156,13 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     }
 
     /// Sends the checkpoint, taken from the engine now, into the committer's open
-    /// transaction; with `keep`, the committer keeps the store for the next one.
+    /// transaction; with `keep`, the committer keeps the store for the next one. Its closed
+    /// buckets go first, on their own: the committer writes them while the run's thread
+    /// takes the keys' state rows.
     fn send_checkpoint(&mut self, keep: bool) -> Result<(), RunError> {
+        if self.engine.closed_count() > 0 {
+            self.send_closed()?;
+        }
         let pending = self.ctx.take(
             &mut self.engine,
             &*self.view,

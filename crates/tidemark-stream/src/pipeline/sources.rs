@@ -22,11 +22,11 @@ use super::input::{self, Lines};
 use super::line::{
     input_error, Line, LineSource, Next, OpenFile, Pause, Reading, Waited, DIRECTORY,
 };
+use super::parse::Bounds;
 use super::parse::{ParseAhead, ParseRules};
 use super::state::RunState;
 use super::stdin::StdinSource;
 use super::{resume, RunOptions};
-use crate::config::Limits;
 use crate::record::Extractor;
 use crate::RunError;
 
@@ -304,7 +304,7 @@ impl LineSource for FileSource {
         &mut self,
         ex: &Extractor,
         names: &[String],
-        limits: Limits,
+        bounds: Bounds,
     ) -> Result<(), RunError> {
         if self.follow.is_some() || self.ahead.is_some() {
             return Ok(());
@@ -329,7 +329,7 @@ impl LineSource for FileSource {
             open_ended: self.open_ended,
             skip_bad: self.skip_bad,
             names: names.to_vec(),
-            limits,
+            bounds,
         };
         // A thread that cannot start leaves the file to this source's own lines, which
         // stand where they stood.
@@ -477,12 +477,12 @@ impl LineSource for PipeSource {
         &mut self,
         ex: &Extractor,
         names: &[String],
-        limits: Limits,
+        bounds: Bounds,
     ) -> Result<(), RunError> {
         let Some(lines) = self.lines.take() else {
             return Ok(());
         };
-        match ParseAhead::stream(lines, ex, names.to_vec(), limits, &self.name) {
+        match ParseAhead::stream(lines, ex, names.to_vec(), bounds, &self.name) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }

@@ -16,9 +16,9 @@ use std::io::{self, BufReader, Stdin};
 
 use super::input::Lines;
 use super::line::{input_error, Line, LineSource, Next, Reading};
+use super::parse::Bounds;
 use super::parse::ParseAhead;
 use super::state::{RunState, FINGERPRINT_SPAN};
-use crate::config::Limits;
 use crate::record::Extractor;
 use crate::RunError;
 
@@ -34,7 +34,7 @@ pub(super) struct StdinSource {
     ahead: Option<ParseAhead>,
     /// What a parse thread needs, asked for ([`LineSource::parse_ahead`]) and not started
     /// yet (until the head is whole).
-    ahead_wanted: Option<(Extractor, Vec<String>, Limits)>,
+    ahead_wanted: Option<(Extractor, Vec<String>, Bounds)>,
     head: StdinHead,
     /// The committed position: (offset, lines before it).
     resume_at: (u64, u64),
@@ -85,12 +85,12 @@ impl StdinSource {
         if self.ahead_wanted.is_none() || !self.head.whole() {
             return;
         }
-        let (Some(lines), Some((ex, names, limits))) =
+        let (Some(lines), Some((ex, names, bounds))) =
             (self.lines.take(), self.ahead_wanted.take())
         else {
             return;
         };
-        match ParseAhead::stream(lines, &ex, names, limits, NAME) {
+        match ParseAhead::stream(lines, &ex, names, bounds, NAME) {
             Ok(ahead) => self.ahead = Some(ahead),
             Err(lines) => self.lines = Some(*lines),
         }
@@ -148,12 +148,12 @@ impl LineSource for StdinSource {
         &mut self,
         ex: &Extractor,
         names: &[String],
-        limits: Limits,
+        bounds: Bounds,
     ) -> Result<(), RunError> {
         if self.lines.is_none() {
             return Ok(());
         }
-        self.ahead_wanted = Some((ex.clone(), names.to_vec(), limits));
+        self.ahead_wanted = Some((ex.clone(), names.to_vec(), bounds));
         self.start_ahead();
         Ok(())
     }
