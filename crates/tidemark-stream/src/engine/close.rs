@@ -78,6 +78,7 @@ impl Engine {
             shape: &m.shape,
             close: &close,
             min_limit: m.min_limit,
+            early: m.early,
         };
         let mut done = KeysClosed {
             closed: std::mem::take(&mut out.closed),
@@ -145,6 +146,8 @@ struct KeyClose<'a> {
     close: &'a Close,
     /// The smallest limit of the metric's rules.
     min_limit: f64,
+    /// Whether a rule of the metric alerts early.
+    early: bool,
 }
 
 impl KeyClose<'_> {
@@ -185,6 +188,15 @@ impl KeyClose<'_> {
             Slid::Kept => {
                 if let Some((est, window)) = self.window_to_evaluate(ks) {
                     self.evaluate(key.as_bytes(), ks, est, window, done);
+                }
+                if self.early {
+                    if let Some(WindowState::Buckets(r)) = &mut ks.window {
+                        // The window of the next close (the next bucket's), whose bound the
+                        // key's next event reads for early alerts: summed now, while the
+                        // key's buckets are in the cache.
+                        let end = self.close.end + self.cfg.bucket;
+                        r.prime_upper_from(end.saturating_sub(self.cfg.window));
+                    }
                 }
             }
         }

@@ -55,6 +55,11 @@ pub(super) struct ClosedBuckets {
     heap: usize,
     /// The window's aggregation, once the key's window has been merged (distinct metrics).
     aggregation: Option<Box<Aggregation>>,
+    /// The last [`ClosedBuckets::upper_from`] asked, `(from, sum)`, until a bucket enters,
+    /// leaves or changes: a close asks it for the next window's early alerts while the
+    /// buckets are in the cache (see [`ClosedBuckets::prime_upper_from`]), and the key's
+    /// first event after it then reads the key's state alone.
+    upper_memo: Option<(u64, f64)>,
 }
 
 /// A sliding-window aggregation of the ring's buckets (the "two stacks" of a queue): the
@@ -171,6 +176,7 @@ fn bound_of(s: &Summary) -> Option<u64> {
 
 impl ClosedBuckets {
     fn enter(&mut self, s: &Summary) {
+        self.upper_memo = None;
         self.heap += ENTRY_BYTES + s.heap_bytes();
         if let Some(b) = &mut self.bounds {
             b.add(s);
@@ -178,6 +184,7 @@ impl ClosedBuckets {
     }
 
     fn leave(&mut self, s: &Summary) {
+        self.upper_memo = None;
         self.heap -= ENTRY_BYTES + s.heap_bytes();
         if let Some(b) = &mut self.bounds {
             b.remove(s);
@@ -229,6 +236,7 @@ impl ClosedBuckets {
         match self.buckets.get_mut(at) {
             Some((s0, b)) if *s0 == start => {
                 // As the bucket leaving and coming back.
+                self.upper_memo = None;
                 self.heap -= b.heap_bytes();
                 if let Some(bounds) = &mut self.bounds {
                     bounds.remove(b);
@@ -267,6 +275,22 @@ impl ClosedBuckets {
     /// once, the first time it is asked for, and kept from then on) less the few oldest
     /// buckets before `from`.
     pub(super) fn upper_from(&mut self, from: u64) -> f64 {
+        if let Some((f, sum)) = self.upper_memo {
+            if f == from {
+                return sum;
+            }
+        }
+        let sum = self.upper_from_buckets(from);
+        self.upper_memo = Some((from, sum));
+        sum
+    }
+
+    /// [`ClosedBuckets::upper_from`] asked ahead, while the buckets are in the cache.
+    pub(super) fn prime_upper_from(&mut self, from: u64) {
+        self.upper_from(from);
+    }
+
+    fn upper_from_buckets(&mut self, from: u64) -> f64 {
         let mut bounds = *self.bounds.get_or_insert_with(|| {
             let mut b = Bounds::default();
             self.buckets.iter().for_each(|(_, s)| b.add(s));
@@ -395,6 +419,40 @@ mod tests {
             .filter(|(s, _)| *s >= from)
             .map(|(_, s)| s.upper())
             .sum()
+    }
+
+    /// The sum asked last is kept until the ring changes: whatever enters, leaves or takes a
+    /// late event, the next answer is the buckets' own sum again.
+    #[test]
+    fn a_kept_upper_sum_follows_every_change_of_the_ring() {
+        let shape = shape(1);
+        let w = shape.width();
+        let bucket = |start: u64, items: u64| {
+            let mut s = shape.empty(start);
+            (0..items).for_each(|i| s.add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ start, b"x"));
+            s
+        };
+        let mut ring = ClosedBuckets::default();
+        for k in 0..4u64 {
+            ring.push_back(k * w, bucket(k * w, k + 1));
+        }
+        let check = |ring: &mut ClosedBuckets, from: u64| {
+            let want = summed(ring, from);
+            assert_eq!(ring.upper_from(from), want, "from {from}");
+            // Asked again, kept: the same.
+            assert_eq!(ring.upper_from(from), want, "from {from}, kept");
+        };
+        check(&mut ring, w);
+        ring.prime_upper_from(2 * w);
+        ring.push_back(4 * w, bucket(4 * w, 7));
+        check(&mut ring, 2 * w);
+        ring.add_late(3 * w, 12_345, b"late", || shape.empty(3 * w));
+        check(&mut ring, 2 * w);
+        ring.add_late(9 * w / 2, 54_321, b"late", || shape.empty(9 * w / 2));
+        check(&mut ring, 2 * w);
+        ring.drop_before(2 * w);
+        check(&mut ring, 2 * w);
+        check(&mut ring, 3 * w);
     }
 
     /// A sparse key (a bucket every third width) in a long window: the suffixes follow the
