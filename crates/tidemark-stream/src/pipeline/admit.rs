@@ -53,11 +53,14 @@ pub(super) fn admit(
         Ok(rec) => rec,
         Err(e) => return Ok(Admitted::Bad(e)),
     };
-    admit_parsed(&rec, engine, rules, rows)
+    if let Err(e) = check_record(&rec, engine, rules) {
+        return Ok(Admitted::Bad(e));
+    }
+    fed(&rec, engine, rows)
 }
 
-/// Admits a record already parsed (here, or by a parse thread): checked, and fed to
-/// `engine`.
+/// Admits a record a parse thread parsed, which held its keys and items to their limits: its
+/// time checked, and fed to `engine`.
 #[inline]
 pub(super) fn admit_parsed(
     rec: &impl Fields,
@@ -65,9 +68,19 @@ pub(super) fn admit_parsed(
     rules: &Rules<'_>,
     rows: &mut StoreRows<'_>,
 ) -> Result<Admitted, EngineError> {
-    if let Err(e) = check_record(rec, engine, rules) {
+    if let Err(e) = check_time(rec.time(), engine, rules) {
         return Ok(Admitted::Bad(e));
     }
+    fed(rec, engine, rows)
+}
+
+/// Feeds a record checked to `engine`.
+#[inline]
+fn fed(
+    rec: &impl Fields,
+    engine: &mut Engine,
+    rows: &mut StoreRows<'_>,
+) -> Result<Admitted, EngineError> {
     let time = rec.time();
     feed(engine, rec, rows)?;
     Ok(Admitted::Fed(time))
