@@ -28,7 +28,7 @@
 //!   most a dense sketch, counted toward the memory budget.
 //!
 //! (Per key with a window, aggregated or not: 16 bytes for the sum, 8 for the heap's count,
-//! 8 for the pointer.)
+//! 8 for the pointer, 24 for the last sum asked from a start.)
 
 use std::collections::VecDeque;
 

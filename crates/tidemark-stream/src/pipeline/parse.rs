@@ -69,13 +69,17 @@ pub(super) struct Bounds {
 }
 
 impl Bounds {
-    /// The bounds of a run of `config`: its limits, and batches ahead taking at most a
-    /// sixty-fourth of its memory budget ([`BATCH_BYTES`] each), from 16 to 128 (16 MiB, the
-    /// default budget's). Many batches ahead cover the scheduler's slice in which this thread
-    /// may not run while the engine and the committer hold both cores of a 2-core machine:
-    /// with 16 the engine waited about 4 ms at a time, once every few closes, and 64 made the
-    /// run 0.92× the wall time; a small budget keeps the few it had (under `--max-memory
-    /// 16MiB` 64 batches raised the run's peak from 50 to as much as 81 MiB).
+    /// The bounds of a run of `config`: its limits, and as many batches ahead as a
+    /// sixty-fourth of its memory budget holds at [`BATCH_BYTES`] of keys and items each,
+    /// from 16 (as many as before this bound, whatever the budget) to 128 (the default 1 GiB
+    /// budget's). A batch holds more than its keys and items — its records' offsets, its line
+    /// ends, room kept for reuse up to twice the bound — so this is the count, not a byte
+    /// bound: measured, the fan-out demo's peak with 128 was about 15 MiB above its peak with
+    /// 16, and under `--max-memory 16MiB` 64 batches had raised a run's peak from 50 to as
+    /// much as 81 MiB (hence the scaling). Many batches ahead cover the scheduler's slice in
+    /// which this thread may not run while the engine and the committer hold both cores of a
+    /// 2-core machine: with 16 the engine waited about 4 ms at a time, once every few closes,
+    /// and 64 made the run 0.92× the wall time.
     pub(super) fn of(config: &crate::config::Config) -> Bounds {
         let ahead = (config.checkpoint.max_memory / 64 / BATCH_BYTES as u64).clamp(16, 128);
         Bounds {

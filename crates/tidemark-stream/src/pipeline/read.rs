@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::admit::{admit, admit_parsed, check_time, line_text, too_long, Admitted, Rules};
 use super::checkpoint::{spill, CommitCtx, Interval};
-use super::committer::{Committer, Part, SendStore};
+use super::committer::{AwayView, Committer, Part, SendStore};
 use super::follow;
 use super::line::{Line, LineSource, Next, Pause, Waited};
 use super::parse::Parsed;
@@ -152,6 +152,8 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         };
         committer.open(store)?;
         self.open = true;
+        // Its view goes with it: the run reads nothing while the committer holds the store.
+        self.view = Box::new(AwayView);
         Ok(())
     }
 
@@ -183,7 +185,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     fn send_closed(&mut self) -> Result<(), RunError> {
         self.open_in_committer()?;
         let closed = self.engine.take_closed();
-        self.report.written_ahead += closed.len() as u64;
         let committer = self.committer.as_mut().ok_or_else(no_committer)?;
         committer.send(Part::Closed(closed))
     }
@@ -204,14 +205,22 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
             &mut self.engine,
             &mut self.state,
             &mut *self.on_alert,
-        )
+        )?;
+        // The view reads what the commit wrote (spilled keys are read back through it).
+        self.view = store.view().map_err(RunError::Store)?;
+        Ok(())
     }
 
-    /// Whether the next checkpoint may be written while the run reads on: there is a
-    /// committer, the engine never reads the store (see [`super::committer`]) and the source
-    /// does nothing on a commit.
+    /// Whether closed buckets may be written while the run reads on: there is a committer,
+    /// and the engine never reads the store (see [`super::committer`]).
+    fn writes_ahead(&self) -> bool {
+        self.committer.is_some() && !self.engine.reads_store()
+    }
+
+    /// Whether the next checkpoint may be written while the run reads on: buckets may be,
+    /// and the source does nothing on a commit.
     fn commits_async(&self, source: &dyn LineSource) -> bool {
-        self.committer.is_some() && !self.engine.reads_store() && source.commits_async()
+        self.writes_ahead() && source.commits_async()
     }
 
     /// A checkpoint sent to the committer (the one before it landed first); the run reads
@@ -241,9 +250,6 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     /// the least recently active quiet keys then leave memory.
     pub fn checkpoint(&mut self, spill_keys: bool) -> Result<(), RunError> {
         self.commit_now()?;
-        if let Some(store) = &self.store {
-            self.view = store.view().map_err(RunError::Store)?;
-        }
         if spill_keys {
             self.spill_at = spill(&mut self.engine, self.ctx.config.checkpoint.max_memory)?;
             self.report.spills += 1;
@@ -485,9 +491,11 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         };
         let since = self.interval.since;
         let commits_async = !over && self.commits_async(&*source);
-        // Whole closes only (a close's buckets are taken at once): each part is written
-        // after the one before it in the store's order.
-        if commits_async && self.engine.closed_count() >= STREAM_AT {
+        // Whole closes only (a close's buckets are taken at once): a metric's part is written
+        // after its part before in the store's order. Whatever the source does on a commit,
+        // buckets may be written ahead: only a checkpoint commits them.
+        if !over && self.writes_ahead() && self.engine.closed_count() >= STREAM_AT {
+            self.report.written_ahead += self.engine.closed_count() as u64;
             self.send_closed()?;
         }
         if decided

@@ -91,6 +91,11 @@ pub enum StoreError {
     /// A write transaction was left before its commit (the run that fed it stopped): it
     /// rolled back, with everything written in it.
     Abandoned,
+    /// A caller broke the store's contract (a bug, not the file): what it did.
+    Contract {
+        /// What was asked of the store.
+        what: &'static str,
+    },
 }
 
 impl StoreError {
@@ -135,6 +140,10 @@ impl fmt::Display for StoreError {
             StoreError::Abandoned => write!(
                 f,
                 "store: a checkpoint's transaction was left before its commit and rolled back"
+            ),
+            StoreError::Contract { what } => write!(
+                f,
+                "store: {what} (a bug in tidemark, not in the file: please report it)"
             ),
         }
     }
