@@ -234,6 +234,76 @@ fn a_bad_line_stops_a_two_thread_run_where_it_stops_one_thread() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+#[test]
+fn a_bad_line_after_buckets_written_ahead_commits_them_up_to_the_line() {
+    // 2,000 sources over 10 minutes, a malformed line at 80%: a two-thread run has written
+    // about 16,000 buckets ahead into its open transaction when it meets the line, then
+    // commits what came before the line and stops, as one thread does. Skipping bad lines,
+    // both runs then read on to the same store.
+    let d = dir("threads-bad-line-ahead");
+    let config = example("fanout.toml");
+    let log = FlowLog::generate(&FlowSpec {
+        minutes: 10,
+        users: 2_000,
+        scanners: 2,
+        seed: 5,
+        ..FlowSpec::default()
+    })
+    .to_csv();
+    let mut lines: Vec<&str> = log.lines().collect();
+    let at = lines.len() * 4 / 5;
+    lines.insert(at, "not,a,record");
+    let file = d.join("flows.csv");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let mut stopped = Vec::new();
+    for threads in ["1", "2"] {
+        let db = d.join(format!("t{threads}.db"));
+        let args = [
+            "run",
+            "--config",
+            s(&config),
+            "--db",
+            s(&db),
+            "--threads",
+            threads,
+        ];
+        let out = tidemark(&[&args[..], &[s(&file)]].concat(), "");
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            !out.status.success() && err.contains(&format!("flows.csv:{}", at + 1)),
+            "{err}"
+        );
+        stopped.push(dump(&db));
+        let out = tidemark(&[&args[..], &["--skip-bad", s(&file)]].concat(), "");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stopped.push(dump(&db));
+    }
+    assert!(
+        stopped[0].0.len() > 10_000,
+        "buckets committed before the line"
+    );
+    assert_eq!(
+        stopped[0].1.records as usize,
+        at - 1,
+        "every record before the line"
+    );
+    assert!(
+        stopped[0].0 == stopped[2].0,
+        "stored rows differ at the bad line"
+    );
+    assert_eq!(
+        stopped[0].1, stopped[2].1,
+        "committed up to a different place"
+    );
+    assert!(stopped[1].0 == stopped[3].0, "stored rows differ after it");
+    assert_eq!(stopped[1].1, stopped[3].1, "the run states differ after it");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// `tidemark run --threads 2` of `config` into `db` reading the named pipe `pipe`, started,
 /// its standard output to `stdout` and its standard error piped.
 fn spawn_on_pipe(
