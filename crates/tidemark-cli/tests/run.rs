@@ -390,6 +390,54 @@ fn sigkill_while_buckets_are_written_ahead_then_resume_equals_an_uninterrupted_r
     );
     assert_eq!(got.1.records, expected.1.records);
     assert_eq!(got.1.engine, expected.1.engine, "counters differ");
+
+    // Under a 6 MiB budget the run spills quiet keys and reads them back from the store while
+    // the committer writes the buckets ahead (the promotions of spilled keys' open rows with
+    // them); every resume after a kill reads its keys back the same way.
+    let spilling = d.join("spilling.db");
+    let budget = ["--max-memory", "24MiB"];
+    let out = tidemark(
+        &[
+            &[
+                "run",
+                "--config",
+                s(&config),
+                "--db",
+                s(&spilling),
+                "--json",
+            ][..],
+            &budget,
+            &["--threads", "2", s(&file)],
+        ]
+        .concat(),
+        "",
+    );
+    ok(&out);
+    let summary = json_lines(&out).last().unwrap().clone();
+    assert!(summary["spills"].as_u64().unwrap() > 0, "{summary}");
+    assert!(summary["written_ahead"].as_u64().unwrap() > 0, "{summary}");
+    let got = dump(&spilling);
+    assert!(got.0 == expected.0, "a spilling run stores other buckets");
+    assert_eq!(
+        got.1.engine, expected.1.engine,
+        "a spilling run counts otherwise"
+    );
+    let killed = d.join("killed-spilling.db");
+    let args = [
+        &["run", "--config", s(&config), "--db", s(&killed), "--quiet"][..],
+        &budget,
+        &["--threads", "2"],
+    ]
+    .concat();
+    let kills = run_killed_until_done(&args, &file);
+    eprintln!("spilling and written ahead: {kills} kills before the run finished");
+    let got = dump(&killed);
+    assert!(
+        got.0 == expected.0,
+        "stored buckets differ after {kills} kills, spilling"
+    );
+    assert_eq!(got.1.records, expected.1.records);
+    assert_eq!(got.1.engine, expected.1.engine, "counters differ, spilling");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

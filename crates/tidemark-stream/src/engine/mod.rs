@@ -55,6 +55,7 @@ pub use alert::AlertPhase;
 use alert::{early_due, step_early};
 pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
+pub(crate) use outputs::Ahead;
 pub use outputs::{Alert, ClosedBucket, Counters, Outputs, Rollup};
 use ring::ClosedBuckets;
 use running::Running;
@@ -382,17 +383,21 @@ impl Engine {
         std::mem::take(&mut self.out.alerts)
     }
 
-    /// Closed buckets waiting to be committed.
+    /// Closed buckets and promotions waiting to be committed.
     #[inline]
-    pub fn closed_count(&self) -> usize {
-        self.out.closed.len()
+    pub(crate) fn ahead_count(&self) -> usize {
+        self.out.closed.len() + self.out.promote.len()
     }
 
-    /// Takes the closed buckets so far, ahead of the rest of the outputs: a closed bucket is
-    /// final (a late event for it is a merge, taken with the outputs), so it may be written
-    /// before the checkpoint it belongs to, in that checkpoint's transaction.
-    pub fn take_closed(&mut self) -> Vec<ClosedBucket> {
-        std::mem::take(&mut self.out.closed)
+    /// Takes the closed buckets so far, and the promotions of the starts they closed, ahead
+    /// of the rest of the outputs: a closed bucket is final (a late event for it is a merge,
+    /// taken with the outputs), so it may be written before the checkpoint it belongs to, in
+    /// that checkpoint's transaction.
+    pub(crate) fn take_ahead(&mut self) -> Ahead {
+        Ahead {
+            promote: std::mem::take(&mut self.out.promote),
+            closed: std::mem::take(&mut self.out.closed),
+        }
     }
 
     /// Takes the outputs produced so far, with the state rows of every key changed since the

@@ -21,6 +21,15 @@ pub struct ClosedBucket {
     pub rollup: bool,
 }
 
+/// What a run's committer may write ahead of a checkpoint ([`super::Engine::take_ahead`]):
+/// the closed buckets, and before them the starts whose spilled keys' open rows the store
+/// promotes into buckets (closed buckets overwrite what a promotion moved, as in a commit).
+#[derive(Debug, Default)]
+pub(crate) struct Ahead {
+    pub promote: Vec<(usize, u64)>,
+    pub closed: Vec<ClosedBucket>,
+}
+
 /// A period whose buckets are all closed: merge them into rollup buckets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rollup {

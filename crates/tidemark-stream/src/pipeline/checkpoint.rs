@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::state::RunState;
 use super::{engine_error, AlertOut};
 use crate::config::Config;
-use crate::engine::{Alert, ClosedBucket, Engine, MetricShape, Outputs, StateTable};
+use crate::engine::{Ahead, Alert, ClosedBucket, Engine, MetricShape, Outputs, StateTable};
 use crate::state_rows::{StoreRows, TableNames};
 use crate::store::{
     Batch, BucketRef, CombineError, Meta, OpenCommit, PromoteRef, ReadTxn, RollupRef, StateRef,
@@ -168,15 +168,29 @@ impl CommitCtx<'_> {
         }
     }
 
-    /// Writes closed buckets into `commit`, ahead of the checkpoint they belong to.
-    pub fn put_closed(
+    /// Writes promotions, then closed buckets, into `commit`, ahead of the checkpoint they
+    /// belong to.
+    pub fn put_ahead(
         &self,
         t: &mut dyn Txn,
         commit: &mut OpenCommit,
-        closed: &[ClosedBucket],
+        ahead: &Ahead,
     ) -> Result<(), StoreError> {
-        let puts: Vec<BucketRef<'_>> = closed.iter().map(|b| self.bucket_ref(b)).collect();
+        commit.promote(t, &self.promote_refs(&ahead.promote))?;
+        let puts: Vec<BucketRef<'_>> = ahead.closed.iter().map(|b| self.bucket_ref(b)).collect();
         commit.put(t, &puts)
+    }
+
+    /// Promotions of `(metric, start)` as the store takes them.
+    fn promote_refs(&self, promote: &[(usize, u64)]) -> Vec<PromoteRef<'_>> {
+        promote
+            .iter()
+            .map(|&(m, start)| PromoteRef {
+                from: self.tables.name(m, StateTable::Open),
+                into: &self.names[m],
+                start,
+            })
+            .collect()
     }
 
     /// Applies what [`CommitCtx::take`] took to `commit` (which may hold closed buckets
@@ -249,15 +263,7 @@ impl CommitCtx<'_> {
             Ok(a.to_stored())
         };
         let tables = &self.tables;
-        let promote: Vec<PromoteRef<'_>> = out
-            .promote
-            .iter()
-            .map(|&(m, start)| PromoteRef {
-                from: tables.name(m, StateTable::Open),
-                into: &self.names[m],
-                start,
-            })
-            .collect();
+        let promote = self.promote_refs(&out.promote);
         let sweep: Vec<SweepRef<'_>> = out
             .sweep_before
             .iter()

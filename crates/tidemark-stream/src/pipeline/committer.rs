@@ -16,13 +16,15 @@
 //! stops the run, the run's last commit. A failed write is the run's error at that wait; a run
 //! that stops without its checkpoint leaves the transaction, which rolls back.
 //!
-//! Only an engine that never reads the store may read on while the committer holds it: one
-//! with keys spilled (or not read back since a resume: a resumed run's keys are read back at
-//! their next event) reads them from the last committed view, which must then hold the
-//! checkpoint before it ([`Engine::reads_store`]). Those runs commit in the run's thread as
-//! before. A source that acts on each commit (standard input keeps its head, a message source
-//! commits its group's offsets, a followed file) has its buckets written ahead all the same,
-//! but the run waits for each of its checkpoints to land before it goes on.
+//! An engine with keys in the store rather than in memory (spilled, or not read back since a
+//! resume: a resumed run's keys are read back at their next event; [`Engine::reads_store`])
+//! reads them through a view of the last checkpoint, which must hold every checkpoint the
+//! engine took: the run waits for each of its checkpoints to land and takes a new view before
+//! it reads on. Between checkpoints it is as in one thread, where what the engine produced
+//! since the last checkpoint is not in the view either: the buckets written ahead, and the
+//! promotions of spilled keys' open rows that go with them (before them, as in a commit).
+//! A source that acts on each commit (standard input keeps its head, a message source commits
+//! its group's offsets, a followed file) is waited for the same way.
 //!
 //! Memory: at most [`PARTS_IN_FLIGHT`] parts wait, each the buckets closed since the part
 //! before (a close's buckets: one a key held); the transaction's written pages are the
@@ -37,7 +39,7 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use super::checkpoint::{CommitCtx, Pending};
 use crate::config::Config;
-use crate::engine::ClosedBucket;
+use crate::engine::Ahead;
 use crate::store::{OpenCommit, ReadTxn, Store, StoreError, Visit};
 use crate::RunError;
 
@@ -50,18 +52,19 @@ pub(super) const PARTS_IN_FLIGHT: usize = 4;
 
 /// What the run sends into the transaction the committer holds open.
 pub(super) enum Part {
-    /// Buckets closed since the last part, written ahead of their checkpoint.
-    Closed(Vec<ClosedBucket>),
+    /// Buckets closed since the last part (and the promotions of their starts), written
+    /// ahead of their checkpoint.
+    Closed(Ahead),
     /// The checkpoint: the rest of the engine's outputs and the run state. The transaction
     /// commits; then with `keep` the committer opens the next one and keeps the store, and
     /// without it hands the store back.
     Checkpoint { pending: Box<Pending>, keep: bool },
 }
 
-/// The run's view of the store while the committer holds it: none. A view kept open would
-/// hold every page the run's commits free meanwhile (the store reuses a page only once no
-/// reader can see it), and an engine that writes ahead never reads the store, so a read here
-/// is a bug, said as such rather than answered from an old view.
+/// The run's view of the store while the committer holds it, for an engine that reads nothing
+/// back: none. A view kept open would hold every page the committer's commits free meanwhile
+/// (the store reuses a page only once no reader can see it), and such an engine never reads
+/// the store, so a read here is a bug, said as such rather than answered from an old view.
 pub(super) struct AwayView;
 
 impl AwayView {
@@ -130,7 +133,7 @@ fn serve<'r>(
                 let mut commit = OpenCommit::begin(&*t)?;
                 loop {
                     match parts.recv() {
-                        Ok(Part::Closed(closed)) => ctx.put_closed(t, &mut commit, &closed)?,
+                        Ok(Part::Closed(ahead)) => ctx.put_ahead(t, &mut commit, &ahead)?,
                         Ok(Part::Checkpoint { pending, keep: k }) => {
                             keep = k;
                             return ctx.apply(t, commit, &pending);
@@ -243,7 +246,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::engine::Engine;
+    use crate::engine::{ClosedBucket, Engine};
     use crate::pipeline::state::RunState;
     use crate::store::MemStore;
 
@@ -301,9 +304,9 @@ mod tests {
         std::thread::scope(|scope| {
             let mut c = Committer::start(scope, &config).unwrap();
             c.open(&mut store).unwrap();
-            let closed = e.take_closed();
-            assert_eq!(closed.len(), 3);
-            c.send(Part::Closed(closed)).unwrap();
+            let ahead = e.take_ahead();
+            assert_eq!(ahead.closed.len(), 3);
+            c.send(Part::Closed(ahead)).unwrap();
             // A first checkpoint with nothing of its own keeps the store: the buckets are
             // in it.
             c.send(Part::Checkpoint {
@@ -336,7 +339,7 @@ mod tests {
         std::thread::scope(|scope| {
             let mut c = Committer::start(scope, &config).unwrap();
             c.open(&mut store).unwrap();
-            c.send(Part::Closed(e.take_closed())).unwrap();
+            c.send(Part::Closed(e.take_ahead())).unwrap();
             // The run stops here (an error, a signal): no checkpoint comes.
             drop(c);
         });
@@ -395,7 +398,7 @@ mod tests {
         std::thread::scope(|scope| {
             let mut c = Committer::start(scope, &config).unwrap();
             c.open(&mut store).unwrap();
-            c.send(Part::Closed(e.take_closed())).unwrap();
+            c.send(Part::Closed(e.take_ahead())).unwrap();
             c.send(Part::Checkpoint {
                 pending: Box::new(promoting),
                 keep: false,

@@ -46,11 +46,10 @@
 //! With [`RunOptions::threads`] of two or more, a regular file read to its end, a named
 //! pipe or standard input is split and parsed by a thread of their own (`parse`); the buckets
 //! the engine closes are written into an open transaction of the store by another
-//! (`committer`), which commits it with the rest of each checkpoint, while the run reads on
-//! (an engine with nothing in the store to read back: a run on a new store that has not
-//! spilled; a resumed run writes in its own thread, as every run with one thread does);
-//! and a close or a checkpoint of a metric with many keys splits them between threads (each
-//! key's share is its own). The engine, and the order of what it is fed, are those of a
+//! (`committer`), which commits it with the rest of each checkpoint (while the run reads on,
+//! unless the engine reads keys back from the store or the source acts on a commit: then the
+//! run waits for each checkpoint to land); and a close or a checkpoint of a metric with many
+//! keys splits them between threads (each key's share is its own). The engine, and the order of what it is fed, are those of a
 //! one-thread run: so are the answers, alerts and stored rows.
 
 use std::path::PathBuf;
@@ -118,9 +117,9 @@ pub struct RunOptions<'a> {
     pub on_checkpoint: Option<&'a mut dyn FnMut(&Checkpointed)>,
     /// Threads the run may use: with two or more, the lines of a regular file, a named pipe or
     /// standard input are split and parsed in a thread of their own while the run's thread
-    /// feeds the engine, closed buckets and checkpoints are written by a committer thread
-    /// (until the engine has something in the store to read back), and a close or a
-    /// checkpoint of many keys splits them over up to this many threads (0 and 1: one thread).
+    /// feeds the engine, closed buckets and checkpoints are written by a committer thread,
+    /// and a close or a checkpoint of many keys splits them over up to this many threads (0
+    /// and 1: one thread).
     /// The answers, alerts and stored rows are the same either way.
     pub threads: usize,
 }

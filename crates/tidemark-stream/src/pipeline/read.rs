@@ -152,8 +152,12 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         };
         committer.open(store)?;
         self.open = true;
-        // Its view goes with it: the run reads nothing while the committer holds the store.
-        self.view = Box::new(AwayView);
+        // An engine that reads nothing back lets its view go with the store: a view kept
+        // open would hold every page the committer's commits free. One that reads keys back
+        // keeps the last checkpoint's, and its checkpoints are waited for (a new view each).
+        if !self.engine.reads_store() {
+            self.view = Box::new(AwayView);
+        }
         Ok(())
     }
 
@@ -162,8 +166,8 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     /// buckets go first, on their own: the committer writes them while the run's thread
     /// takes the keys' state rows.
     fn send_checkpoint(&mut self, keep: bool) -> Result<(), RunError> {
-        if self.engine.closed_count() > 0 {
-            self.send_closed()?;
+        if self.engine.ahead_count() > 0 {
+            self.send_ahead()?;
         }
         let pending = self.ctx.take(
             &mut self.engine,
@@ -180,13 +184,16 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         Ok(())
     }
 
-    /// Sends the buckets closed so far into the committer's open transaction (opening one
-    /// first): written while the run reads on, committed with the next checkpoint.
-    fn send_closed(&mut self) -> Result<(), RunError> {
+    /// Sends the buckets closed so far (and their starts' promotions) into the committer's
+    /// open transaction (opening one first): written while the run reads on, committed with
+    /// the next checkpoint; returns how many buckets.
+    fn send_ahead(&mut self) -> Result<usize, RunError> {
         self.open_in_committer()?;
-        let closed = self.engine.take_closed();
+        let ahead = self.engine.take_ahead();
+        let buckets = ahead.closed.len();
         let committer = self.committer.as_mut().ok_or_else(no_committer)?;
-        committer.send(Part::Closed(closed))
+        committer.send(Part::Closed(ahead))?;
+        Ok(buckets)
     }
 
     /// Commits everything fed so far, the store back in the run's thread afterwards: in the
@@ -211,16 +218,17 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         Ok(())
     }
 
-    /// Whether closed buckets may be written while the run reads on: there is a committer,
-    /// and the engine never reads the store (see [`super::committer`]).
+    /// Whether closed buckets may be written while the run reads on: there is a committer.
     fn writes_ahead(&self) -> bool {
-        self.committer.is_some() && !self.engine.reads_store()
+        self.committer.is_some()
     }
 
     /// Whether the next checkpoint may be written while the run reads on: buckets may be,
-    /// and the source does nothing on a commit.
+    /// the engine never reads the store (one that does reads keys back from the last
+    /// checkpoint, which must have landed: see [`super::committer`]), and the source does
+    /// nothing on a commit.
     fn commits_async(&self, source: &dyn LineSource) -> bool {
-        self.writes_ahead() && source.commits_async()
+        self.writes_ahead() && !self.engine.reads_store() && source.commits_async()
     }
 
     /// A checkpoint sent to the committer (the one before it landed first); the run reads
@@ -494,9 +502,8 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         // Whole closes only (a close's buckets are taken at once): a metric's part is written
         // after its part before in the store's order. Whatever the source does on a commit,
         // buckets may be written ahead: only a checkpoint commits them.
-        if !over && self.writes_ahead() && self.engine.closed_count() >= STREAM_AT {
-            self.report.written_ahead += self.engine.closed_count() as u64;
-            self.send_closed()?;
+        if !over && self.writes_ahead() && self.engine.ahead_count() >= STREAM_AT {
+            self.report.written_ahead += self.send_ahead()? as u64;
         }
         if decided
             && (over

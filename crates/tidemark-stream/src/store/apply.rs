@@ -220,8 +220,22 @@ impl OpenCommit {
         })
     }
 
-    /// Writes closed buckets (overwriting): a part of the batch's `puts`, ahead of it. A
-    /// batch with promotions cannot follow (see [`OpenCommit::finish`]).
+    /// Promotes starts' open rows into buckets: a part of the batch's `promote`, ahead of it
+    /// and of the closed buckets of those starts (see [`OpenCommit::finish`]).
+    pub(crate) fn promote(
+        &mut self,
+        t: &mut dyn Txn,
+        starts: &[PromoteRef<'_>],
+    ) -> Result<(), StoreError> {
+        for p in starts {
+            promote(t, &mut self.digests, p)?;
+        }
+        Ok(())
+    }
+
+    /// Writes closed buckets (overwriting): a part of the batch's `puts`, ahead of it, after
+    /// the promotions of their starts. A batch with promotions cannot follow (see
+    /// [`OpenCommit::finish`]).
     pub(crate) fn put(
         &mut self,
         t: &mut dyn Txn,
@@ -244,8 +258,8 @@ impl OpenCommit {
     pub(crate) fn finish(mut self, t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
         // A promotion moves every open row of its start, a key read back since it spilled
         // included (its row stale), and the closed buckets then overwrite them: buckets
-        // written before the promotions could be overwritten by those stale rows. Only an
-        // engine with nothing spilled writes buckets ahead, and it promotes nothing.
+        // written before the promotions could be overwritten by those stale rows. Written
+        // ahead, promotions go with the buckets of their starts, before them.
         if self.ahead && !b.promote.is_empty() {
             return Err(StoreError::Contract {
                 what: "promotions after closed buckets written ahead of them",
