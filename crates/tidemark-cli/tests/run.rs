@@ -391,7 +391,7 @@ fn sigkill_while_buckets_are_written_ahead_then_resume_equals_an_uninterrupted_r
     assert_eq!(got.1.records, expected.1.records);
     assert_eq!(got.1.engine, expected.1.engine, "counters differ");
 
-    // Under a 6 MiB budget the run spills quiet keys and reads them back from the store while
+    // Under a 24 MiB budget the run spills quiet keys and reads them back from the store while
     // the committer writes the buckets ahead (the promotions of spilled keys' open rows with
     // them); every resume after a kill reads its keys back the same way.
     let spilling = d.join("spilling.db");

@@ -393,6 +393,8 @@ impl Engine {
     /// of the rest of the outputs: a closed bucket is final (a late event for it is a merge,
     /// taken with the outputs), so it may be written before the checkpoint it belongs to, in
     /// that checkpoint's transaction.
+    /// (The engine still counts the buckets taken in [`Engine::memory`] until the next
+    /// [`Engine::take_outputs`], as if it held them: its spills come when one thread's do.)
     pub(crate) fn take_ahead(&mut self) -> Ahead {
         Ahead {
             promote: std::mem::take(&mut self.out.promote),

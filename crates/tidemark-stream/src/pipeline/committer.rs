@@ -384,8 +384,9 @@ mod tests {
 
     #[test]
     fn promotions_after_buckets_written_ahead_are_refused_and_the_view_reads_nothing() {
-        // Only an engine with nothing spilled writes ahead, and it promotes nothing; a batch
-        // that breaks this is refused (its stale open rows would overwrite the buckets).
+        // Written ahead, promotions go in the part with the buckets of their starts, before
+        // them; a batch with promotions after buckets written ahead is refused (its stale
+        // open rows would overwrite the buckets).
         let config = Config::from_toml(CONFIG).unwrap();
         let mut store = MemStore::default();
         let mut e = fed(&config);
