@@ -195,7 +195,7 @@ impl KeyClose<'_> {
                         // key's next event reads for early alerts: summed now, while the
                         // key's buckets are in the cache.
                         let end = self.close.end + self.cfg.bucket;
-                        r.prime_upper_from(end.saturating_sub(self.cfg.window));
+                        r.upper_from(end.saturating_sub(self.cfg.window));
                     }
                 }
             }

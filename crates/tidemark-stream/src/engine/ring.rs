@@ -57,7 +57,7 @@ pub(super) struct ClosedBuckets {
     aggregation: Option<Box<Aggregation>>,
     /// The last [`ClosedBuckets::upper_from`] asked, `(from, sum)`, until a bucket enters,
     /// leaves or changes: a close asks it for the next window's early alerts while the
-    /// buckets are in the cache (see [`ClosedBuckets::prime_upper_from`]), and the key's
+    /// buckets are in the cache (`KeyClose::close_key`, in the close), and the key's
     /// first event after it then reads the key's state alone.
     upper_memo: Option<(u64, f64)>,
 }
@@ -285,11 +285,6 @@ impl ClosedBuckets {
         sum
     }
 
-    /// [`ClosedBuckets::upper_from`] asked ahead, while the buckets are in the cache.
-    pub(super) fn prime_upper_from(&mut self, from: u64) {
-        self.upper_from(from);
-    }
-
     fn upper_from_buckets(&mut self, from: u64) -> f64 {
         let mut bounds = *self.bounds.get_or_insert_with(|| {
             let mut b = Bounds::default();
@@ -443,7 +438,7 @@ mod tests {
             assert_eq!(ring.upper_from(from), want, "from {from}, kept");
         };
         check(&mut ring, w);
-        ring.prime_upper_from(2 * w);
+        ring.upper_from(2 * w);
         ring.push_back(4 * w, bucket(4 * w, 7));
         check(&mut ring, 2 * w);
         ring.add_late(3 * w, 12_345, b"late", || shape.empty(3 * w));
