@@ -382,6 +382,88 @@ mod tests {
         );
     }
 
+    /// A store whose open table holds a stale row of key `a` at start 0 (another bucket's
+    /// bytes, as a key spilled before its last events would have left).
+    fn with_stale_open_row(stale: &[u8]) -> MemStore {
+        let mut store = MemStore::default();
+        store
+            .write(&mut |t| t.put("~open/n", 0, b"a", stale).map(|_| ()))
+            .unwrap();
+        store
+    }
+
+    #[test]
+    fn a_part_promotes_its_starts_before_its_buckets_so_a_stale_open_row_never_wins() {
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut e = fed(&config);
+        let mut ahead = e.take_ahead();
+        let fresh = |a: &Ahead, start: u64, key: &[u8]| {
+            let b = a.closed.iter().find(|b| b.start == start && *b.key == *key);
+            b.map(|b| b.bytes.clone()).unwrap()
+        };
+        // The stale row: key `a`'s bucket 0 as another run's two events made it.
+        let mut other = Engine::new(&config).unwrap();
+        other.observe(5);
+        other.add(0, 5, b"a", 1);
+        other.add(0, 6, b"a", 9);
+        other.observe(3_000);
+        let (a0, stale) = (fresh(&ahead, 0, b"a"), fresh(&other.take_ahead(), 0, b"a"));
+        assert_ne!(a0, stale, "the stale row must differ from the bucket");
+        let mut store = with_stale_open_row(&stale);
+        ahead.promote.push((0, 0));
+        std::thread::scope(|scope| {
+            let mut c = Committer::start(scope, &config).unwrap();
+            c.open(&mut store).unwrap();
+            c.send(Part::Closed(ahead)).unwrap();
+            let last = pending(&config, &MemStore::default(), &mut e);
+            c.send(Part::Checkpoint {
+                pending: Box::new(last),
+                keep: false,
+            })
+            .unwrap();
+            assert!(c.wait().unwrap().is_some(), "handed back");
+        });
+        assert_eq!(store.get("n", b"a", 0).unwrap(), Some(a0), "the bucket won");
+        let mut open = 0;
+        store
+            .scan("~open/n", 0, u64::MAX, &mut |_, _, _| open += 1)
+            .unwrap();
+        assert_eq!(open, 0, "the promotion moved the open row");
+    }
+
+    #[test]
+    fn a_promotion_of_a_start_whose_buckets_were_written_ahead_is_refused() {
+        let config = Config::from_toml(CONFIG).unwrap();
+        let mut e = fed(&config);
+        let ahead = e.take_ahead();
+        let b0 = ahead
+            .closed
+            .iter()
+            .find(|b| b.start == 0)
+            .unwrap()
+            .bytes
+            .clone();
+        let mut store = with_stale_open_row(&b0);
+        let late = Ahead {
+            promote: vec![(0, 0)],
+            closed: Vec::new(),
+        };
+        std::thread::scope(|scope| {
+            let mut c = Committer::start(scope, &config).unwrap();
+            c.open(&mut store).unwrap();
+            c.send(Part::Closed(ahead)).unwrap();
+            // The committer may fail before the run's next send: the error comes from one
+            // or the other.
+            let err = c.send(Part::Closed(late)).err().or_else(|| c.wait().err());
+            assert!(
+                matches!(err, Some(RunError::Store(StoreError::Contract { .. }))),
+                "{err:?}"
+            );
+        });
+        assert!(stored(&store).is_empty(), "rolled back");
+        assert!(store.get("~open/n", b"a", 0).unwrap().is_some(), "kept");
+    }
+
     #[test]
     fn promotions_after_buckets_written_ahead_are_refused_and_the_view_reads_nothing() {
         // Written ahead, promotions go in the part with the buckets of their starts, before

@@ -1,7 +1,7 @@
 //! The store's meaning, written once above every backend: applying a [`Batch`], keeping each
 //! `(metric, start)`'s digest in step with its entries, and checking digests on the way out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
@@ -198,8 +198,10 @@ pub(super) fn commit(t: &mut dyn Txn, b: &Batch<'_>) -> Result<(), StoreError> {
 /// with every part.
 pub(crate) struct OpenCommit {
     digests: Digests,
-    /// Buckets were written before the batch ([`OpenCommit::put`]).
-    ahead: bool,
+    /// The (metric, start) pairs whose buckets were written before the batch
+    /// ([`OpenCommit::put`]): a promotion of one of them would overwrite its buckets with
+    /// the stale open rows it moves.
+    ahead: BTreeSet<(String, u64)>,
 }
 
 impl OpenCommit {
@@ -216,18 +218,24 @@ impl OpenCommit {
                 on,
                 pending: BTreeMap::new(),
             },
-            ahead: false,
+            ahead: BTreeSet::new(),
         })
     }
 
     /// Promotes starts' open rows into buckets: a part of the batch's `promote`, ahead of it
-    /// and of the closed buckets of those starts (see [`OpenCommit::finish`]).
+    /// and of the closed buckets of those starts (see [`OpenCommit::finish`]). A start whose
+    /// buckets were written already is refused: its open rows, stale, would overwrite them.
     pub(crate) fn promote(
         &mut self,
         t: &mut dyn Txn,
         starts: &[PromoteRef<'_>],
     ) -> Result<(), StoreError> {
         for p in starts {
+            if self.ahead.contains(&(p.into.to_string(), p.start)) {
+                return Err(StoreError::Contract {
+                    what: "a promotion after closed buckets of its start were written",
+                });
+            }
             promote(t, &mut self.digests, p)?;
         }
         Ok(())
@@ -241,7 +249,14 @@ impl OpenCommit {
         t: &mut dyn Txn,
         puts: &[BucketRef<'_>],
     ) -> Result<(), StoreError> {
-        self.ahead = true;
+        // A close's buckets share a few starts: a pair is looked up once a run of them.
+        let mut last: Option<(&str, u64)> = None;
+        for p in puts {
+            if last != Some((p.metric, p.start)) {
+                last = Some((p.metric, p.start));
+                self.ahead.insert((p.metric.to_string(), p.start));
+            }
+        }
         self.write(t, puts)
     }
 
@@ -260,7 +275,7 @@ impl OpenCommit {
         // included (its row stale), and the closed buckets then overwrite them: buckets
         // written before the promotions could be overwritten by those stale rows. Written
         // ahead, promotions go with the buckets of their starts, before them.
-        if self.ahead && !b.promote.is_empty() {
+        if !self.ahead.is_empty() && !b.promote.is_empty() {
             return Err(StoreError::Contract {
                 what: "promotions after closed buckets written ahead of them",
             });
