@@ -23,7 +23,7 @@ pub use crate::error::QueryError;
 use crate::kinds::quantile::{valid_quantile, MAX_QUANTILES};
 pub use crate::kinds::{Ask, Label};
 use crate::pipeline::RunState;
-use crate::store::Store;
+use crate::store::{Meta, Store};
 
 /// One key's window answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,6 +217,42 @@ fn open_metric(
     Ok((config, i, shape, marks))
 }
 
+/// The buckets `parts` hold: their distinct starts (a store in parts, one per partition, has
+/// a part of a bucket in each partition that saw the key then). `parts` come by start.
+fn starts(parts: &[(u64, Vec<u8>)]) -> u64 {
+    let changes = parts.windows(2).filter(|w| w[0].0 != w[1].0).count();
+    (changes + usize::from(!parts.is_empty())) as u64
+}
+
+/// Of the metadata of stores that each hold a part of one run (a partition's), the one whose
+/// buckets are closed least far, over every metric: a query's default time, taken from it,
+/// is one where every part has closed its buckets. The parts must share one config.
+pub fn earliest(metas: Vec<Meta>) -> Result<Option<Meta>, QueryError> {
+    let corrupt = |message: String| QueryError::Corrupt { message };
+    let mut best: Option<(u64, Meta)> = None;
+    for meta in metas {
+        if let Some((_, b)) = &best {
+            if b.fingerprint != meta.fingerprint || b.config != meta.config {
+                return Err(corrupt(
+                    "the store's parts were written under different configs".into(),
+                ));
+            }
+        }
+        let config = parsed(&meta.config).map_err(|e| corrupt(e.to_string()))?;
+        let state = RunState::from_bytes(&meta.state).map_err(|e| corrupt(e.to_string()))?;
+        let engine = Engine::restore(&config, &state.engine, &mut NoRows)
+            .map_err(|e| corrupt(e.to_string()))?;
+        let closed = (0..config.metrics.len())
+            .map(|i| engine.closed_until(i).unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        if best.as_ref().is_none_or(|(c, _)| closed < *c) {
+            best = Some((closed, meta));
+        }
+    }
+    Ok(best.map(|(_, m)| m))
+}
+
 /// Where a stored metric's buckets stand.
 struct Watermarks {
     /// Buckets starting before this are closed.
@@ -312,7 +348,7 @@ pub fn window_asking(
             }
         };
         let value = shape.kind().rank(&s, ask).value;
-        let row = |s: &Summary| row(&shape, ask, k, s, parts.len() as u64, partial(parts));
+        let row = |s: &Summary| row(&shape, ask, k, s, starts(parts), partial(parts));
         match top {
             None => rows.push(row(&s)),
             Some(n) => {

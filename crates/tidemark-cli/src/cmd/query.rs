@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use tidemark_cli::outln;
 
+use tidemark_cluster::{MergedStore, Server};
 use tidemark_stream::query::{self, Label, QueryError};
-use tidemark_stream::store::RedbStore;
+use tidemark_stream::store::{RedbStore, Store};
 use tidemark_stream::time::{parse_duration, parse_rfc3339, TimeFormat};
 
 use crate::cmd::check::{damaged, store_error};
@@ -19,6 +20,10 @@ pub struct Args {
     /// The store written by `tidemark run`.
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
+    /// Read the parts that `tidemark run --store` workers keep in Redis instead of a file:
+    /// `redis://host:port[,host:port…]` (a server, or a cluster's seed nodes), merged.
+    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    pub store: Option<String>,
     /// The metric's name.
     #[arg(long)]
     pub metric: String,
@@ -91,18 +96,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format!("expected quantiles in (0, 1] (0.99 is the p99), got {q}"),
         ));
     }
-    if !args.db.exists() {
-        return Err(UsageError::file(args.db.display(), "no such store"));
-    }
-    // Read-only: a query never takes the writer's lock (a run can start while it reads) and
-    // does not verify every page of the file (`tidemark check` does); the values it reads
-    // are checked by their checksums and digests.
-    let store = RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?;
+    let store: Box<dyn Store> = match &args.store {
+        Some(url) => {
+            let server = Server::connect(url).map_err(|e| UsageError::flag("--store", e))?;
+            Box::new(MergedStore::open(&server).map_err(|e| UsageError::flag("--store", e))?)
+        }
+        None => {
+            if !args.db.exists() {
+                return Err(UsageError::file(args.db.display(), "no such store"));
+            }
+            // Read-only: a query never takes the writer's lock (a run can start while it
+            // reads) and does not verify every page of the file (`tidemark check` does); the
+            // values it reads are checked by their checksums and digests.
+            Box::new(RedbStore::open_existing(&args.db).map_err(|e| store_error(&args.db, e))?)
+        }
+    };
+    let name = args
+        .store
+        .as_ref()
+        .map_or_else(|| args.db.clone(), PathBuf::from);
     let ask = query::Ask {
         quantiles: (!args.quantile.is_empty()).then_some(&args.quantile[..]),
     };
     let answer = query::window_asking(
-        &store,
+        &*store,
         &args.metric,
         window,
         at,
@@ -116,9 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         QueryError::BeforeRetention { .. } if args.at.is_some() => UsageError::flag("--at", e),
         QueryError::BeforeRetention { .. } => UsageError::flag("--window", e),
         QueryError::BadQuantiles { .. } => UsageError::flag("--quantile", e),
-        QueryError::Empty => UsageError::file(args.db.display(), e),
-        QueryError::Store(e) => store_error(&args.db, e),
-        QueryError::Corrupt { message } => damaged(&args.db, message),
+        QueryError::Empty => UsageError::file(name.display(), e),
+        QueryError::Store(e) => store_error(&name, e),
+        QueryError::Corrupt { message } => damaged(&name, message),
         e => anyhow::anyhow!(e),
     })?;
     // By the metric's kind, not its rows: an empty window is refused the same.

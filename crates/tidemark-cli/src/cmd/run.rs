@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use tidemark_cli::outln;
 
 use serde_json::json;
+use tidemark_cluster::{PartitionStore, Server};
 use tidemark_stream::pipeline::{self, AlertOut, Follow, RunOptions, RunReport};
-use tidemark_stream::store::RedbStore;
+use tidemark_stream::store::{RedbStore, Store};
 use tidemark_stream::RunError;
 
 use crate::cmd::check::{damaged, store_error};
@@ -35,6 +36,16 @@ pub struct Args {
     /// The store: one redb file, created if absent, resumed if present.
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
+    /// Keep the state in Redis instead of a file, as one part of a run spread over machines:
+    /// `redis://host:port[,host:port…]` (a server, or a cluster's seed nodes). Needs --part;
+    /// `tidemark query --store` reads every part merged (docs/scale-out.md).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["db", "serve"], requires = "part")]
+    pub store: Option<String>,
+    /// With --store: the part this run writes (`flows:3`: 1 to 200 of A-Z a-z 0-9 . _ : -),
+    /// claimed for this run: a run that claimed it before can no longer write it. Every
+    /// part's keys are its own (split the input by key), and a part resumes where it stopped.
+    #[arg(long, value_name = "NAME", requires = "store")]
+    pub part: Option<String>,
     /// Count and report malformed lines instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
@@ -231,6 +242,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format!("follows one named file, got {}", args.files.len()),
         ));
     }
+    if let (Some(url), Some(part)) = (&args.store, &args.part) {
+        if reads_kafka {
+            return Err(UsageError::flag(
+                "--store",
+                "a Kafka topic's partitions are not yet kept in Redis part by part; run a \
+                 file per part (docs/scale-out.md)",
+            ));
+        }
+        let server = Server::connect(url).map_err(|e| UsageError::flag("--store", e))?;
+        let mut store =
+            PartitionStore::claim(&server, part).map_err(|e| UsageError::flag("--part", e))?;
+        let started = Instant::now();
+        let report = execute(
+            &config,
+            &mut store,
+            &args,
+            Duration::from_millis(rotate_wait),
+            None,
+            None,
+        )?;
+        return finish(&args, &report, started);
+    }
     let mut store = RedbStore::open_for_run(&args.db, config.checkpoint.max_memory)
         .map_err(|e| store_error(&args.db, e))?;
     let started = Instant::now();
@@ -280,11 +313,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Err(e) = store.compact_if_loose() {
         eprintln!("tidemark: the store was not compacted: {e}");
     }
+    finish(&args, &report, started)
+}
+
+/// The run's summary.
+fn finish(args: &Args, report: &RunReport, started: Instant) -> anyhow::Result<()> {
     let secs = started.elapsed().as_secs_f64();
     if args.json {
-        outln!("{}", summary_json(&report, secs));
+        outln!("{}", summary_json(report, secs));
     } else if !args.quiet {
-        print_summary(&report, secs);
+        print_summary(report, secs);
     }
     Ok(())
 }
@@ -361,7 +399,7 @@ pub fn summary_json(r: &RunReport, secs: f64) -> serde_json::Value {
 
 fn execute(
     config: &tidemark_stream::config::Config,
-    store: &mut RedbStore,
+    store: &mut (dyn Store + Send),
     args: &Args,
     rotate_wait: Duration,
     messages: Option<tidemark_kafka::KafkaMessages<'static>>,
@@ -464,7 +502,11 @@ fn execute(
     if let Some(e) = write_err {
         return Err(e.into());
     }
-    result.map_err(|e| run_error(&args.db, e))
+    let name = args
+        .store
+        .as_ref()
+        .map_or_else(|| args.db.clone(), std::path::PathBuf::from);
+    result.map_err(|e| run_error(&name, e))
 }
 
 /// The summary on stderr: the run's figures, then each metric's counters (which are

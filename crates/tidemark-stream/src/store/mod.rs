@@ -42,6 +42,7 @@ pub(crate) use apply::{scan_verified, OpenCommit};
 pub use keyed::VerifiedStarts;
 pub use mem::MemStore;
 pub use redb_store::{cache_for, RedbStore, Space};
+pub use row_key::{row_key, split_row_key};
 
 /// A store that failed.
 #[derive(Debug)]
@@ -96,6 +97,32 @@ pub enum StoreError {
         /// What was asked of the store.
         what: &'static str,
     },
+    /// A part of a store kept in parts (one per partition, on a server) cannot have this
+    /// name.
+    PartName {
+        /// The name's first 60 characters.
+        name: String,
+        /// What a name must be.
+        expected: &'static str,
+    },
+    /// A store on a server (Redis) failed or could not be reached.
+    Remote {
+        /// The store: its server and part.
+        store: String,
+        /// The operation.
+        op: &'static str,
+        /// The client's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Another writer took the store's part since this one claimed it, or the server lost a
+    /// commit it had acknowledged (a failover): nothing was written; the part must be read
+    /// again from what the server holds.
+    Fenced {
+        /// The store: its server and part.
+        store: String,
+        /// What the server holds instead.
+        what: String,
+    },
 }
 
 impl StoreError {
@@ -145,6 +172,16 @@ impl fmt::Display for StoreError {
                 f,
                 "store: {what} (a bug in tidemark, not in the file: please report it)"
             ),
+            StoreError::PartName { name, expected } => {
+                write!(f, "a part named {name:?}: expected {expected}")
+            }
+            StoreError::Remote { store, op, source } => {
+                write!(f, "store {store}: cannot {op}: {source}")
+            }
+            StoreError::Fenced { store, what } => write!(
+                f,
+                "store {store}: not written, the part moved on without this writer ({what})"
+            ),
         }
     }
 }
@@ -155,6 +192,7 @@ impl std::error::Error for StoreError {
             StoreError::Open { source, .. } => Some(source.as_ref()),
             StoreError::Backend { source, .. } => Some(source),
             StoreError::Merge { source, .. } => Some(source),
+            StoreError::Remote { source, .. } => Some(source.as_ref()),
             _ => None,
         }
     }

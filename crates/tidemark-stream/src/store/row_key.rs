@@ -13,7 +13,7 @@
 use super::StoreError;
 
 /// The key of `(table, start, key)`.
-pub(super) fn row_key(table: &str, start: u64, key: &[u8]) -> Result<Vec<u8>, StoreError> {
+pub fn row_key(table: &str, start: u64, key: &[u8]) -> Result<Vec<u8>, StoreError> {
     let n = u8::try_from(table.len()).map_err(|_| StoreError::TableName {
         name: table.chars().take(40).collect(),
         len: table.len(),
@@ -27,7 +27,7 @@ pub(super) fn row_key(table: &str, start: u64, key: &[u8]) -> Result<Vec<u8>, St
 }
 
 /// The start and key of a row of `table` read back from a range over that table.
-pub(super) fn split_row_key<'k>(table: &str, k: &'k [u8]) -> Result<(u64, &'k [u8]), StoreError> {
+pub fn split_row_key<'k>(table: &str, k: &'k [u8]) -> Result<(u64, &'k [u8]), StoreError> {
     let at = 1 + table.len();
     match (k.first(), k.get(1..at), k.get(at..at + 8)) {
         (Some(&n), Some(name), Some(start))

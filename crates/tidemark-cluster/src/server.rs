@@ -1,0 +1,301 @@
+//! The connection to Redis: one server, or a cluster found from its seed nodes.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Client, Connection, ConnectionLike, RedisError};
+use tidemark_stream::store::StoreError;
+
+/// How long a connection attempt, and a reply, may take before the call fails (and a commit
+/// retries it).
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest `redis://` list accepted (seed nodes).
+const MAX_SEEDS: usize = 64;
+
+/// How to reach the server: what a connection is made from again after it broke.
+enum Dial {
+    One(Client),
+    Cluster(ClusterClient),
+}
+
+enum Conn {
+    One(Connection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    fn like(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Conn::One(c) => c,
+            Conn::Cluster(c) => c,
+        }
+    }
+}
+
+/// How long a call retries a server it cannot reach (or a cluster failing over) by default.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A Redis server or cluster, shared by the stores on it (one connection, used by one call at
+/// a time; the pipeline calls a store from one thread at a time).
+///
+/// A call that fails because the server cannot be reached, or a cluster is failing over, is
+/// tried again, after waits from 100 ms doubling to 5 s, for up to the server's patience (60 s
+/// unless [`Server::with_patience`]), each wait said on standard error; then it fails.
+#[derive(Clone)]
+pub struct Server {
+    /// The address as given, for messages.
+    name: Arc<str>,
+    dial: Arc<Dial>,
+    conn: Arc<Mutex<Option<Conn>>>,
+    patience: Duration,
+}
+
+impl Server {
+    /// Connects to `redis://host:port[,host:port…]`: one address is a server, or the seed of a
+    /// cluster if it answers `CLUSTER INFO`; several are a cluster's seeds.
+    pub fn connect(url: &str) -> Result<Server, StoreError> {
+        let name: Arc<str> = Arc::from(url);
+        let failed = |op: &'static str, e: RedisError| StoreError::Remote {
+            store: url.to_string(),
+            op,
+            source: Box::new(e),
+        };
+        let seeds = parse_url(url).map_err(|what| StoreError::Remote {
+            store: url.chars().take(200).collect(),
+            op: "read the store's address",
+            source: what.into(),
+        })?;
+        let cluster = || {
+            ClusterClient::builder(seeds.clone())
+                .connection_timeout(TIMEOUT)
+                .response_timeout(TIMEOUT)
+                .build()
+        };
+        let dial = if seeds.len() > 1 {
+            Dial::Cluster(cluster().map_err(|e| failed("reach the cluster", e))?)
+        } else {
+            let client = Client::open(seeds[0].as_str()).map_err(|e| failed("connect", e))?;
+            let mut c = client
+                .get_connection_with_timeout(TIMEOUT)
+                .map_err(|e| failed("connect", e))?;
+            let info: Result<String, _> = redis::cmd("CLUSTER").arg("INFO").query(&mut c);
+            match info {
+                Ok(text)
+                    if text.contains("cluster_enabled:1") || text.contains("cluster_state") =>
+                {
+                    Dial::Cluster(cluster().map_err(|e| failed("reach the cluster", e))?)
+                }
+                // "cluster support disabled": a single server.
+                _ => Dial::One(client),
+            }
+        };
+        let server = Server {
+            name,
+            dial: Arc::new(dial),
+            conn: Arc::new(Mutex::new(None)),
+            patience: PATIENCE,
+        };
+        server.call("connect", |c| redis::cmd("PING").query::<String>(c))?;
+        Ok(server)
+    }
+
+    /// The address as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How long a call retries a server it cannot reach.
+    pub fn patience(&self) -> Duration {
+        self.patience
+    }
+
+    /// This server, its calls retried for up to `patience` (see the type's doc).
+    pub fn with_patience(mut self, patience: Duration) -> Server {
+        self.patience = patience;
+        self
+    }
+
+    /// Runs `f` on the connection (made first if there is none), retrying a server it cannot
+    /// reach for the server's patience.
+    pub(crate) fn call<T>(
+        &self,
+        op: &'static str,
+        mut f: impl FnMut(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        let mut waits = Waits::new(self.patience);
+        loop {
+            match self.try_call(&mut f) {
+                Ok(v) => return Ok(v),
+                Err(e) if retryable(&e) && waits.wait(&self.name, op, &e) => {}
+                Err(e) => return Err(self.error(op, e)),
+            }
+        }
+    }
+
+    /// One try of `f`, the client's error as it is (a script's refusal is read from it). A
+    /// failure of the connection drops it, so that the next call dials again.
+    pub(crate) fn try_call<T>(
+        &self,
+        f: impl FnOnce(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        // A panic while the lock was held leaves a connection that may be mid-reply: drop it.
+        let mut slot = match self.conn.lock() {
+            Ok(g) => g,
+            Err(poisoned) => {
+                let mut g = poisoned.into_inner();
+                *g = None;
+                g
+            }
+        };
+        if slot.is_none() {
+            *slot = Some(self.dial()?);
+        }
+        let Some(conn) = slot.as_mut() else {
+            return Err(RedisError::from((
+                redis::ErrorKind::IoError,
+                "no connection",
+            )));
+        };
+        let result = f(conn.like());
+        if let Err(e) = &result {
+            if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+                *slot = None;
+            }
+        }
+        result
+    }
+
+    fn dial(&self) -> redis::RedisResult<Conn> {
+        match &*self.dial {
+            Dial::One(client) => {
+                let c = client.get_connection_with_timeout(TIMEOUT)?;
+                c.set_read_timeout(Some(TIMEOUT))?;
+                c.set_write_timeout(Some(TIMEOUT))?;
+                Ok(Conn::One(c))
+            }
+            Dial::Cluster(client) => Ok(Conn::Cluster(client.get_connection()?)),
+        }
+    }
+
+    pub(crate) fn error(&self, op: &'static str, e: RedisError) -> StoreError {
+        StoreError::Remote {
+            store: self.name.to_string(),
+            op,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// The waits between a call's tries, and whether another try is due.
+pub(crate) struct Waits {
+    began: Instant,
+    next: Duration,
+    patience: Duration,
+}
+
+impl Waits {
+    pub(crate) fn new(patience: Duration) -> Waits {
+        Waits {
+            began: Instant::now(),
+            next: Duration::from_millis(100),
+            patience,
+        }
+    }
+
+    /// Sleeps before the next try, having said why; false (at once) when the patience is spent.
+    pub(crate) fn wait(&mut self, server: &str, op: &str, e: &RedisError) -> bool {
+        let spent = self.began.elapsed();
+        if spent >= self.patience {
+            return false;
+        }
+        let wait = self.next.min(self.patience - spent);
+        eprintln!(
+            "tidemark: waiting for {server} to {op} ({e}); trying again in {} ms, for up to \
+             {} s in all",
+            wait.as_millis(),
+            self.patience.as_secs()
+        );
+        std::thread::sleep(wait);
+        self.next = (self.next * 2).min(Duration::from_secs(5));
+        true
+    }
+}
+
+/// Errors after which the same call may be tried again: the server unreachable, a reply that
+/// did not come, a cluster moving slots or failing over.
+pub(crate) fn retryable(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_cluster_error()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::TryAgain
+                | redis::ErrorKind::ClusterDown
+                | redis::ErrorKind::MasterDown
+                | redis::ErrorKind::BusyLoadingError
+                | redis::ErrorKind::ReadOnly
+        )
+}
+
+/// The seed addresses of `redis://host:port[,host:port…]`, each as `redis://host:port`.
+fn parse_url(url: &str) -> Result<Vec<String>, String> {
+    let Some(rest) = url.strip_prefix("redis://") else {
+        return Err(format!(
+            "expected redis://host:port[,host:port…], got {:?}",
+            url.chars().take(80).collect::<String>()
+        ));
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let seeds: Vec<&str> = rest.split(',').collect();
+    if seeds.len() > MAX_SEEDS {
+        return Err(format!(
+            "{} addresses, more than the {MAX_SEEDS} seeds accepted",
+            seeds.len()
+        ));
+    }
+    seeds
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let bad = |why: &str| format!("address {} ({s:?}): {why}", i + 1);
+            let (host, port) = s
+                .rsplit_once(':')
+                .ok_or_else(|| bad("expected host:port"))?;
+            if host.is_empty() || host.contains(['/', '@', ' ']) {
+                return Err(bad("expected a host name or address before the port"));
+            }
+            let port: u16 = port
+                .parse()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| bad("expected a port from 1 to 65535"))?;
+            Ok(format!("redis://{host}:{port}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_url;
+
+    #[test]
+    fn addresses_are_read_one_by_one_and_a_bad_one_is_named() {
+        assert_eq!(
+            parse_url("redis://a:1,10.0.0.2:6380/").unwrap(),
+            ["redis://a:1", "redis://10.0.0.2:6380"]
+        );
+        let err = parse_url("redis://a:1,b:0").unwrap_err();
+        assert!(err.contains("address 2") && err.contains("port"), "{err}");
+        assert!(parse_url("http://a:1").unwrap_err().contains("redis://"));
+        assert!(parse_url("redis://:1").unwrap_err().contains("host"));
+        assert!(parse_url("redis://u:p@h:1")
+            .unwrap_err()
+            .contains("address 1"));
+        let many = format!("redis://{}", vec!["h:1"; 65].join(","));
+        assert!(parse_url(&many).unwrap_err().contains("65 addresses"));
+    }
+}

@@ -1,0 +1,201 @@
+//! Real `redis-server`s (no module: the parts are plain hashes and sorted sets) on free
+//! loopback ports in temporary directories, killed at the end. Without redis-server the tests
+//! skip loudly, unless `TIDEMARK_REQUIRE_REDIS=1`, when they fail.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Writes to the real standard error, which cargo's output capture does not swallow.
+pub fn loud(msg: &str) {
+    match std::fs::OpenOptions::new().write(true).open("/dev/stderr") {
+        Ok(mut f) => {
+            let _ = writeln!(f, "{msg}");
+        }
+        Err(_) => eprintln!("{msg}"),
+    }
+}
+
+/// Whether the live tests can run; panics when they must and cannot.
+pub fn redis_available(test: &str) -> bool {
+    let ok = Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("TIDEMARK_REQUIRE_REDIS").as_deref() == Ok("1") {
+            panic!("TIDEMARK_REQUIRE_REDIS=1 but redis-server is not installed");
+        }
+        loud(&format!(
+            "\n!!! SKIPPING {test}: redis-server not found (apt-get install redis-server, \
+             or set TIDEMARK_REQUIRE_REDIS=1 to make this a failure) !!!\n"
+        ));
+    }
+    ok
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("tidemark-cluster-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A port whose cluster bus port (port + 10,000) is free too, below 65,536.
+fn free_port_pair() -> u16 {
+    let seed = std::process::id() as u64
+        ^ TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port() as u64)
+            .unwrap_or(7);
+    for i in 0..10_000u64 {
+        let p =
+            20_000 + ((seed.wrapping_mul(2_654_435_761).wrapping_add(i * 7_919)) % 25_000) as u16;
+        if TcpListener::bind(("127.0.0.1", p)).is_ok()
+            && TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok()
+        {
+            return p;
+        }
+    }
+    panic!("no free port pair");
+}
+
+/// A running `redis-server`.
+pub struct Server {
+    pub port: u16,
+    child: Child,
+}
+
+impl Server {
+    /// A server on a free port in `dir`, with `extra` arguments; `None` if it does not answer.
+    pub fn start(dir: &TempDir, extra: &[&str]) -> Option<Server> {
+        let port = free_port_pair();
+        let d = dir.0.join(port.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        Server::start_on(port, &d, extra)
+    }
+
+    /// A server on `port` with its files in `dir`.
+    pub fn start_on(port: u16, dir: &std::path::Path, extra: &[&str]) -> Option<Server> {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(dir)
+            .args(["--save", "", "--protected-mode", "no"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let mut s = Server { port, child };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if s.child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            if s.conn()
+                .is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
+            {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn conn(&self) -> Option<redis::Connection> {
+        redis::Client::open(self.url()).ok()?.get_connection().ok()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the process at once (no save), as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Three cluster masters, joined by `redis-cli --cluster create` and answering
+/// `cluster_state:ok`.
+pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
+    let extra = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+        "--cluster-node-timeout",
+        "5000",
+    ];
+    let mut nodes: Vec<Server> = Vec::new();
+    for _ in 0..20 {
+        if nodes.len() == 3 {
+            break;
+        }
+        if let Some(n) = Server::start(dir, &extra) {
+            if !nodes.iter().any(|m| m.port == n.port) {
+                nodes.push(n);
+            }
+        }
+    }
+    assert_eq!(nodes.len(), 3, "three cluster nodes started");
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for n in &nodes {
+        let start = Instant::now();
+        loop {
+            let ok = n.conn().is_some_and(|mut c| {
+                redis::cmd("CLUSTER")
+                    .arg("INFO")
+                    .query::<String>(&mut c)
+                    .is_ok_and(|i| i.contains("cluster_state:ok"))
+            });
+            if ok {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "cluster_state:ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    nodes
+}
