@@ -10,6 +10,8 @@
 //! `TIDEMARK_REQUIRE_KAFKA=1`.
 
 mod common;
+#[path = "../../tidemark-cluster/tests/common/mod.rs"]
+mod redis_common;
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
@@ -281,25 +283,19 @@ fn as_messages(lines: &[String]) -> Vec<Produced> {
 
 /// What queries of `db` answer: each metric's windows ending every 2 minutes of the log.
 fn answers(db: &Path) -> Vec<serde_json::Value> {
+    answers_of(&["--db", s(db)])
+}
+
+/// [`answers`] of the store the flags name (`--db F`, `--store URL`).
+fn answers_of(store: &[&str]) -> Vec<serde_json::Value> {
     let mut all = Vec::new();
     for metric in ["fanout", "flows"] {
         for minute in (2..=22).step_by(2) {
             let at = (1_700_000_000 + minute * 60).to_string();
-            let out = tidemark(
-                &[
-                    "query",
-                    "--db",
-                    s(db),
-                    "--metric",
-                    metric,
-                    "--window",
-                    "5m",
-                    "--at",
-                    &at,
-                    "--json",
-                ],
-                "",
-            );
+            let mut args = vec!["query", "--metric", metric, "--window", "5m"];
+            args.extend_from_slice(&["--at", &at, "--json"]);
+            args.extend_from_slice(store);
+            let out = tidemark(&args, "");
             ok(&out);
             all.extend(common::json_lines(&out));
         }
@@ -1366,4 +1362,135 @@ fn a_broker_lost_mid_run_is_waited_for_and_nothing_is_counted_twice() {
     ok(&run_until_end(&config, &db, &[]));
     assert_eq!(answers(&db), answers(&file_db));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Records the parts of `topic`'s 4 partitions hold, summed (0 for a part not written yet).
+fn part_records(server: &tidemark_cluster::Server, topic: &str) -> u64 {
+    (0..4)
+        .map(|p| {
+            let part =
+                tidemark_cluster::PartitionStore::reader(server, &format!("{topic}:{p}")).unwrap();
+            part.meta()
+                .ok()
+                .flatten()
+                .and_then(|m| RunState::from_bytes(&m.state).ok())
+                .map_or(0, |st| st.records)
+        })
+        .sum()
+}
+
+fn worker(config: &Path, url: &str, group: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "run",
+            "--config",
+            s(config),
+            "--store",
+            url,
+            "--group",
+            group,
+        ])
+        .args(["--until-end", "--close", "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs")
+}
+
+#[test]
+fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kills() {
+    let test = "kafka: scale-out workers into a Redis cluster";
+    let Some(binary) = tansu(test) else {
+        return;
+    };
+    if !redis_common::redis_available(test) {
+        return;
+    }
+    let broker = Broker::start(&binary);
+    let brokers = broker.address();
+    let d = dir("kafka-scale-out");
+    let (log, lines) = demo_log(&d);
+    let topic = "flows";
+    create_topic(&brokers, topic, 4);
+    produce(&brokers, topic, &as_messages(&lines));
+    let (file_db, _) = file_run(&d, &log);
+    let expected = answers(&file_db);
+
+    let tmp = redis_common::TempDir::new("kafka-scale-out");
+    let nodes = redis_common::start_cluster(&tmp);
+    let seeds: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let url = format!("redis://{}", seeds.join(","));
+    let server = tidemark_cluster::Server::connect(&url).unwrap();
+    let config = d.join("kafka.toml");
+    std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
+
+    // Two workers of one group each attempt (a group of its own, as the kill test's: the
+    // killed members' sessions would hold their partitions), one of them or both killed
+    // (SIGKILL) once the parts' commits pass a random point in the next third of what is
+    // left: kills between commits and during them, and rebalances as the second joins and
+    // the first leaves.
+    let total = lines.len() as u64;
+    let mut seed = std::process::id() as u64 | 1;
+    let mut random = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut kills = 0;
+    let mut progress = Vec::new();
+    for attempt in 0..6 {
+        let done = part_records(&server, topic);
+        let point = done + 1 + random() % ((total - done) / 3).max(1);
+        let group = format!("scale-{attempt}");
+        let mut children = vec![worker(&config, &url, &group), worker(&config, &url, &group)];
+        let started = Instant::now();
+        while part_records(&server, topic) < point
+            && started.elapsed() < Duration::from_secs(60)
+            && children.iter_mut().all(|c| c.try_wait().unwrap().is_none())
+        {
+            thread::sleep(Duration::from_millis(5));
+        }
+        thread::sleep(Duration::from_micros(random() % 30_000));
+        let both = random() % 2 == 0;
+        for (i, c) in children.iter_mut().enumerate() {
+            if (i == 0 || both) && c.try_wait().unwrap().is_none() {
+                c.kill().unwrap();
+                kills += 1;
+            }
+        }
+        for mut c in children {
+            let status = c.wait().unwrap();
+            assert!(
+                status.success() || status.signal() == Some(9),
+                "attempt {attempt}: {status:?} {}",
+                std::io::read_to_string(c.stderr.take().unwrap()).unwrap_or_default()
+            );
+        }
+        progress.push((point, part_records(&server, topic)));
+    }
+    eprintln!("{kills} kills (point, records committed): {progress:?}");
+    assert!(kills >= 6, "only {kills} workers were killed while running");
+    // Two workers to the end.
+    let last: Vec<Child> = (0..2)
+        .map(|_| worker(&config, &url, "scale-last"))
+        .collect();
+    for c in last {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(part_records(&server, topic), total, "every record once");
+    assert_eq!(
+        answers_of(&["--store", &url]),
+        expected,
+        "the parts' answers are the file's"
+    );
 }

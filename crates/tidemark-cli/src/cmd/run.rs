@@ -26,6 +26,7 @@ use crate::cmd::check::{damaged, store_error};
 use crate::UsageError;
 
 pub mod kafka;
+mod scale_out;
 
 /// Arguments of `tidemark run`.
 #[derive(clap::Args, Debug)]
@@ -36,14 +37,17 @@ pub struct Args {
     /// The store: one redb file, created if absent, resumed if present.
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
-    /// Keep the state in Redis instead of a file, as one part of a run spread over machines:
-    /// `redis://host:port[,host:port…]` (a server, or a cluster's seed nodes). Needs --part;
-    /// `tidemark query --store` reads every part merged (docs/scale-out.md).
-    #[arg(long, value_name = "URL", conflicts_with_all = ["db", "serve"], requires = "part")]
+    /// Keep the state in Redis instead of a file, as parts of a run spread over processes
+    /// and machines: `redis://host:port[,host:port…]` (a server, or a cluster's seed nodes).
+    /// Reading a Kafka topic, this run is one worker of the consumer group, each partition it
+    /// is given kept as the part `<topic>:<partition>`; reading files, it writes the part
+    /// --part names. `tidemark query --store` reads every part merged (docs/scale-out.md).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["db", "serve"])]
     pub store: Option<String>,
-    /// With --store: the part this run writes (`flows:3`: 1 to 200 of A-Z a-z 0-9 . _ : -),
-    /// claimed for this run: a run that claimed it before can no longer write it. Every
-    /// part's keys are its own (split the input by key), and a part resumes where it stopped.
+    /// With --store and files: the part this run writes (`flows:3`: 1 to 200 of A-Z a-z 0-9
+    /// . _ : -), claimed for this run: a run that claimed it before can no longer write it.
+    /// Every part's keys are its own (split the input by key), and a part resumes where it
+    /// stopped.
     #[arg(long, value_name = "NAME", requires = "store")]
     pub part: Option<String>,
     /// Count and report malformed lines instead of stopping at the first.
@@ -242,15 +246,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             format!("follows one named file, got {}", args.files.len()),
         ));
     }
-    if let (Some(url), Some(part)) = (&args.store, &args.part) {
-        if reads_kafka {
-            return Err(UsageError::flag(
-                "--store",
-                "a Kafka topic's partitions are not yet kept in Redis part by part; run a \
-                 file per part (docs/scale-out.md)",
-            ));
-        }
+    if let Some(url) = &args.store {
+        let part = match (&args.part, reads_kafka) {
+            (None, true) => None,
+            (Some(_), true) => {
+                return Err(UsageError::flag(
+                    "--part",
+                    "a Kafka worker's parts are its partitions (<topic>:<partition>): give \
+                     --store alone",
+                ))
+            }
+            (Some(p), false) => Some(p),
+            (None, false) => {
+                return Err(UsageError::flag(
+                    "--store",
+                    "a run of files writes one part of the store: name it with --part",
+                ))
+            }
+        };
         let server = Server::connect(url).map_err(|e| UsageError::flag("--store", e))?;
+        let Some(part) = part else {
+            return scale_out_worker(&config, &args, &server);
+        };
         let mut store =
             PartitionStore::claim(&server, part).map_err(|e| UsageError::flag("--part", e))?;
         let started = Instant::now();
@@ -314,6 +331,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("tidemark: the store was not compacted: {e}");
     }
     finish(&args, &report, started)
+}
+
+/// A worker of the group reading a Kafka topic, its partitions' state in Redis.
+fn scale_out_worker(
+    config: &tidemark_stream::config::Config,
+    args: &Args,
+    server: &Server,
+) -> anyhow::Result<()> {
+    let source = kafka::source(config, args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
+            .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;
+    }
+    let started = Instant::now();
+    let worked = scale_out::work(config, args, server, source, &stop)?;
+    if args.json {
+        outln!(
+            "{}",
+            json!({
+                "partition_runs": worked.runs,
+                "records_this_run": worked.records,
+                "seconds": started.elapsed().as_secs_f64(),
+            })
+        );
+    } else if !args.quiet {
+        eprintln!(
+            "tidemark: {} records this run, in {} partition runs, in {:.2} s",
+            worked.records,
+            worked.runs,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// The run's summary.

@@ -70,6 +70,13 @@ fn client_config(config: &Config, args: &Args) -> anyhow::Result<tidemark_kafka:
 /// Connects to the brokers (waiting for them with backoff, said on stderr) and joins the
 /// group.
 pub fn connect(config: &Config, args: &Args) -> anyhow::Result<KafkaMessages<'static>> {
+    Ok(KafkaMessages::new(source(config, args)?, |notice| {
+        eprintln!("tidemark: {notice}")
+    }))
+}
+
+/// [`connect`]'s consumer, read by the caller.
+pub fn source(config: &Config, args: &Args) -> anyhow::Result<KafkaSource> {
     if config.input.format == tidemark_stream::config::Format::Csv
         && config.source.as_ref().is_none_or(|s| s.columns.is_empty())
     {
@@ -79,11 +86,8 @@ pub fn connect(config: &Config, args: &Args) -> anyhow::Result<KafkaMessages<'st
         ));
     }
     let client = client_config(config, args)?;
-    let source = KafkaSource::connect_with(client, |notice| eprintln!("tidemark: {notice}"))
-        .map_err(connect_error)?;
-    Ok(KafkaMessages::new(source, |notice| {
-        eprintln!("tidemark: {notice}")
-    }))
+    KafkaSource::connect_with(client, |notice| eprintln!("tidemark: {notice}"))
+        .map_err(connect_error)
 }
 
 /// A failure to connect: the user's settings (exit 2), or brokers that never answered.
