@@ -12,7 +12,7 @@
 //! which the fence makes it, and the pipeline writes its checkpoints from the thread that
 //! reads (a run with a committer thread keeps a view only while nothing else writes).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use tidemark_stream::store::{row_key, split_row_key, ReadTxn, Store, StoreError, Txn, Visit};
 
@@ -288,6 +288,8 @@ struct Rows<'s> {
     keys: &'s Keys,
     rows: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     meta: BTreeMap<String, Vec<u8>>,
+    /// The server's values of rows fetched ahead ([`Txn::prefetch`]), by row key.
+    fetched: HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 /// A read view that owns its handles (the engine keeps one between checkpoints).
@@ -304,6 +306,16 @@ impl<'s> Rows<'s> {
             keys,
             rows: BTreeMap::new(),
             meta: BTreeMap::new(),
+            fetched: HashMap::new(),
+        }
+    }
+
+    /// A reply of `got` values to a read of `asked` rows.
+    fn miscounted(&self, got: usize, asked: usize) -> StoreError {
+        StoreError::Remote {
+            store: self.keys.label.clone(),
+            op: "read rows",
+            source: format!("{got} values for {asked} rows asked").into(),
         }
     }
 
@@ -348,12 +360,7 @@ impl<'s> Rows<'s> {
                 })?
             };
             if values.len() != members.len() {
-                return Err(StoreError::Remote {
-                    store: self.keys.label.clone(),
-                    op: "read rows",
-                    source: format!("{} values for {} rows asked", values.len(), members.len())
-                        .into(),
-                });
+                return Err(self.miscounted(values.len(), members.len()));
             }
             for (m, v) in members.iter().zip(values) {
                 while let Some((k, ov)) = overlay.next_if(|(k, _)| k.as_slice() < m.as_slice()) {
@@ -442,7 +449,7 @@ impl ReadTxn for Rows<'_> {
 
     fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let k = row_key(table, start, key)?;
-        match self.rows.get(&k) {
+        match self.rows.get(&k).or_else(|| self.fetched.get(&k)) {
             Some(v) => Ok(v.clone()),
             None => self.hget(&self.keys.rows, &k),
         }
@@ -544,6 +551,26 @@ impl Txn for Rows<'_> {
 
     fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         self.meta.insert(name.to_string(), bytes.to_vec());
+        Ok(())
+    }
+
+    fn prefetch(&mut self, rows: &[(&str, u64, &[u8])]) -> Result<(), StoreError> {
+        let mut wanted = Vec::new();
+        for &(table, start, key) in rows {
+            let k = row_key(table, start, key)?;
+            if !self.rows.contains_key(&k) && !self.fetched.contains_key(&k) {
+                wanted.push(k);
+            }
+        }
+        for chunk in wanted.chunks(CHUNK) {
+            let values: Vec<Option<Vec<u8>>> = self.server.call("read rows", |c| {
+                redis::cmd("HMGET").arg(&self.keys.rows).arg(chunk).query(c)
+            })?;
+            if values.len() != chunk.len() {
+                return Err(self.miscounted(values.len(), chunk.len()));
+            }
+            self.fetched.extend(chunk.iter().cloned().zip(values));
+        }
         Ok(())
     }
 }

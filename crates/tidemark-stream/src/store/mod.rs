@@ -403,6 +403,13 @@ pub trait Txn: ReadTxn {
     fn remove_before(&mut self, table: &str, before: u64) -> Result<(), StoreError>;
     /// Writes a metadata value.
     fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Says which rows the transaction is about to read and replace (each `(table, start,
+    /// key)`), so that a backend across a network fetches their values in a few round trips
+    /// rather than one each. Nothing by default.
+    fn prefetch(&mut self, rows: &[(&str, u64, &[u8])]) -> Result<(), StoreError> {
+        let _ = rows;
+        Ok(())
+    }
     /// Whether any row (of any table) sorts after this one's key: rows written past the last
     /// are appended, and a backend may lay them out differently (see `apply`'s
     /// `write_order`). `true` unless a backend knows better.
