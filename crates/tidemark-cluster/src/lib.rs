@@ -17,8 +17,9 @@
 //! (`seq`) is the one it last saw: a worker the group moved the partition away from, still
 //! running, is refused ([`StoreError::Fenced`]) rather than overwriting its successor; and a
 //! commit that a failover lost (Redis replicates asynchronously: a promoted replica may lack
-//! the last script) shows as a `seq` behind the writer's, so the writer starts the partition
-//! again from what the server holds instead of building on a state that is gone.
+//! the last script) shows as a `seq` behind the writer's ([`StoreError::Behind`]), so the
+//! writer starts the partition again from what the server holds instead of building on a
+//! state that is gone.
 //!
 //! Reading a part back is lazy: the engine asks for a key's rows when the key's next event
 //! comes (the pipeline's own read-back path), each a hash lookup on the part's slot.

@@ -31,11 +31,15 @@ pub(crate) const PARTS: &str = "tm:parts";
 /// seq, then the numbers of puts, deletions and metadata values, then their items.
 const COMMIT: &str = r#"
 local f = redis.call('HMGET', KEYS[1], 'epoch', 'seq')
+if not f[1] then
+  -- No claim at all: the server lost the part (a failover to a replica it never reached).
+  return redis.error_reply('TMBEHIND 0')
+end
 if f[1] ~= ARGV[1] then
   return redis.error_reply('TMFENCED the part was claimed again (epoch ' .. tostring(f[1]) .. ')')
 end
 if (f[2] or '0') ~= ARGV[2] then
-  return redis.error_reply('TMFENCED the part holds ' .. tostring(f[2] or '0') .. ' commits, not ' .. ARGV[2])
+  return redis.error_reply('TMBEHIND ' .. tostring(f[2] or '0'))
 end
 local i = 6
 for _ = 1, tonumber(ARGV[3]) do
@@ -181,11 +185,21 @@ impl PartitionStore {
                 }
                 Err(e) => e,
             };
-            if e.code() == Some("TMFENCED") {
-                return Err(StoreError::Fenced {
-                    store: self.keys.label.clone(),
-                    what: e.detail().unwrap_or("fenced").to_string(),
-                });
+            match e.code() {
+                Some("TMFENCED") => {
+                    return Err(StoreError::Fenced {
+                        store: self.keys.label.clone(),
+                        what: e.detail().unwrap_or("fenced").to_string(),
+                    })
+                }
+                Some("TMBEHIND") => {
+                    return Err(StoreError::Behind {
+                        store: self.keys.label.clone(),
+                        holds: e.detail().and_then(|d| d.trim().parse().ok()).unwrap_or(0),
+                        saw: claim.seq,
+                    })
+                }
+                _ => {}
             }
             if !(retryable(&e) && waits.wait(self.server.name(), "commit a checkpoint", &e)) {
                 return Err(self.server.error("commit a checkpoint", e));

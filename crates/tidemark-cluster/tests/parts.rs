@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{redis_available, start_cluster, Server, TempDir};
+use common::{master_of, redis_available, start_cluster, start_cluster_with, Server, TempDir};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use tidemark_cluster::{MergedStore, PartitionStore, Server as Redis, StoreError};
@@ -67,9 +67,14 @@ margin = 0
 /// `(time, key, item)` events of 600 keys over about ten minutes, by time; with `late`, one
 /// in ten up to 20 s late.
 fn events(seed: u64, late: bool) -> Vec<(u64, u32, u32)> {
+    events_n(seed, late, 20_000)
+}
+
+/// [`events`], `n` of them (over about `n` × 30 ms).
+fn events_n(seed: u64, late: bool, n: usize) -> Vec<(u64, u32, u32)> {
     let mut rng = Pcg64::seed_from_u64(seed);
     let mut t = 0u64;
-    (0..20_000)
+    (0..n)
         .map(|_| {
             t += rng.random_range(0..60);
             let back = if late && rng.random_bool(0.1) {
@@ -328,7 +333,14 @@ fn a_commit_the_server_lost_fences_its_writer_and_nothing_lands() {
         .write(&mut |t| t.put("m", 6, b"a", b"two").map(|_| ()))
         .unwrap_err();
     assert!(
-        matches!(&err, StoreError::Fenced { what, .. } if what.contains("holds 0 commits, not 1")),
+        matches!(
+            &err,
+            StoreError::Behind {
+                holds: 0,
+                saw: 1,
+                ..
+            }
+        ),
         "{err}"
     );
     assert_eq!(part.get("m", b"a", 6).unwrap(), None, "nothing landed");
@@ -376,4 +388,86 @@ fn a_commit_waits_for_a_server_that_comes_back_and_lands_once() {
         .unwrap_err();
     assert!(matches!(err, StoreError::Remote { .. }), "{err}");
     assert!(err.to_string().contains(&port.to_string()), "{err}");
+}
+
+#[test]
+fn a_master_killed_mid_run_fails_over_and_the_part_answers_as_one_run() {
+    if !redis_available("a_master_killed_mid_run_fails_over_and_the_part_answers_as_one_run") {
+        return;
+    }
+    let dir = TempDir::new("failover");
+    // Three masters with a replica each; a master unreachable for a second is failed over.
+    let mut nodes = start_cluster_with(&dir, 1, 1000);
+    let config = config("");
+    let events = events_n(13, true, 60_000);
+    let file = write(&dir, "in.csv", &csv(&events));
+    let mut want = MemStore::default();
+    let (want_report, _) = run(&config, &mut want, &file, false);
+    let seeds: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let redis = Redis::connect(&format!("redis://{}", seeds.join(",")))
+        .unwrap()
+        .with_patience(Duration::from_secs(60));
+    let master = master_of(&nodes[0], "{tm:flows:0}:rows");
+    let index = nodes.iter().position(|n| n.port == master).unwrap();
+    let mut victim = nodes.remove(index);
+    // The master of the part's slot is killed once the part holds 10 commits.
+    let killer = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while fence_seq(&victim) < 10 && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        victim.kill();
+        started.elapsed()
+    });
+    // As a worker does: a run whose part lost commits in the failover starts again from what
+    // the part holds, under a new claim.
+    let mut restarts = 0;
+    let report = loop {
+        let mut part = PartitionStore::claim(&redis, "flows:0").unwrap();
+        let r = pipeline::run(
+            &config,
+            &mut part,
+            RunOptions {
+                inputs: vec![file.clone()],
+                threads: 1,
+                ..RunOptions::default()
+            },
+            &mut |_: &AlertOut| {},
+        );
+        match r {
+            Ok(r) => break r,
+            Err(tidemark_stream::RunError::Store(StoreError::Behind { .. })) if restarts < 5 => {
+                restarts += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let killed_after = killer.join().unwrap();
+    assert!(
+        killed_after < Duration::from_secs(60),
+        "the master was killed mid-run"
+    );
+    assert_eq!(report.records, want_report.records, "{report:?}");
+    let merged = MergedStore::open(&redis).unwrap();
+    assert_same_answers(&merged, &want, &events);
+    eprintln!("failover: master killed after {killed_after:?}, {restarts} restarts");
+}
+
+/// The commits the part `flows:0`'s fence holds, read from `server` directly (0 if it cannot
+/// be read).
+fn fence_seq(server: &Server) -> u64 {
+    server
+        .conn()
+        .and_then(|mut c| {
+            redis::cmd("HGET")
+                .arg("{tm:flows:0}:fence")
+                .arg("seq")
+                .query::<Option<u64>>(&mut c)
+                .ok()
+                .flatten()
+        })
+        .unwrap_or(0)
 }

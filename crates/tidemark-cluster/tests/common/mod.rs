@@ -143,17 +143,28 @@ impl Drop for Server {
 /// Three cluster masters, joined by `redis-cli --cluster create` and answering
 /// `cluster_state:ok`.
 pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
+    start_cluster_with(dir, 0, 5000)
+}
+
+/// Three masters with `replicas` replicas each, nodes timing out after `timeout_ms`.
+pub fn start_cluster_with(dir: &TempDir, replicas: usize, timeout_ms: u64) -> Vec<Server> {
+    let timeout = timeout_ms.to_string();
     let extra = [
         "--cluster-enabled",
         "yes",
         "--cluster-config-file",
         "nodes.conf",
         "--cluster-node-timeout",
-        "5000",
+        &timeout,
+        // A replica may take over whatever its last contact with its master (by default one
+        // idle for ten timeouts may not, and a test's replicas are often idle).
+        "--cluster-replica-validity-factor",
+        "0",
     ];
+    let want = 3 * (1 + replicas);
     let mut nodes: Vec<Server> = Vec::new();
-    for _ in 0..20 {
-        if nodes.len() == 3 {
+    for _ in 0..40 {
+        if nodes.len() == want {
             break;
         }
         if let Some(n) = Server::start(dir, &extra) {
@@ -162,7 +173,7 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
             }
         }
     }
-    assert_eq!(nodes.len(), 3, "three cluster nodes started");
+    assert_eq!(nodes.len(), want, "the cluster's nodes started");
     let addrs: Vec<String> = nodes
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port))
@@ -170,7 +181,7 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
     let out = Command::new("redis-cli")
         .args(["--cluster", "create"])
         .args(&addrs)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
         .output()
         .expect("redis-cli --cluster create");
     assert!(
@@ -187,7 +198,18 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
                     .query::<String>(&mut c)
                     .is_ok_and(|i| i.contains("cluster_state:ok"))
             });
-            if ok {
+            // A master counts once its replicas have synchronised with it.
+            let synced = || {
+                n.conn().is_some_and(|mut c| {
+                    let info: String = redis::cmd("INFO")
+                        .arg("replication")
+                        .query(&mut c)
+                        .unwrap_or_default();
+                    !info.contains("role:master")
+                        || info.matches("state=online").count() >= replicas
+                })
+            };
+            if ok && synced() {
                 break;
             }
             assert!(
@@ -198,4 +220,34 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
         }
     }
     nodes
+}
+
+/// The port of the master serving `key`'s slot, as `node` sees the cluster.
+pub fn master_of(node: &Server, key: &str) -> u16 {
+    let mut c = node.conn().expect("a connection");
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut c)
+        .unwrap();
+    let ranges: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query(&mut c).unwrap();
+    for r in ranges {
+        let redis::Value::Array(items) = r else {
+            continue;
+        };
+        let (
+            Some(redis::Value::Int(lo)),
+            Some(redis::Value::Int(hi)),
+            Some(redis::Value::Array(m)),
+        ) = (items.first(), items.get(1), items.get(2))
+        else {
+            continue;
+        };
+        if (*lo..=*hi).contains(&slot) {
+            if let Some(redis::Value::Int(port)) = m.get(1) {
+                return *port as u16;
+            }
+        }
+    }
+    panic!("no master serves slot {slot}");
 }

@@ -114,14 +114,24 @@ pub enum StoreError {
         /// The client's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// Another writer took the store's part since this one claimed it, or the server lost a
-    /// commit it had acknowledged (a failover): nothing was written; the part must be read
-    /// again from what the server holds.
+    /// Another writer claimed the store's part since this one did: nothing was written, and
+    /// this writer must stop (the part is the other's now).
     Fenced {
         /// The store: its server and part.
         store: String,
-        /// What the server holds instead.
+        /// The claim the server holds.
         what: String,
+    },
+    /// The server holds fewer of the part's commits than this writer saw land: it lost the
+    /// last ones (a failover to a replica they had not reached). Nothing was written; the
+    /// writer reads the part again from what the server holds and goes on from there.
+    Behind {
+        /// The store: its server and part.
+        store: String,
+        /// The commits the server holds.
+        holds: u64,
+        /// The commits this writer saw land.
+        saw: u64,
     },
 }
 
@@ -180,7 +190,13 @@ impl fmt::Display for StoreError {
             }
             StoreError::Fenced { store, what } => write!(
                 f,
-                "store {store}: not written, the part moved on without this writer ({what})"
+                "store {store}: not written, another writer claimed the part ({what})"
+            ),
+            StoreError::Behind { store, holds, saw } => write!(
+                f,
+                "store {store}: not written, the server holds {holds} of the part's commits, \
+                 not the {saw} this writer saw land (a failover lost the last): the part is \
+                 read again from what the server holds"
             ),
         }
     }

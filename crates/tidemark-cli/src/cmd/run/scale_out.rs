@@ -29,7 +29,7 @@ use tidemark_stream::pipeline::{
     self, AlertOut, Message as StreamMessage, MessageSource, PartitionMark, Polled, RunOptions,
     RunReport, RunState, SourceError,
 };
-use tidemark_stream::store::Store;
+use tidemark_stream::store::{Store, StoreError};
 use tidemark_stream::RunError;
 
 use super::{alert_json, Args};
@@ -120,137 +120,176 @@ pub struct Worked {
     pub records: u64,
 }
 
+/// What a worker's loop holds besides its runs.
+struct Ctx<'a> {
+    config: Arc<Config>,
+    args: &'a Args,
+    server: &'a Server,
+    source: KafkaSource,
+    /// The positions each run's commits landed with (to the group's offsets).
+    acks: mpsc::Sender<PartitionMark>,
+    acked: Receiver<PartitionMark>,
+    worked: Worked,
+}
+
 /// Reads the topic as one worker of the group until SIGINT or SIGTERM (`stop`), or the end
-/// with `--until-end`; every run's error is the worker's.
+/// with `--until-end`; a run's error is the worker's (but see [`check_runs`]).
 pub fn work(
     config: &Config,
     args: &Args,
     server: &Server,
-    mut source: KafkaSource,
+    source: KafkaSource,
     stop: &AtomicBool,
 ) -> anyhow::Result<Worked> {
-    let config = Arc::new(config.clone());
     let (acks, acked) = mpsc::channel::<PartitionMark>();
+    let mut ctx = Ctx {
+        config: Arc::new(config.clone()),
+        args,
+        server,
+        source,
+        acks,
+        acked,
+        worked: Worked::default(),
+    };
     let mut runs: BTreeMap<Partition, PartRun> = BTreeMap::new();
-    let mut worked = Worked::default();
-    let result = (|| -> anyhow::Result<()> {
+    let result = ctx.read(&mut runs, stop);
+    // Stopped, or failed: every run commits what it counted and ends.
+    for (p, run) in std::mem::take(&mut runs) {
+        match finish(run, false) {
+            Ok(r) => ctx.worked.records += r.records_this_run,
+            Err(e) if result.is_ok() => return Err(e.context(format!("partition {p}"))),
+            Err(e) => eprintln!("tidemark: partition {p}: {e}"),
+        }
+    }
+    ctx.commit_acks();
+    result.map(|()| ctx.worked)
+}
+
+impl Ctx<'_> {
+    fn read(
+        &mut self,
+        runs: &mut BTreeMap<Partition, PartRun>,
+        stop: &AtomicBool,
+    ) -> anyhow::Result<()> {
         loop {
-            commit_acks(&mut source, &acked);
+            self.commit_acks();
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            match source.poll(POLL_WAIT)? {
+            match self.source.poll(POLL_WAIT)? {
                 Event::Message(m) => {
                     let Some(run) = runs.get(&m.partition) else {
                         continue;
                     };
+                    // A run that ended drops the message: a run started again reads from
+                    // its part's offset.
                     if run.items.send(Item::Message(m)).is_err() {
-                        // The run ended: its error, joined below.
-                        check_runs(&mut runs, &mut worked)?;
+                        check_runs(self, runs)?;
                     }
                 }
                 Event::Assigned(parts) => {
                     for p in parts {
-                        let run = start(&config, args, server, &mut source, &p, acks.clone())?;
-                        worked.runs += 1;
+                        let run = self.start(&p)?;
                         runs.insert(p, run);
                     }
                 }
                 Event::Revoked(parts) => {
                     for p in parts {
                         if let Some(run) = runs.remove(&p) {
-                            worked.records += finish(run, false)?.records_this_run;
+                            let report = finish(run, false)
+                                .map_err(|e| e.context(format!("partition {p}")))?;
+                            self.worked.records += report.records_this_run;
                         }
                     }
-                    commit_acks(&mut source, &acked);
+                    self.commit_acks();
                 }
                 Event::End => {
-                    for (_, run) in std::mem::take(&mut runs) {
-                        worked.records += finish(run, true)?.records_this_run;
+                    for (p, run) in std::mem::take(runs) {
+                        let report =
+                            finish(run, true).map_err(|e| e.context(format!("partition {p}")))?;
+                        self.worked.records += report.records_this_run;
                     }
-                    commit_acks(&mut source, &acked);
+                    self.commit_acks();
                     return Ok(());
                 }
                 Event::Notice(n) => eprintln!("tidemark: {n}"),
-                Event::Idle => check_runs(&mut runs, &mut worked)?,
+                Event::Idle => check_runs(self, runs)?,
                 _ => {}
             }
         }
-    })();
-    // Stopped, or failed: every run commits what it counted and ends.
-    for (_, run) in std::mem::take(&mut runs) {
-        match finish(run, false) {
-            Ok(r) => worked.records += r.records_this_run,
-            Err(e) if result.is_ok() => return Err(e),
-            Err(e) => eprintln!("tidemark: {e}"),
+    }
+
+    /// Claims partition `p`'s part, moves the consumer to the offset it holds, and starts
+    /// its run.
+    fn start(&mut self, p: &Partition) -> anyhow::Result<PartRun> {
+        let name = format!("{}:{}", p.topic, p.partition);
+        let mut store = PartitionStore::claim(self.server, &name)
+            .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
+        let held = store
+            .meta()
+            .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
+        if let Some(meta) = held {
+            let state = RunState::from_bytes(&meta.state)
+                .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: its run state: {e}"))?;
+            let mine: Positions = state
+                .partitions
+                .iter()
+                .filter(|m| *m.topic == *p.topic && m.partition == p.partition)
+                .map(|m| (p.clone(), m.offset))
+                .collect();
+            self.source.seek_to(&mine)?;
+        }
+        let (items, rx) = mpsc::sync_channel(QUEUED);
+        let stop = Arc::new(AtomicBool::new(false));
+        let feed = PartFeed {
+            name: format!("kafka {name}"),
+            items: rx,
+            current: None,
+            latest: None,
+            acks: self.acks.clone(),
+        };
+        let (config, flag) = (Arc::clone(&self.config), Arc::clone(&stop));
+        let (skip_bad, keep_open) = (self.args.skip_bad, !self.args.close);
+        let thread = std::thread::Builder::new()
+            .name(format!("tidemark-{name}"))
+            .spawn(move || {
+                let stdout = std::io::stdout();
+                pipeline::run(
+                    &config,
+                    &mut store,
+                    RunOptions {
+                        skip_bad,
+                        keep_open,
+                        stop: Some(&flag),
+                        messages: Some(Box::new(feed)),
+                        threads: 1,
+                        ..RunOptions::default()
+                    },
+                    &mut |a: &AlertOut| {
+                        let _ = writeln!(stdout.lock(), "{}", alert_json(a));
+                    },
+                )
+            })?;
+        self.worked.runs += 1;
+        Ok(PartRun {
+            items,
+            stop,
+            thread,
+        })
+    }
+
+    /// Writes the offsets the parts committed as the group's (for monitoring).
+    fn commit_acks(&mut self) {
+        let mut positions = Positions::new();
+        while let Ok(m) = self.acked.try_recv() {
+            positions.insert(Partition::new(m.topic.as_str(), m.partition), m.offset);
+        }
+        if !positions.is_empty() {
+            if let Some(notice) = self.source.commit(&positions) {
+                eprintln!("tidemark: {notice}");
+            }
         }
     }
-    commit_acks(&mut source, &acked);
-    result.map(|()| worked)
-}
-
-/// Claims partition `p`'s part, moves the consumer to the offset it holds, and starts its run.
-fn start(
-    config: &Arc<Config>,
-    args: &Args,
-    server: &Server,
-    source: &mut KafkaSource,
-    p: &Partition,
-    acks: mpsc::Sender<PartitionMark>,
-) -> anyhow::Result<PartRun> {
-    let name = format!("{}:{}", p.topic, p.partition);
-    let mut store = PartitionStore::claim(server, &name)
-        .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
-    let held = store
-        .meta()
-        .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
-    if let Some(meta) = held {
-        let state = RunState::from_bytes(&meta.state)
-            .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: its run state: {e}"))?;
-        let mine: Positions = state
-            .partitions
-            .iter()
-            .filter(|m| *m.topic == *p.topic && m.partition == p.partition)
-            .map(|m| (p.clone(), m.offset))
-            .collect();
-        source.seek_to(&mine)?;
-    }
-    let (items, rx) = mpsc::sync_channel(QUEUED);
-    let stop = Arc::new(AtomicBool::new(false));
-    let feed = PartFeed {
-        name: format!("kafka {name}"),
-        items: rx,
-        current: None,
-        latest: None,
-        acks,
-    };
-    let (config, flag) = (Arc::clone(config), Arc::clone(&stop));
-    let (skip_bad, keep_open) = (args.skip_bad, !args.close);
-    let thread = std::thread::Builder::new()
-        .name(format!("tidemark-{name}"))
-        .spawn(move || {
-            let stdout = std::io::stdout();
-            pipeline::run(
-                &config,
-                &mut store,
-                RunOptions {
-                    skip_bad,
-                    keep_open,
-                    stop: Some(&flag),
-                    messages: Some(Box::new(feed)),
-                    threads: 1,
-                    ..RunOptions::default()
-                },
-                &mut |a: &AlertOut| {
-                    let _ = writeln!(stdout.lock(), "{}", alert_json(a));
-                },
-            )
-        })?;
-    Ok(PartRun {
-        items,
-        stop,
-        thread,
-    })
 }
 
 /// Ends a run: at the partition's end (`at_end`) or stopped, its last checkpoint committed.
@@ -260,39 +299,70 @@ fn finish(run: PartRun, at_end: bool) -> anyhow::Result<RunReport> {
     } else {
         run.stop.store(true, Ordering::Relaxed);
     }
-    drop(run.items);
-    match run.thread.join() {
-        Ok(r) => Ok(r?),
-        Err(_) => Err(anyhow::anyhow!("tidemark run: a partition's run panicked")),
+    Ok(join(run)?)
+}
+
+/// Why a partition's run ended without its report.
+#[derive(Debug)]
+enum Ended {
+    Run(RunError),
+    Panicked,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Run(e) => write!(f, "{e}"),
+            Ended::Panicked => write!(f, "its run panicked"),
+        }
     }
 }
 
-/// Joins the runs that ended (an error, or a panic): the worker's error.
-fn check_runs(runs: &mut BTreeMap<Partition, PartRun>, worked: &mut Worked) -> anyhow::Result<()> {
+impl std::error::Error for Ended {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Ended::Run(e) => Some(e),
+            Ended::Panicked => None,
+        }
+    }
+}
+
+/// Waits for a run's end (its channel closed first, so that a run waiting for messages sees
+/// its flag or its end).
+fn join(run: PartRun) -> Result<RunReport, Ended> {
+    drop(run.items);
+    match run.thread.join() {
+        Ok(r) => r.map_err(Ended::Run),
+        Err(_) => Err(Ended::Panicked),
+    }
+}
+
+/// Joins the runs that ended. A run whose part lost its last commits in a failover
+/// ([`StoreError::Behind`]) starts again from what the part holds; a run fenced out by another
+/// worker's claim ends (the group takes its partition away next); any other error is the
+/// worker's.
+fn check_runs(ctx: &mut Ctx<'_>, runs: &mut BTreeMap<Partition, PartRun>) -> anyhow::Result<()> {
     let ended: Vec<Partition> = runs
         .iter()
         .filter(|(_, r)| r.thread.is_finished())
         .map(|(p, _)| p.clone())
         .collect();
     for p in ended {
-        if let Some(run) = runs.remove(&p) {
-            let report = finish(run, false)
-                .map_err(|e| e.context(format!("tidemark run: partition {p}")))?;
-            worked.records += report.records_this_run;
+        let Some(run) = runs.remove(&p) else {
+            continue;
+        };
+        match join(run) {
+            Ok(report) => ctx.worked.records += report.records_this_run,
+            Err(Ended::Run(RunError::Store(e @ StoreError::Behind { .. }))) => {
+                eprintln!("tidemark: partition {p}: {e}");
+                let run = ctx.start(&p)?;
+                runs.insert(p, run);
+            }
+            Err(Ended::Run(RunError::Store(e @ StoreError::Fenced { .. }))) => {
+                eprintln!("tidemark: partition {p}: {e}");
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("partition {p}"))),
         }
     }
     Ok(())
-}
-
-/// Writes the offsets the parts committed as the group's (for monitoring).
-fn commit_acks(source: &mut KafkaSource, acked: &Receiver<PartitionMark>) {
-    let mut positions = Positions::new();
-    while let Ok(m) = acked.try_recv() {
-        positions.insert(Partition::new(m.topic.as_str(), m.partition), m.offset);
-    }
-    if !positions.is_empty() {
-        if let Some(notice) = source.commit(&positions) {
-            eprintln!("tidemark: {notice}");
-        }
-    }
 }
