@@ -167,10 +167,31 @@ pub fn alert_json(a: &AlertOut) -> serde_json::Value {
         ("method", json!(e.method.to_string())),
         ("threshold", json!(a.alert.threshold)),
         ("limit", json!(a.alert.limit)),
+        ("id", json!(alert_id(a))),
     ] {
         v[k] = x;
     }
     v
+}
+
+/// An alert line's identity: 16 hex digits of a hash of its metric, key, item or quantile,
+/// phase and window. Alerts are delivered at least once (a run resumed after a crash, or a
+/// partition taken over by another worker, raises again what it raised after its last
+/// checkpoint), and a line raised again has the same id.
+fn alert_id(a: &AlertOut) -> String {
+    let mut bytes = Vec::with_capacity(64);
+    for part in [a.metric.as_bytes(), a.key.as_bytes()] {
+        bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(part);
+    }
+    let item = a.alert.item.as_deref().unwrap_or_default();
+    bytes.extend_from_slice(&(item.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(item);
+    bytes.extend_from_slice(&a.alert.quantile.map_or(u64::MAX, f64::to_bits).to_le_bytes());
+    bytes.extend_from_slice(a.alert.phase.name().as_bytes());
+    bytes.extend_from_slice(&a.alert.window_start.to_le_bytes());
+    bytes.extend_from_slice(&a.alert.window_end.to_le_bytes());
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
 }
 
 /// The threads a run uses by default: every core the system gives the process.
