@@ -55,6 +55,7 @@
 
 mod merged;
 mod partition;
+mod rows;
 mod server;
 
 pub use merged::MergedStore;

@@ -23,6 +23,11 @@ use tidemark_stream::store::{MemStore, Store};
 /// 1,500 records, never by wall time (so that runs on a slow server checkpoint where runs on
 /// a fast one do).
 fn config(state: &str) -> Config {
+    config_kept(state, "1h")
+}
+
+/// [`config`], buckets kept for `retention`.
+fn config_kept(state: &str, retention: &str) -> Config {
     Config::from_toml(&format!(
         r#"
 [input]
@@ -38,7 +43,7 @@ kind = "count"
 key = ["k"]
 bucket = "10s"
 window = "30s"
-retention = "1h"
+retention = "{retention}"
 allowed_lateness = "5s"
 late = "merge"
 rollup = "1m"
@@ -53,7 +58,7 @@ item = ["i"]
 precision = 8
 bucket = "10s"
 window = "30s"
-retention = "1h"
+retention = "{retention}"
 allowed_lateness = "5s"
 late = "merge"
 [[metric.alert]]
@@ -134,19 +139,10 @@ fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {
 }
 
 /// Every row of a part but the store's own (`#` digests): `(table, start, key) → bytes`.
-fn part_rows(c: &mut redis::Connection, part: &str) -> BTreeMap<(String, u64, Vec<u8>), Vec<u8>> {
-    let all: Vec<(Vec<u8>, Vec<u8>)> = redis::cmd("HGETALL")
-        .arg(format!("{{tm:{part}}}:rows"))
-        .query(c)
-        .unwrap();
-    all.into_iter()
-        .filter_map(|(k, v)| {
-            let n = usize::from(k[0]);
-            let table = String::from_utf8(k[1..1 + n].to_vec()).unwrap();
-            let start = u64::from_be_bytes(k[1 + n..9 + n].try_into().unwrap());
-            (!table.starts_with('#')).then(|| ((table, start, k[9 + n..].to_vec()), v))
-        })
-        .collect()
+fn part_rows(part: &PartitionStore) -> BTreeMap<(String, u64, Vec<u8>), Vec<u8>> {
+    let mut rows = part.rows().unwrap();
+    rows.retain(|(table, _, _), _| !table.starts_with('#'));
+    rows
 }
 
 #[test]
@@ -159,18 +155,25 @@ fn a_part_holds_what_a_file_holds_with_spilled_keys_read_back() {
     // A budget small enough that quiet keys spill at checkpoints and are read back from the
     // part (through the engine's view) at their next event; late events merged into buckets
     // already stored.
-    let config = config("max_memory = \"64KiB\"");
+    let config = config_kept("max_memory = \"64KiB\"", "2m");
     let file = write(&dir, "in.csv", &csv(&events(7, true)));
     let mut mem = MemStore::default();
     let (want, want_alerts) = run(&config, &mut mem, &file, false);
     assert!(want.spills > 0 && want.merged > 0, "{want:?}");
+    // Buckets past their retention were deleted (the log spans ten minutes).
+    assert!(
+        mem.buckets
+            .keys()
+            .filter(|(t, _, _)| t == "n")
+            .all(|(_, s, _)| *s >= 300_000),
+        "expired"
+    );
     let redis = Redis::connect(&server.url()).unwrap();
     let mut part = PartitionStore::claim(&redis, "flows:0").unwrap();
     let (got, got_alerts) = run(&config, &mut part, &file, false);
     assert_eq!(got, want);
     assert_eq!(got_alerts, want_alerts);
-    let mut c = server.conn().unwrap();
-    assert_eq!(part_rows(&mut c, "flows:0"), mem.buckets);
+    assert_eq!(part_rows(&part), mem.buckets);
     assert_eq!(part.meta().unwrap(), mem.meta().unwrap());
     let commits = part.commits().unwrap();
     assert!(commits >= 13, "a commit per 1,500 records: {commits}");

@@ -187,7 +187,12 @@ fn alert_id(a: &AlertOut) -> String {
     let item = a.alert.item.as_deref().unwrap_or_default();
     bytes.extend_from_slice(&(item.len() as u64).to_le_bytes());
     bytes.extend_from_slice(item);
-    bytes.extend_from_slice(&a.alert.quantile.map_or(u64::MAX, f64::to_bits).to_le_bytes());
+    bytes.extend_from_slice(
+        &a.alert
+            .quantile
+            .map_or(u64::MAX, f64::to_bits)
+            .to_le_bytes(),
+    );
     bytes.extend_from_slice(a.alert.phase.name().as_bytes());
     bytes.extend_from_slice(&a.alert.window_start.to_le_bytes());
     bytes.extend_from_slice(&a.alert.window_end.to_le_bytes());
