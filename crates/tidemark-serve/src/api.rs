@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Map, Value};
 use tidemark_stream::config::Config;
-use tidemark_stream::store::{RedbStore, Store};
+use tidemark_stream::store::{Meta, RedbStore, Store};
 use tidemark_stream::time::{format_rfc3339, parse_rfc3339};
 
 use crate::ask::stored_tables;
@@ -62,6 +62,8 @@ pub const WARM_FOR: std::time::Duration = std::time::Duration::from_secs(300);
 /// handle kept between requests and the answers kept until the next checkpoint.
 pub struct App {
     db: PathBuf,
+    /// A store not in a file, opened anew for each request (`db` is then its name).
+    remote: Option<crate::Remote>,
     token: Option<Vec<u8>>,
     top: usize,
     alerts: Option<PathBuf>,
@@ -114,13 +116,27 @@ impl App {
             None => None,
             Some(path) => Some(read_token(path)?),
         };
-        // Opened now to fail early on a missing or foreign file; kept if opened read-only.
-        let store = RedbStore::open_existing(&options.db).map_err(|source| ServeError::Store {
-            path: options.db.clone(),
-            source: Box::new(source),
-        })?;
+        let failed = |path: PathBuf| {
+            move |source| ServeError::Store {
+                path,
+                source: Box::new(source),
+            }
+        };
+        let store = match &options.remote {
+            // Opened now to fail early on a server that cannot be read.
+            Some(r) => {
+                (r.open)().map_err(failed(PathBuf::from(&r.name)))?;
+                None
+            }
+            // Opened now to fail early on a missing or foreign file; kept if opened
+            // read-only.
+            None => {
+                Some(RedbStore::open_existing(&options.db).map_err(failed(options.db.clone()))?)
+            }
+        };
         let app = App {
             db: options.db.clone(),
+            remote: options.remote.clone(),
             token,
             top: options.top.clamp(1, crate::MAX_TOP),
             alerts: options.alerts.clone(),
@@ -132,7 +148,7 @@ impl App {
             run: options.run.clone(),
             parsed: Mutex::new(None),
         };
-        if let Ok(m) = std::fs::metadata(&options.db) {
+        if let (Some(store), Ok(m)) = (store, std::fs::metadata(&options.db)) {
             app.hold(store, file_id(&m));
         }
         Ok(app)
@@ -232,20 +248,15 @@ impl App {
         let unreadable = |e: &dyn std::fmt::Display| {
             ApiError::unavailable(format!("the store cannot be read: {e}"))
         };
-        let file = std::fs::metadata(&self.db).map_err(|e| unreadable(&e))?;
-        let id = file_id(&file);
-        let kept = lock(&self.held)
-            .as_ref()
-            .filter(|h| h.file == id)
-            .map(|h| Arc::clone(&h.store));
-        let (store, meta) = match kept.map(|s| (s.meta(), s)) {
-            Some((Ok(meta), store)) => (store, meta),
-            // None kept, or the kept one failed: open anew.
-            _ => {
-                *lock(&self.held) = None;
-                let store = RedbStore::open_existing(&self.db).map_err(|e| unreadable(&e))?;
-                let store = self.hold(store, id);
+        let (store, meta): (Arc<dyn Store + Send + Sync>, _) = match &self.remote {
+            Some(r) => {
+                let store: Arc<dyn Store + Send + Sync> =
+                    Arc::from((r.open)().map_err(|e| unreadable(&e))?);
                 let meta = store.meta().map_err(|e| unreadable(&e))?;
+                (store, meta)
+            }
+            None => {
+                let (store, meta) = self.open_file()?;
                 (store, meta)
             }
         };
@@ -273,15 +284,48 @@ impl App {
         })
     }
 
+    /// The file's store: the handle kept, or a new one (see [`App::open`]).
+    fn open_file(&self) -> Result<(Arc<RedbStore>, Option<Meta>), ApiError> {
+        let unreadable = |e: &dyn std::fmt::Display| {
+            ApiError::unavailable(format!("the store cannot be read: {e}"))
+        };
+        let file = std::fs::metadata(&self.db).map_err(|e| unreadable(&e))?;
+        let id = file_id(&file);
+        let kept = lock(&self.held)
+            .as_ref()
+            .filter(|h| h.file == id)
+            .map(|h| Arc::clone(&h.store));
+        Ok(match kept.map(|s| (s.meta(), s)) {
+            Some((Ok(meta), store)) => (store, meta),
+            // None kept, or the kept one failed: open anew.
+            _ => {
+                *lock(&self.held) = None;
+                let store = RedbStore::open_existing(&self.db).map_err(|e| unreadable(&e))?;
+                let store = self.hold(store, id);
+                let meta = store.meta().map_err(|e| unreadable(&e))?;
+                (store, meta)
+            }
+        })
+    }
+
     /// The store's generation now (read before an answer is computed: an answer computed
     /// across a commit is kept under the older generation, and computed again at the next
     /// request).
     fn generation(&self, s: &Stored) -> Result<Generation, ApiError> {
-        let file = std::fs::metadata(&self.db)
-            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
         let seal = s
             .store
             .generation()
+            .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
+        if self.remote.is_some() {
+            // No file: the seal (of every part) alone changes with each commit.
+            return Ok(Generation {
+                seal,
+                file: FileId::default(),
+                len: 0,
+                modified: None,
+            });
+        }
+        let file = std::fs::metadata(&self.db)
             .map_err(|e| ApiError::unavailable(format!("the store cannot be read: {e}")))?;
         Ok(Generation {
             seal,
@@ -400,7 +444,11 @@ impl App {
         let computed = self.scrape_parts(&s)?;
         let (estimates, health) = &*computed;
         let mut out = estimates.clone();
-        let file = std::fs::metadata(&self.db).ok();
+        let file = self
+            .remote
+            .is_none()
+            .then(|| std::fs::metadata(&self.db).ok())
+            .flatten();
         crate::prom::health_families(&mut out, &s.config, health, file.as_ref());
         if let Some(run) = &self.run {
             run.families(&mut out);
@@ -514,7 +562,7 @@ fn tail(path: &Path, limit: u64) -> std::io::Result<(String, bool)> {
 
 /// An opened store and what its metadata says.
 struct Stored {
-    store: Arc<RedbStore>,
+    store: Arc<dyn Store + Send + Sync>,
     config: Arc<Config>,
     state: Vec<u8>,
 }

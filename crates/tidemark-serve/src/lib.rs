@@ -69,15 +69,39 @@ mod server;
 
 use std::path::PathBuf;
 
+use tidemark_stream::store::{Store, StoreError};
+
 pub use error::{ApiError, ServeError};
 pub use live::RunHealth;
 pub use server::{Server, KEEP_IDLE};
+
+/// Opens a store not kept in a file (the parts of `tidemark run --store`), once per request:
+/// a store in parts lists its parts again each time.
+pub type OpenStore =
+    std::sync::Arc<dyn Fn() -> Result<Box<dyn Store + Send + Sync>, StoreError> + Send + Sync>;
+
+/// A store not kept in a file: its name in messages, and how to open it.
+#[derive(Clone)]
+pub struct Remote {
+    /// Its name (the address it is read from).
+    pub name: String,
+    /// How to open it.
+    pub open: OpenStore,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("name", &self.name).finish()
+    }
+}
 
 /// How the server runs.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The store (`tidemark run --db`).
     pub db: PathBuf,
+    /// Instead of `db`, a store not in a file.
+    pub remote: Option<Remote>,
     /// A file holding the bearer token every request must carry (`None`: no token).
     pub token_file: Option<PathBuf>,
     /// Keys per metric in `/metrics` (the largest window estimates).
@@ -111,6 +135,7 @@ impl Options {
             queue: 64,
             limits: http::Limits::default(),
             run: None,
+            remote: None,
         }
     }
 }

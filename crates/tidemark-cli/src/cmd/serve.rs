@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tidemark_serve::{Options, RunHealth, ServeError, Server};
+use tidemark_serve::{Options, Remote, RunHealth, ServeError, Server};
+use tidemark_stream::store::Store;
 
 use crate::cmd::check::store_error;
 use crate::UsageError;
@@ -17,6 +18,10 @@ pub struct Args {
     /// The store written by `tidemark run`.
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
+    /// Serve the parts that `tidemark run --store` workers keep in Redis instead of a file:
+    /// `redis://host:port[,host:port…]`, read merged (as `tidemark query --store`).
+    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    pub store: Option<String>,
     #[command(flatten)]
     pub flags: Flags,
 }
@@ -73,6 +78,7 @@ fn bind(
     flags: Flags,
     listen_flag: &'static str,
     run: Option<Arc<RunHealth>>,
+    remote: Option<Remote>,
 ) -> anyhow::Result<(Server, bool)> {
     let top_flag = if listen_flag == "--serve" {
         "--serve-top"
@@ -101,6 +107,7 @@ fn bind(
     options.top = flags.top;
     options.alerts = flags.alerts;
     options.run = run;
+    options.remote = remote;
     let server = Server::bind(&addr.to_string(), options).map_err(|e| match e {
         ServeError::Bind { .. } => UsageError::flag(listen_flag, e),
         ServeError::TokenFile { .. } | ServeError::BadToken { .. } => {
@@ -118,7 +125,7 @@ fn bind(
 /// it goes (atomics: a client never holds the run up).
 pub fn beside_run(flags: Flags, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
     let health = Arc::new(RunHealth::new());
-    let (server, has_token) = bind(db, flags, "--serve", Some(Arc::clone(&health)))?;
+    let (server, has_token) = bind(db, flags, "--serve", Some(Arc::clone(&health)), None)?;
     announce(db, server.local_addr()?, has_token);
     std::thread::Builder::new()
         .name("tidemark-serve".into())
@@ -132,10 +139,26 @@ pub fn beside_run(flags: Flags, db: &Path) -> anyhow::Result<Arc<RunHealth>> {
 
 /// Runs `tidemark serve` until it is stopped.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(url) = &args.store {
+        let server =
+            tidemark_cluster::Server::connect(url).map_err(|e| UsageError::flag("--store", e))?;
+        let remote = Remote {
+            name: url.clone(),
+            open: Arc::new(move || {
+                let parts = tidemark_cluster::MergedStore::open(&server)?;
+                Ok(Box::new(parts) as Box<dyn Store + Send + Sync>)
+            }),
+        };
+        let name = PathBuf::from(url);
+        let (server, has_token) = bind(&name, args.flags, "--listen", None, Some(remote))?;
+        announce(&name, server.local_addr()?, has_token);
+        server.run()?;
+        return Ok(());
+    }
     if !args.db.exists() {
         return Err(UsageError::file(args.db.display(), "no such store"));
     }
-    let (server, has_token) = bind(&args.db, args.flags, "--listen", None)?;
+    let (server, has_token) = bind(&args.db, args.flags, "--listen", None, None)?;
     announce(&args.db, server.local_addr()?, has_token);
     server.run()?;
     Ok(())
