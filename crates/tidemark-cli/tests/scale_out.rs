@@ -297,7 +297,7 @@ fn store_flags_refuse_what_they_cannot_do_and_say_which() {
         let server = Server::start(&tmp, &[]).expect("redis-server");
         let e = run(&server.url(), "a b");
         assert!(e.contains("--part") && e.contains("A-Z a-z 0-9"), "{e}");
-        let e = run(&server.url(), &"x".repeat(201));
+        let e = run(&server.url(), &"x".repeat(261));
         assert!(e.contains("--part"), "{e}");
         // No part written yet: the query says the store is empty.
         let e = err(&[

@@ -28,10 +28,11 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `{tm:P}:rows` | hash | row key (`tidemark_stream::store::row_key`) → row bytes |
-//! | `{tm:P}:idx` | sorted set | the row keys, score 0: ordered range reads (`ZRANGEBYLEX`) |
+//! | `{tm:P}:s:<n>:<table>:<start>` | hash | a table's rows at one start, by key (the layout: `rows.rs`) |
+//! | `{tm:P}:t:<n>:<table>` | sorted set | the table's starts |
+//! | `{tm:P}:tables` | set | the part's tables |
 //! | `{tm:P}:meta` | hash | the run's metadata: config, fingerprint, run state with `P`'s offset |
-//! | `{tm:P}:fence` | hash | `epoch` (the owner's claim) and `seq` (commits landed) |
+//! | `{tm:P}:fence` | hash | `epoch` (the owner's claim), `seq` (commits landed), `last` (the claim and count of the last commit) |
 //! | `tm:parts` | set | every part's name, for readers ([`MergedStore`]) |
 //!
 //! # Reading merged

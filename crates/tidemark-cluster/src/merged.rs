@@ -9,6 +9,11 @@
 //! earliest, so that a window ending by default ends where every part has closed its
 //! buckets.
 //!
+//! A part's read is several calls to the server, and its worker may commit between two of
+//! them: a digest read before a commit and rows read after it disagree (damage that is not),
+//! or an answer mixes two commits. Each part's read is therefore taken between two readings of
+//! its commit count, and read again (up to [`READ_TRIES`] times) when the count moved.
+//!
 //! Memory: a scan over every key holds the window's buckets of every key at once (the parts
 //! are read one after another and merged by key), where one store's scan holds a page per
 //! bucket start.
@@ -23,6 +28,28 @@ use crate::server::Server;
 
 /// The longest list of parts read (a topic's partitions).
 const MAX_PARTS: usize = 100_000;
+
+/// A key and its buckets `(start, bytes)`.
+type KeyParts = (Vec<u8>, Vec<(u64, Vec<u8>)>);
+
+/// Reads of a part tried while its worker commits between their calls.
+const READ_TRIES: usize = 8;
+
+/// `read` of part `p`, read again while a commit lands during it (see the module doc).
+fn consistent<T>(
+    p: &PartitionStore,
+    mut read: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tries = 1;
+    loop {
+        let before = p.commits_now()?;
+        let result = read();
+        if tries >= READ_TRIES || p.commits_now()? == before {
+            return result;
+        }
+        tries += 1;
+    }
+}
 
 /// Every part on a server or cluster, read merged (see the module doc). Read only.
 pub struct MergedStore {
@@ -91,7 +118,7 @@ impl Store for MergedStore {
     fn meta(&self) -> Result<Option<Meta>, StoreError> {
         let mut metas = Vec::with_capacity(self.parts.len());
         for p in &self.parts {
-            metas.extend(p.meta()?);
+            metas.extend(consistent(p, || p.meta())?);
         }
         query::earliest(metas).map_err(|e| StoreError::Damaged {
             what: format!("{}: {e}", self.name),
@@ -108,7 +135,9 @@ impl Store for MergedStore {
     ) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
         let mut all = Vec::new();
         for p in &self.parts {
-            all.extend(p.key_buckets(metric, open, from, to, key)?);
+            all.extend(consistent(p, || {
+                p.key_buckets(metric, open, from, to, key)
+            })?);
         }
         // By start, as one store gives them (a stable sort keeps each part's order).
         all.sort_by_key(|(start, _)| *start);
@@ -126,11 +155,16 @@ impl Store for MergedStore {
     ) -> Result<(), StoreError> {
         let mut keys: BTreeMap<Vec<u8>, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
         for p in &self.parts {
-            p.scan_by_key(metric, open, from, to, width, &mut |k, parts| {
-                keys.entry(k.to_vec())
-                    .or_default()
-                    .extend(parts.iter().cloned());
+            let part = consistent(p, || {
+                let mut part: Vec<KeyParts> = Vec::new();
+                p.scan_by_key(metric, open, from, to, width, &mut |k, parts| {
+                    part.push((k.to_vec(), parts.to_vec()));
+                })?;
+                Ok(part)
             })?;
+            for (k, parts) in part {
+                keys.entry(k).or_default().extend(parts);
+            }
         }
         for (k, mut parts) in keys {
             parts.sort_by_key(|(start, _)| *start);
@@ -142,7 +176,7 @@ impl Store for MergedStore {
     fn generation(&self) -> Result<Option<u64>, StoreError> {
         let mut out: Option<u64> = None;
         for p in &self.parts {
-            if let Some(g) = p.generation()? {
+            if let Some(g) = consistent(p, || p.generation())? {
                 let mixed = out.unwrap_or(0).rotate_left(17) ^ g;
                 out = Some(mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             }
@@ -153,7 +187,7 @@ impl Store for MergedStore {
     fn verify(&self, metric: &str) -> Result<u64, StoreError> {
         let mut n = 0;
         for p in &self.parts {
-            n += p.verify(metric)?;
+            n += consistent(p, || p.verify(metric))?;
         }
         Ok(n)
     }

@@ -9,7 +9,7 @@ use crate::rows::{all_rows, commit_script, At, Keys, OwnedRows, Rows};
 use crate::server::{retryable, Server, Waits};
 
 /// The longest part name accepted, bytes.
-const MAX_PART: usize = 200;
+const MAX_PART: usize = 260;
 
 /// The set of every part's name.
 pub(crate) const PARTS: &str = "tm:parts";
@@ -33,7 +33,7 @@ fn check_part(part: &str) -> Result<(), StoreError> {
     }
     Err(StoreError::PartName {
         name: part.chars().take(60).collect(),
-        expected: "1 to 200 of A-Z a-z 0-9 . _ : -",
+        expected: "1 to 260 of A-Z a-z 0-9 . _ : -",
     })
 }
 
@@ -92,6 +92,14 @@ impl PartitionStore {
         all_rows(&self.server, &self.keys)
     }
 
+    /// The commits the part holds now (its fence's count).
+    pub(crate) fn commits_now(&self) -> Result<u64, StoreError> {
+        let seq: Option<u64> = self.server.call("read the fence", |c| {
+            redis::cmd("HGET").arg(&self.keys.fence).arg("seq").query(c)
+        })?;
+        Ok(seq.unwrap_or(0))
+    }
+
     /// The commits this writer has seen land on the part (with those before its claim).
     pub fn commits(&self) -> Option<u64> {
         self.claim.map(|c| c.seq)
@@ -130,35 +138,45 @@ impl PartitionStore {
                     })
                 }
                 Some("TMBEHIND") => {
+                    // A try before this one may have landed after it was given up on.
+                    if self.landed(claim)? {
+                        return Ok(());
+                    }
                     return Err(StoreError::Behind {
                         store: self.keys.label.clone(),
                         holds: e.detail().and_then(|d| d.trim().parse().ok()).unwrap_or(0),
                         saw: claim.seq,
-                    })
+                    });
                 }
                 _ => {}
             }
             if !(retryable(&e) && waits.wait(self.server.name(), "commit a checkpoint", &e)) {
                 return Err(self.server.error("commit a checkpoint", e));
             }
-            let (epoch, seq) = self.fence()?;
-            if epoch == Some(claim.epoch) && seq == claim.seq + 1 {
-                self.claim = Some(Claim { seq, ..claim });
+            if self.landed(claim)? {
                 return Ok(());
             }
         }
     }
 
-    /// The part's fence: its epoch (if claimed) and commits.
-    fn fence(&self) -> Result<(Option<u64>, u64), StoreError> {
-        let (epoch, seq): (Option<u64>, Option<u64>) = self.server.call("read the fence", |c| {
-            redis::cmd("HMGET")
+    /// Whether this writer's commit after `claim` landed (the fence's `last` names the claim
+    /// and commit count of the last commit): then the claim moves on to it.
+    fn landed(&mut self, claim: Claim) -> Result<bool, StoreError> {
+        let last: Option<String> = self.server.call("read the fence", |c| {
+            redis::cmd("HGET")
                 .arg(&self.keys.fence)
-                .arg("epoch")
-                .arg("seq")
+                .arg("last")
                 .query(c)
         })?;
-        Ok((epoch, seq.unwrap_or(0)))
+        let mine = format!("{}:{}", claim.epoch, claim.seq + 1);
+        if last.as_deref() == Some(mine.as_str()) {
+            self.claim = Some(Claim {
+                seq: claim.seq + 1,
+                ..claim
+            });
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 
@@ -201,7 +219,9 @@ mod tests {
     #[test]
     fn a_part_name_fits_a_hash_tag() {
         assert!(check_part("flows:3").is_ok());
-        for bad in ["", "a}b", "a{b", "a b", &"x".repeat(201)] {
+        // Kafka's longest topic name (249) with a partition number fits.
+        assert!(check_part(&format!("{}:99999", "t".repeat(249))).is_ok());
+        for bad in ["", "a}b", "a{b", "a b", &"x".repeat(261)] {
             assert!(check_part(bad).is_err(), "{bad:?}");
         }
     }

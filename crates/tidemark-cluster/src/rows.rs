@@ -52,8 +52,12 @@ if not f[1] then
   -- No claim at all: the server lost the part (a failover to a replica it never reached).
   return redis.error_reply('TMBEHIND 0')
 end
-if f[1] ~= ARGV[1] then
-  return redis.error_reply('TMFENCED the part was claimed again (epoch ' .. tostring(f[1]) .. ')')
+if tonumber(f[1]) > tonumber(ARGV[1]) then
+  return redis.error_reply('TMFENCED the part was claimed again (epoch ' .. f[1] .. ')')
+end
+if tonumber(f[1]) < tonumber(ARGV[1]) then
+  -- This writer's claim is gone: a failover to a replica it had not reached.
+  return redis.error_reply('TMBEHIND ' .. tostring(f[2] or '0'))
 end
 if (f[2] or '0') ~= ARGV[2] then
   return redis.error_reply('TMBEHIND ' .. tostring(f[2] or '0'))
@@ -104,7 +108,10 @@ local m = tonumber(ARGV[a])
 for j = 1, m do
   redis.call('HSET', KEYS[2], ARGV[a + 2 * j - 1], ARGV[a + 2 * j])
 end
-return redis.call('HINCRBY', KEYS[1], 'seq', 1)
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+-- Which claim landed the last commit: a retry of a commit whose reply was lost asks.
+redis.call('HSET', KEYS[1], 'last', ARGV[1] .. ':' .. seq)
+return seq
 "#;
 
 /// The Redis keys of one part.
@@ -235,8 +242,9 @@ impl<'s> Rows<'s> {
         Ok(starts)
     }
 
-    /// The server's rows of `table` at `start`, by key (none if cleared).
-    fn server_rows(&self, table: &str, start: u64) -> Result<StartRows, StoreError> {
+    /// The server's rows of `table` at `start`, by key (none if cleared); with `keep`, kept
+    /// for the transaction's later reads (a start read a page at a time).
+    fn server_rows(&self, table: &str, start: u64, keep: bool) -> Result<StartRows, StoreError> {
         if self.is_cleared(table, start) {
             return Ok(Rc::new(Vec::new()));
         }
@@ -251,7 +259,9 @@ impl<'s> Rows<'s> {
         })?;
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let rows = Rc::new(rows);
-        self.read.borrow_mut().insert(at, Rc::clone(&rows));
+        if keep {
+            self.read.borrow_mut().insert(at, Rc::clone(&rows));
+        }
         Ok(rows)
     }
 
@@ -277,7 +287,9 @@ impl<'s> Rows<'s> {
         limit: usize,
         f: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize, StoreError> {
-        let server = self.server_rows(table, start)?;
+        // Read a page at a time, a start is kept; read whole, it is not (a scan holds one
+        // start at a time).
+        let server = self.server_rows(table, start, limit != usize::MAX)?;
         let from = match after {
             Some(a) => server.partition_point(|(k, _)| k.as_slice() <= a),
             None => 0,
@@ -383,7 +395,18 @@ impl ReadTxn for Rows<'_> {
             return Ok(None);
         }
         for start in self.starts(table, from, to)? {
-            if self.visit_start(table, start, None, 1, &mut |_, _| {})? > 0 {
+            let written = self.written(table, start).next().is_some();
+            let found = if written || self.is_cleared(table, start) {
+                self.visit_start(table, start, None, 1, &mut |_, _| {})? > 0
+            } else {
+                // Nothing of the transaction's own there: the server's hash exists or not.
+                self.server.call("read a table's starts", |c| {
+                    redis::cmd("EXISTS")
+                        .arg(self.keys.start(table, start))
+                        .query::<bool>(c)
+                })?
+            };
+            if found {
                 return Ok(Some(start));
             }
         }

@@ -7,9 +7,12 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Client, Connection, ConnectionLike, RedisError};
 use tidemark_stream::store::StoreError;
 
-/// How long a connection attempt, and a reply, may take before the call fails (and a commit
-/// retries it).
+/// How long a connection attempt may take before the call fails (and is tried again).
 const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a reply may take: a checkpoint's script of a million rows runs about a second
+/// (docs/scale-out.md), and a reply given up on leaves the call's outcome to be asked.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The longest `redis://` list accepted (seed nodes).
 const MAX_SEEDS: usize = 64;
@@ -70,7 +73,7 @@ impl Server {
         let cluster = || {
             ClusterClient::builder(seeds.clone())
                 .connection_timeout(TIMEOUT)
-                .response_timeout(TIMEOUT)
+                .response_timeout(REPLY_TIMEOUT)
                 .build()
         };
         let dial = if seeds.len() > 1 {
@@ -171,7 +174,7 @@ impl Server {
         match &*self.dial {
             Dial::One(client) => {
                 let c = client.get_connection_with_timeout(TIMEOUT)?;
-                c.set_read_timeout(Some(TIMEOUT))?;
+                c.set_read_timeout(Some(REPLY_TIMEOUT))?;
                 c.set_write_timeout(Some(TIMEOUT))?;
                 Ok(Conn::One(c))
             }
@@ -231,6 +234,8 @@ pub(crate) fn retryable(e: &RedisError) -> bool {
         || e.is_connection_refusal()
         || e.is_timeout()
         || e.is_cluster_error()
+        // A script running long (another part's checkpoint on the same master).
+        || e.code() == Some("BUSY")
         || matches!(
             e.kind(),
             redis::ErrorKind::TryAgain

@@ -348,6 +348,25 @@ fn a_commit_the_server_lost_fences_its_writer_and_nothing_lands() {
     );
     assert_eq!(part.get("m", b"a", 6).unwrap(), None, "nothing landed");
     assert_eq!(part.get("m", b"a", 5).unwrap(), Some(b"one".to_vec()));
+    // A failover that lost this writer's claim (the part's epoch below the writer's): the
+    // writer is behind, not fenced out, and claims again.
+    let mut part = PartitionStore::claim(&redis, "t:0").unwrap();
+    let epoch: u64 = redis::cmd("HGET")
+        .arg("{tm:t:0}:fence")
+        .arg("epoch")
+        .query(&mut c)
+        .unwrap();
+    redis::cmd("HSET")
+        .arg("{tm:t:0}:fence")
+        .arg("epoch")
+        .arg(epoch - 1)
+        .query::<u64>(&mut c)
+        .unwrap();
+    let err = part
+        .write(&mut |t| t.put("m", 7, b"a", b"three").map(|_| ()))
+        .unwrap_err();
+    assert!(matches!(&err, StoreError::Behind { .. }), "{err}");
+    assert_eq!(part.get("m", b"a", 7).unwrap(), None, "nothing landed");
 }
 
 #[test]

@@ -236,6 +236,21 @@ impl KafkaSource {
         }
         for (partition, &offset) in positions {
             self.stored.insert(partition.clone(), offset);
+            // A partition read to its end was paused: moved back, it is read again.
+            let paused = self
+                .lanes
+                .get(partition)
+                .is_some_and(|l| l.finished && l.next != Some(offset));
+            if paused {
+                let mut list = TopicPartitionList::new();
+                list.add_partition(&partition.topic, partition.partition);
+                self.consumer
+                    .resume(&list)
+                    .map_err(|source| Error::Client {
+                        during: "resuming a partition moved back from its end",
+                        source,
+                    })?;
+            }
             if let Some(lane) = self.lanes.get_mut(partition) {
                 if lane.next != Some(offset) {
                     self.consumer

@@ -134,6 +134,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         QueryError::BeforeRetention { .. } => UsageError::flag("--window", e),
         QueryError::BadQuantiles { .. } => UsageError::flag("--quantile", e),
         QueryError::Empty => UsageError::file(name.display(), e),
+        // The advice for a damaged file (check it, restore it) is not a server's.
+        QueryError::Store(e) if args.store.is_some() => anyhow::anyhow!(e),
         QueryError::Store(e) => store_error(&name, e),
         QueryError::Corrupt { message } => damaged(&name, message),
         e => anyhow::anyhow!(e),

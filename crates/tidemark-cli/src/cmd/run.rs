@@ -19,7 +19,7 @@ use tidemark_cli::outln;
 use serde_json::json;
 use tidemark_cluster::{PartitionStore, Server};
 use tidemark_stream::pipeline::{self, AlertOut, Follow, RunOptions, RunReport};
-use tidemark_stream::store::{RedbStore, Store};
+use tidemark_stream::store::{RedbStore, Store, StoreError};
 use tidemark_stream::RunError;
 
 use crate::cmd::check::{damaged, store_error};
@@ -44,7 +44,7 @@ pub struct Args {
     /// --part names. `tidemark query --store` reads every part merged (docs/scale-out.md).
     #[arg(long, value_name = "URL", conflicts_with_all = ["db", "serve"])]
     pub store: Option<String>,
-    /// With --store and files: the part this run writes (`flows:3`: 1 to 200 of A-Z a-z 0-9
+    /// With --store and files: the part this run writes (`flows:3`: 1 to 260 of A-Z a-z 0-9
     /// . _ : -), claimed for this run: a run that claimed it before can no longer write it.
     /// Every part's keys are its own (split the input by key), and a part resumes where it
     /// stopped.
@@ -294,8 +294,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let Some(part) = part else {
             return scale_out_worker(&config, &args, &server);
         };
-        let mut store =
-            PartitionStore::claim(&server, part).map_err(|e| UsageError::flag("--part", e))?;
+        let mut store = PartitionStore::claim(&server, part).map_err(|e| match e {
+            e @ StoreError::PartName { .. } => UsageError::flag("--part", e),
+            e => UsageError::flag("--store", e),
+        })?;
         let started = Instant::now();
         let report = execute(
             &config,

@@ -152,13 +152,16 @@ pub fn work(
         worked: Worked::default(),
     };
     let mut runs: BTreeMap<Partition, PartRun> = BTreeMap::new();
-    let result = ctx.read(&mut runs, stop);
-    // Stopped, or failed: every run commits what it counted and ends.
+    let mut result = ctx.read(&mut runs, stop);
+    // Stopped, or failed: every run commits what it counted and ends; the first error is the
+    // worker's.
     for (p, run) in std::mem::take(&mut runs) {
-        match finish(run, false) {
-            Ok(r) => ctx.worked.records += r.records_this_run,
-            Err(e) if result.is_ok() => return Err(e.context(format!("partition {p}"))),
-            Err(e) => eprintln!("tidemark: partition {p}: {e}"),
+        if let Err(e) = ctx.ended(&p, finish(run, false), true) {
+            if result.is_ok() {
+                result = Err(e);
+            } else {
+                eprintln!("tidemark: {e:#}");
+            }
         }
     }
     ctx.commit_acks();
@@ -196,21 +199,20 @@ impl Ctx<'_> {
                 Event::Revoked(parts) => {
                     for p in parts {
                         if let Some(run) = runs.remove(&p) {
-                            let report = finish(run, false)
-                                .map_err(|e| e.context(format!("partition {p}")))?;
-                            self.worked.records += report.records_this_run;
+                            self.ended(&p, finish(run, false), true)?;
                         }
                     }
                     self.commit_acks();
                 }
                 Event::End => {
+                    let mut first = Ok(());
                     for (p, run) in std::mem::take(runs) {
-                        let report =
-                            finish(run, true).map_err(|e| e.context(format!("partition {p}")))?;
-                        self.worked.records += report.records_this_run;
+                        if let Err(e) = self.ended(&p, finish(run, true), false) {
+                            first = first.and(Err(e));
+                        }
                     }
                     self.commit_acks();
-                    return Ok(());
+                    return first;
                 }
                 Event::Notice(n) => eprintln!("tidemark: {n}"),
                 Event::Idle => check_runs(self, runs)?,
@@ -219,8 +221,39 @@ impl Ctx<'_> {
         }
     }
 
-    /// Claims partition `p`'s part, moves the consumer to the offset it holds, and starts
-    /// its run.
+    /// A run that ended: its records counted. A run fenced out by another worker's claim ends
+    /// quietly (the partition is the other's), as does one that lost commits in a failover
+    /// as its partition went away (`revoked`: the next owner reads from what the part holds);
+    /// any other error is the worker's.
+    fn ended(
+        &mut self,
+        p: &Partition,
+        result: Result<RunReport, Ended>,
+        revoked: bool,
+    ) -> anyhow::Result<()> {
+        match result {
+            Ok(report) => {
+                self.worked.records += report.records_this_run;
+                Ok(())
+            }
+            Err(Ended::Run(RunError::Store(e @ StoreError::Fenced { .. }))) => {
+                eprintln!(
+                    "tidemark: partition {p}: {e}; this worker stops reading it (the group \
+                     moves it)"
+                );
+                Ok(())
+            }
+            Err(Ended::Run(RunError::Store(e @ StoreError::Behind { .. }))) if revoked => {
+                eprintln!("tidemark: partition {p}: {e}");
+                Ok(())
+            }
+            Err(e) => Err(anyhow::Error::new(e).context(format!("partition {p}"))),
+        }
+    }
+
+    /// Claims partition `p`'s part, moves the consumer to the offset it holds (the
+    /// partition's start when it holds none: a part lost in a failover is counted again from
+    /// the beginning, not from where the group last was), and starts its run.
     fn start(&mut self, p: &Partition) -> anyhow::Result<PartRun> {
         let name = format!("{}:{}", p.topic, p.partition);
         let mut store = PartitionStore::claim(self.server, &name)
@@ -228,17 +261,20 @@ impl Ctx<'_> {
         let held = store
             .meta()
             .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
+        let mut offset = 0;
         if let Some(meta) = held {
             let state = RunState::from_bytes(&meta.state)
                 .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: its run state: {e}"))?;
-            let mine: Positions = state
+            if let Some(m) = state
                 .partitions
                 .iter()
-                .filter(|m| *m.topic == *p.topic && m.partition == p.partition)
-                .map(|m| (p.clone(), m.offset))
-                .collect();
-            self.source.seek_to(&mine)?;
+                .find(|m| *m.topic == *p.topic && m.partition == p.partition)
+            {
+                offset = m.offset;
+            }
         }
+        self.source
+            .seek_to(&Positions::from([(p.clone(), offset)]))?;
         let (items, rx) = mpsc::sync_channel(QUEUED);
         let stop = Arc::new(AtomicBool::new(false));
         let feed = PartFeed {
@@ -293,13 +329,13 @@ impl Ctx<'_> {
 }
 
 /// Ends a run: at the partition's end (`at_end`) or stopped, its last checkpoint committed.
-fn finish(run: PartRun, at_end: bool) -> anyhow::Result<RunReport> {
+fn finish(run: PartRun, at_end: bool) -> Result<RunReport, Ended> {
     if at_end {
         let _ = run.items.send(Item::End);
     } else {
         run.stop.store(true, Ordering::Relaxed);
     }
-    Ok(join(run)?)
+    join(run)
 }
 
 /// Why a partition's run ended without its report.
@@ -338,9 +374,8 @@ fn join(run: PartRun) -> Result<RunReport, Ended> {
 }
 
 /// Joins the runs that ended. A run whose part lost its last commits in a failover
-/// ([`StoreError::Behind`]) starts again from what the part holds; a run fenced out by another
-/// worker's claim ends (the group takes its partition away next); any other error is the
-/// worker's.
+/// ([`StoreError::Behind`]) starts again from what the part holds; see [`Ctx::ended`] for the
+/// rest.
 fn check_runs(ctx: &mut Ctx<'_>, runs: &mut BTreeMap<Partition, PartRun>) -> anyhow::Result<()> {
     let ended: Vec<Partition> = runs
         .iter()
@@ -352,16 +387,12 @@ fn check_runs(ctx: &mut Ctx<'_>, runs: &mut BTreeMap<Partition, PartRun>) -> any
             continue;
         };
         match join(run) {
-            Ok(report) => ctx.worked.records += report.records_this_run,
             Err(Ended::Run(RunError::Store(e @ StoreError::Behind { .. }))) => {
                 eprintln!("tidemark: partition {p}: {e}");
                 let run = ctx.start(&p)?;
                 runs.insert(p, run);
             }
-            Err(Ended::Run(RunError::Store(e @ StoreError::Fenced { .. }))) => {
-                eprintln!("tidemark: partition {p}: {e}");
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("partition {p}"))),
+            result => ctx.ended(&p, result, false)?,
         }
     }
     Ok(())
