@@ -260,6 +260,11 @@ fn demo_log(d: &Path) -> (PathBuf, Vec<String>) {
 /// The log's lines as messages keyed by source address, each source's in one of 4
 /// partitions, in the log's order; the timestamp is the line's time.
 fn as_messages(lines: &[String]) -> Vec<Produced> {
+    as_messages_in(lines, 4)
+}
+
+/// [`as_messages`] over `partitions` partitions.
+fn as_messages_in(lines: &[String], partitions: u64) -> Vec<Produced> {
     lines
         .iter()
         .map(|line| {
@@ -270,7 +275,7 @@ fn as_messages(lines: &[String]) -> Vec<Produced> {
             let hash = src.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
                 (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
             });
-            let partition = (hash % 4) as i32;
+            let partition = (hash % partitions) as i32;
             (
                 partition,
                 src.as_bytes().to_vec(),
@@ -1364,9 +1369,9 @@ fn a_broker_lost_mid_run_is_waited_for_and_nothing_is_counted_twice() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Records the parts of `topic`'s 4 partitions hold, summed (0 for a part not written yet).
+/// Records the parts of `topic`'s 8 partitions hold, summed (0 for a part not written yet).
 fn part_records(server: &tidemark_cluster::Server, topic: &str) -> u64 {
-    (0..4)
+    (0..8)
         .map(|p| {
             let part =
                 tidemark_cluster::PartitionStore::reader(server, &format!("{topic}:{p}")).unwrap();
@@ -1412,8 +1417,8 @@ fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kil
     let d = dir("kafka-scale-out");
     let (log, lines) = demo_log(&d);
     let topic = "flows";
-    create_topic(&brokers, topic, 4);
-    produce(&brokers, topic, &as_messages(&lines));
+    create_topic(&brokers, topic, 8);
+    produce(&brokers, topic, &as_messages_in(&lines, 8));
     let (file_db, _) = file_run(&d, &log);
     let expected = answers(&file_db);
 
@@ -1428,11 +1433,11 @@ fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kil
     let config = d.join("kafka.toml");
     std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
 
-    // Two workers of one group each attempt (a group of its own, as the kill test's: the
-    // killed members' sessions would hold their partitions), one of them or both killed
-    // (SIGKILL) once the parts' commits pass a random point in the next third of what is
-    // left: kills between commits and during them, and rebalances as the second joins and
-    // the first leaves.
+    // Three workers of one group each attempt (a group of its own, as the kill test's: the
+    // killed members' sessions would hold their partitions), a fourth joining mid-way every
+    // other attempt; one of them or two killed (SIGKILL) once the parts' commits pass a random
+    // point in the next twelfth of what is left: kills between commits and during them, and
+    // rebalances as workers join and leave. Queries read the parts while the workers write.
     let total = lines.len() as u64;
     let mut seed = std::process::id() as u64 | 1;
     let mut random = move || {
@@ -1442,27 +1447,53 @@ fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kil
         seed
     };
     let mut kills = 0;
+    let mut queried = 0;
     let mut progress = Vec::new();
-    for attempt in 0..8 {
+    for attempt in 0..14 {
         let done = part_records(&server, topic);
         if done >= total {
             // Every record is in: the workers ran to the end before a kill.
             break;
         }
-        let point = done + 1 + random() % ((total - done) / 3).max(1);
+        let point = done + 1 + random() % ((total - done) / 12).max(1);
         let group = format!("scale-{attempt}");
-        let mut children = vec![worker(&config, &url, &group), worker(&config, &url, &group)];
+        let mut children: Vec<Child> = (0..3).map(|_| worker(&config, &url, &group)).collect();
         let started = Instant::now();
+        let mut joined = attempt % 2 == 0;
         while part_records(&server, topic) < point
             && started.elapsed() < Duration::from_secs(60)
             && children.iter_mut().all(|c| c.try_wait().unwrap().is_none())
         {
+            if !joined && started.elapsed() > Duration::from_millis(300) {
+                children.push(worker(&config, &url, &group));
+                joined = true;
+            }
             thread::sleep(Duration::from_millis(5));
         }
         thread::sleep(Duration::from_micros(random() % 30_000));
-        let both = random() % 2 == 0;
+        let first = (random() % children.len() as u64) as usize;
+        let second = (random() % children.len() as u64) as usize;
         for (i, c) in children.iter_mut().enumerate() {
-            if (i == 0 || both) && c.try_wait().unwrap().is_none() {
+            if (i == first || i == second) && c.try_wait().unwrap().is_none() {
+                c.kill().unwrap();
+                kills += 1;
+            }
+        }
+        // The others go on a while (the group gives them the killed ones' partitions once
+        // their sessions end), read meanwhile, then are killed too.
+        if part_records(&server, topic) > 0 {
+            let out = tidemark(
+                &[
+                    "query", "--store", &url, "--metric", "fanout", "--window", "5m",
+                ],
+                "",
+            );
+            ok(&out);
+            queried += 1;
+        }
+        thread::sleep(Duration::from_millis(random() % 300));
+        for c in &mut children {
+            if c.try_wait().unwrap().is_none() {
                 c.kill().unwrap();
                 kills += 1;
             }
@@ -1477,10 +1508,13 @@ fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kil
         }
         progress.push((point, part_records(&server, topic)));
     }
-    eprintln!("{kills} kills (point, records committed): {progress:?}");
-    // Each attempt kills within the next third of what is left: the last records may be read
-    // to the end before their kill.
-    assert!(kills >= 2, "only {kills} workers were killed while running");
+    eprintln!("{kills} kills, {queried} queries (point, records committed): {progress:?}");
+    assert!(
+        kills >= 10,
+        "only {kills} workers were killed while running"
+    );
+    assert!(queried >= 2, "queries while the workers wrote: {queried}");
+    assert!(progress.len() >= 3, "{progress:?}");
     // Two workers to the end.
     let last: Vec<Child> = (0..2)
         .map(|_| worker(&config, &url, "scale-last"))
