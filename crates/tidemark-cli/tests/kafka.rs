@@ -238,7 +238,13 @@ columns = [\"ts\", \"src_ip\", \"dst_ip\", \"dst_port\"]
 
 /// Writes the demo log (about 25,000 flows) and returns its data lines.
 fn demo_log(d: &Path) -> (PathBuf, Vec<String>) {
+    demo_log_of(d, 60)
+}
+
+/// [`demo_log`] of `users` users (about 350 flows each).
+fn demo_log_of(d: &Path, users: u32) -> (PathBuf, Vec<String>) {
     let log = d.join("flows.csv");
+    let users = users.to_string();
     ok(&tidemark(
         &[
             "demo",
@@ -247,7 +253,7 @@ fn demo_log(d: &Path) -> (PathBuf, Vec<String>) {
             "--minutes",
             "20",
             "--users",
-            "60",
+            &users,
         ],
         "",
     ));
@@ -1405,7 +1411,21 @@ fn worker(config: &Path, url: &str, group: &str) -> Child {
 
 #[test]
 fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kills() {
-    let test = "kafka: scale-out workers into a Redis cluster";
+    scale_out_through_kills("kafka: scale-out workers into a Redis cluster", 60);
+}
+
+/// The same over a million records (2,900 users' flows): by hand, `cargo test --release -p
+/// tidemark-cli --test kafka -- --ignored workers_over_a_million`.
+#[test]
+#[ignore = "a million records: run by hand"]
+fn workers_over_a_million_records_answer_as_the_file_through_kills() {
+    scale_out_through_kills("kafka: scale-out workers, a million records", 2_900);
+}
+
+/// Workers of a group over the demo log of `users` users in eight partitions, killed at
+/// random (see the comment below), then run to the end: every record once, the file run's
+/// answers.
+fn scale_out_through_kills(test: &str, users: u32) {
     let Some(binary) = tansu(test) else {
         return;
     };
@@ -1414,15 +1434,15 @@ fn workers_keep_partitions_in_a_redis_cluster_and_answer_as_the_file_through_kil
     }
     let broker = Broker::start(&binary);
     let brokers = broker.address();
-    let d = dir("kafka-scale-out");
-    let (log, lines) = demo_log(&d);
+    let d = dir(&format!("kafka-scale-out-{users}"));
+    let (log, lines) = demo_log_of(&d, users);
     let topic = "flows";
     create_topic(&brokers, topic, 8);
     produce(&brokers, topic, &as_messages_in(&lines, 8));
     let (file_db, _) = file_run(&d, &log);
     let expected = answers(&file_db);
 
-    let tmp = redis_common::TempDir::new("kafka-scale-out");
+    let tmp = redis_common::TempDir::new(&format!("kafka-scale-out-{users}"));
     let nodes = redis_common::start_cluster(&tmp);
     let seeds: Vec<String> = nodes
         .iter()
