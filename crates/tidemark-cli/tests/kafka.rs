@@ -1548,6 +1548,11 @@ fn scale_out_through_kills(test: &str, users: u32) {
         );
     }
     assert_eq!(part_records(&server, topic), total, "every record once");
+    for n in &nodes {
+        let mut c = n.conn().expect("a node");
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+        assert!(keys > 0, "the eight parts' slots fall on every master");
+    }
     assert_eq!(
         answers_of(&["--store", &url]),
         expected,
