@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use tidemark_stream::store::{ReadTxn, Store, StoreError, Txn};
 
-use crate::rows::{all_rows, commit_script, At, Keys, OwnedRows, Rows};
+use crate::rows::{all_rows, commit_script, At, Keys, Rows};
 use crate::server::{retryable, Server, Waits};
 
 /// The longest part name accepted, bytes.
@@ -114,7 +114,7 @@ impl PartitionStore {
     /// Sends a transaction's writes in one script, tried again while the server cannot be
     /// reached (for its patience); before each new try the fence says whether the last one
     /// landed after all, so that a commit lands once.
-    fn commit(&mut self, rows: &Rows<'_>) -> Result<(), StoreError> {
+    fn commit(&mut self, rows: &Rows) -> Result<(), StoreError> {
         let Some(claim) = self.claim else {
             return Err(StoreError::Contract {
                 what: "a write to a part opened to read",
@@ -189,10 +189,7 @@ impl Store for PartitionStore {
     }
 
     fn view(&self) -> Result<Box<dyn ReadTxn>, StoreError> {
-        Ok(Box::new(OwnedRows {
-            server: self.server.clone(),
-            keys: self.keys.clone(),
-        }))
+        Ok(Box::new(Rows::view(&self.server, &self.keys)))
     }
 
     fn write(
@@ -204,9 +201,7 @@ impl Store for PartitionStore {
                 what: "a write to a part opened to read",
             });
         }
-        let server = self.server.clone();
-        let keys = self.keys.clone();
-        let mut t = Rows::new(&server, &keys);
+        let mut t = Rows::new(&self.server, &self.keys);
         f(&mut t)?;
         self.commit(&t)
     }

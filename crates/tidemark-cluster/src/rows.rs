@@ -25,7 +25,7 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use tidemark_stream::store::{ReadTxn, StoreError, Txn, Visit};
 
@@ -33,9 +33,6 @@ use crate::server::Server;
 
 /// Values asked of the server at once.
 const CHUNK: usize = 512;
-
-/// Fields written by one `HSET` in the commit script (Lua's stack bounds an unpacked call).
-const FIELDS_PER_CALL: usize = 500;
 
 /// Starts at and above this are not exact as sorted-set scores (doubles): ranges over them
 /// are read whole and filtered.
@@ -77,8 +74,9 @@ for _ = 1, tonumber(ARGV[a]) do
   local n = tonumber(ARGV[a])
   local i = 0
   while i < n do
+    -- 500 fields a call: Lua's stack bounds an unpacked call.
     local call = {'HSET', h}
-    local last = math.min(n, i + FIELDS)
+    local last = math.min(n, i + 500)
     for j = i, last - 1 do
       call[#call + 1] = ARGV[a + 1 + 2 * j]
       call[#call + 1] = ARGV[a + 2 + 2 * j]
@@ -155,33 +153,44 @@ pub type At = (String, u64, Vec<u8>);
 type StartWrites<'a> = (Vec<(&'a [u8], &'a [u8])>, Vec<&'a [u8]>);
 
 /// One start's rows on the server, by key.
-type StartRows = Rc<Vec<(Vec<u8>, Vec<u8>)>>;
+type StartRows = Arc<Vec<(Vec<u8>, Vec<u8>)>>;
 
-/// A transaction's rows: the server's, with its own writes over them (`None`: deleted).
-pub(crate) struct Rows<'s> {
-    server: &'s Server,
-    keys: &'s Keys,
+/// A transaction's rows: the server's, with its own writes over them (`None`: deleted). Also
+/// the engine's read-back view, which writes nothing and keeps no start it read (the server's
+/// rows change under a view kept between checkpoints).
+pub(crate) struct Rows {
+    server: Server,
+    keys: Keys,
     rows: BTreeMap<At, Option<Vec<u8>>>,
     /// Per table, the start below which the server's rows were removed in this transaction.
     cleared: BTreeMap<String, u64>,
     meta: BTreeMap<String, Vec<u8>>,
     /// The server's values of rows fetched ahead ([`Txn::prefetch`]).
     fetched: HashMap<At, Option<Vec<u8>>>,
-    /// The server's starts read whole.
-    read: RefCell<HashMap<(String, u64), StartRows>>,
+    /// The server's starts read whole, kept for the transaction's later reads (`None`: a view,
+    /// which keeps none).
+    read: Option<RefCell<HashMap<(String, u64), StartRows>>>,
 }
 
-impl<'s> Rows<'s> {
+impl Rows {
     /// No writes yet: the server's rows.
-    pub fn new(server: &'s Server, keys: &'s Keys) -> Rows<'s> {
+    pub fn new(server: &Server, keys: &Keys) -> Rows {
         Rows {
-            server,
-            keys,
+            server: server.clone(),
+            keys: keys.clone(),
             rows: BTreeMap::new(),
             cleared: BTreeMap::new(),
             meta: BTreeMap::new(),
             fetched: HashMap::new(),
-            read: RefCell::new(HashMap::new()),
+            read: Some(RefCell::new(HashMap::new())),
+        }
+    }
+
+    /// A read view of the server as it is at each read.
+    pub fn view(server: &Server, keys: &Keys) -> Rows {
+        Rows {
+            read: None,
+            ..Rows::new(server, keys)
         }
     }
 
@@ -246,11 +255,15 @@ impl<'s> Rows<'s> {
     /// for the transaction's later reads (a start read a page at a time).
     fn server_rows(&self, table: &str, start: u64, keep: bool) -> Result<StartRows, StoreError> {
         if self.is_cleared(table, start) {
-            return Ok(Rc::new(Vec::new()));
+            return Ok(Arc::new(Vec::new()));
         }
         let at = (table.to_string(), start);
-        if let Some(rows) = self.read.borrow().get(&at) {
-            return Ok(Rc::clone(rows));
+        if let Some(rows) = self
+            .read
+            .as_ref()
+            .and_then(|r| r.borrow().get(&at).cloned())
+        {
+            return Ok(rows);
         }
         let mut rows: Vec<(Vec<u8>, Vec<u8>)> = self.server.call("read a start's rows", |c| {
             redis::cmd("HGETALL")
@@ -258,9 +271,9 @@ impl<'s> Rows<'s> {
                 .query(c)
         })?;
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let rows = Rc::new(rows);
-        if keep {
-            self.read.borrow_mut().insert(at, Rc::clone(&rows));
+        let rows = Arc::new(rows);
+        if let (true, Some(read)) = (keep, &self.read) {
+            read.borrow_mut().insert(at, Arc::clone(&rows));
         }
         Ok(rows)
     }
@@ -340,7 +353,7 @@ impl<'s> Rows<'s> {
     }
 }
 
-impl ReadTxn for Rows<'_> {
+impl ReadTxn for Rows {
     fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         if let Some(v) = self.meta.get(name) {
             return Ok(Some(v.clone()));
@@ -414,7 +427,7 @@ impl ReadTxn for Rows<'_> {
     }
 }
 
-impl Txn for Rows<'_> {
+impl Txn for Rows {
     fn put(
         &mut self,
         table: &str,
@@ -484,47 +497,6 @@ impl Txn for Rows<'_> {
     }
 }
 
-/// A read view that owns its handles (the engine keeps one between checkpoints).
-pub(crate) struct OwnedRows {
-    pub server: Server,
-    pub keys: Keys,
-}
-
-impl OwnedRows {
-    fn rows(&self) -> Rows<'_> {
-        Rows::new(&self.server, &self.keys)
-    }
-}
-
-impl ReadTxn for OwnedRows {
-    fn meta(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.rows().meta(name)
-    }
-
-    fn get(&self, table: &str, start: u64, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.rows().get(table, start, key)
-    }
-
-    fn scan(&self, table: &str, from: u64, to: u64, f: &mut Visit<'_>) -> Result<(), StoreError> {
-        self.rows().scan(table, from, to, f)
-    }
-
-    fn page(
-        &self,
-        table: &str,
-        start: u64,
-        after: Option<&[u8]>,
-        limit: usize,
-        f: &mut Visit<'_>,
-    ) -> Result<usize, StoreError> {
-        self.rows().page(table, start, after, limit, f)
-    }
-
-    fn next_start(&self, table: &str, from: u64, to: u64) -> Result<Option<u64>, StoreError> {
-        self.rows().next_start(table, from, to)
-    }
-}
-
 /// The script that lands a transaction's writes, if the fence is `(epoch, seq)`: the starts it
 /// cleared (read from the server now: the fence makes this writer the only one) deleted, then
 /// its rows written start by start, then its metadata.
@@ -532,10 +504,10 @@ pub(crate) fn commit_script(
     keys: &Keys,
     epoch: u64,
     seq: u64,
-    rows: &Rows<'_>,
+    rows: &Rows,
 ) -> Result<redis::Cmd, StoreError> {
     // The transaction's own reads leave cleared starts out: a fresh view lists them.
-    let fresh = Rows::new(rows.server, keys);
+    let fresh = Rows::view(&rows.server, keys);
     let mut gone = Vec::new();
     for (table, &before) in &rows.cleared {
         for start in fresh.server_starts(table, 0, before)? {
@@ -558,7 +530,7 @@ pub(crate) fn commit_script(
     // Keys first (each start's index and hash), then the arguments, written into the
     // command once (a checkpoint's rows are its bulk).
     let mut cmd = redis::cmd("EVAL");
-    cmd.arg(COMMIT.replace("FIELDS", &FIELDS_PER_CALL.to_string()))
+    cmd.arg(COMMIT)
         .arg(3 + 2 * (gone.len() + groups.len()))
         .arg(&keys.fence)
         .arg(&keys.meta)
@@ -597,7 +569,7 @@ pub(crate) fn all_rows(server: &Server, keys: &Keys) -> Result<BTreeMap<At, Vec<
     let tables: Vec<String> = server.call("list the part's tables", |c| {
         redis::cmd("SMEMBERS").arg(&keys.tables).query(c)
     })?;
-    let rows = Rows::new(server, keys);
+    let rows = Rows::view(server, keys);
     let mut out = BTreeMap::new();
     for table in tables {
         rows.scan(&table, 0, u64::MAX, &mut |k, start, v| {
