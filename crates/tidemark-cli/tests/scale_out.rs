@@ -7,7 +7,7 @@ mod common;
 #[path = "../../tidemark-cluster/tests/common/mod.rs"]
 mod redis_common;
 
-use common::{dir, s, tidemark};
+use common::{dir, get, s, serve, tidemark};
 use redis_common::{redis_available, Server, TempDir};
 use tidemark_stream::flowgen::{FlowLog, FlowSpec};
 
@@ -182,62 +182,13 @@ fn parts_in_redis_answer_as_one_run_into_a_file() {
         "/api/v1/series?metric=fanout&key=10.9.0.1&window=5m&from=1700000300&to=1700000700",
     ] {
         let want = get(&file.addr, path);
-        assert!(want.contains("estimate"), "{path}: {want}");
+        assert!(
+            want.0 == 200 && want.1.contains("estimate"),
+            "{path}: {want:?}"
+        );
         assert_eq!(get(&parts.addr, path), want, "{path}");
     }
     let _ = std::fs::remove_dir_all(&d);
-}
-
-/// A running `tidemark serve`, stopped when dropped.
-struct Served {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Served {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    Served { child, addr }
-}
-
-/// The body of a 200 answer to GET `path`.
-fn get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut st = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        st,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    st.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head} {body}");
-    body.to_string()
 }
 
 #[test]

@@ -7,13 +7,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-use common::{dir, json_lines, ok, s, tidemark};
+use common::{dir, get, json_lines, ok, s, serve, tidemark};
 use serde_json::Value;
 use tidemark_stream::flowgen::{FlowLog, FlowSpec};
 
@@ -95,60 +93,6 @@ fn store_of(tag: &str, config_text: &str) -> (PathBuf, PathBuf) {
     let alerts = d.join("alerts.jsonl");
     std::fs::write(&alerts, &out.stdout).unwrap();
     (db, alerts)
-}
-
-/// A running `tidemark serve`, stopped when dropped.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    Served { child, addr }
-}
-
-/// GET `path`: (status, body).
-fn get(addr: &str, path: &str) -> (u16, String) {
-    let mut st = TcpStream::connect(addr).unwrap();
-    st.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        st,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    st.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    (
-        head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body.to_string(),
-    )
 }
 
 fn get_json(addr: &str, path: &str) -> Value {

@@ -1,7 +1,7 @@
 //! Helpers shared by the CLI's integration tests: run the binary, read its output.
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -68,4 +68,60 @@ pub fn dir(tag: &str) -> PathBuf {
 /// A path as an argument.
 pub fn s(p: &std::path::Path) -> &str {
     p.to_str().expect("test paths are UTF-8")
+}
+
+/// A running `tidemark serve`, stopped when dropped.
+pub struct Served {
+    pub child: std::process::Child,
+    pub addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tidemark serve --listen 127.0.0.1:0 ARGS` and reads the address it bound.
+pub fn serve(args: &[&str]) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    Served { child, addr }
+}
+
+/// GET `path`: (status, body).
+pub fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut st = std::net::TcpStream::connect(addr).unwrap();
+    st.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        st,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    st.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_string(),
+    )
 }
