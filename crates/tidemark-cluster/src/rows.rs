@@ -468,9 +468,12 @@ impl Txn for Rows {
         Ok(())
     }
 
-    fn prefetch(&mut self, rows: &[(&str, u64, &[u8])]) -> Result<(), StoreError> {
+    fn prefetch(
+        &mut self,
+        rows: &mut dyn Iterator<Item = (&str, u64, &[u8])>,
+    ) -> Result<(), StoreError> {
         let mut wanted: BTreeMap<(String, u64), Vec<Vec<u8>>> = BTreeMap::new();
-        for &(table, start, key) in rows {
+        for (table, start, key) in rows {
             let at = (table.to_string(), start, key.to_vec());
             if !self.rows.contains_key(&at)
                 && !self.fetched.contains_key(&at)

@@ -263,7 +263,7 @@ impl OpenCommit {
     fn write(&mut self, t: &mut dyn Txn, puts: &[BucketRef<'_>]) -> Result<(), StoreError> {
         let d = &mut self.digests;
         let order = write_order(&*t, puts, |p| (p.metric, p.start, p.key))?;
-        prefetch(t, order.iter().map(|p| (p.metric, p.start, p.key)))?;
+        t.prefetch(&mut order.iter().map(|p| (p.metric, p.start, p.key)))?;
         for p in order {
             let old = t.put(p.metric, p.start, p.key, p.bytes)?;
             d.replace(&*t, p.metric, p.start, p.key, old.as_deref(), p.bytes)?;
@@ -287,7 +287,7 @@ impl OpenCommit {
         }
         self.write(t, &b.puts)?;
         let mut d = self.digests;
-        prefetch(t, b.merges.iter().map(|m| (m.metric, m.start, m.key)))?;
+        t.prefetch(&mut b.merges.iter().map(|m| (m.metric, m.start, m.key)))?;
         for m in &b.merges {
             let old = t.get(m.metric, m.start, m.key)?;
             // Into nothing stored, the merge still runs (into an empty bucket): a bucket's bytes
@@ -337,7 +337,7 @@ impl OpenCommit {
             t.remove_before(table, before)?;
         }
         let order = write_order(&*t, &b.state, |r| (r.table, r.start, r.key))?;
-        prefetch(t, order.iter().map(|r| (r.table, r.start, r.key)))?;
+        t.prefetch(&mut order.iter().map(|r| (r.table, r.start, r.key)))?;
         for r in order {
             match r.bytes {
                 Some(v) => {
@@ -389,15 +389,6 @@ const FIRST_PASS_TWENTIETHS: usize = 12;
 /// with room to spare for rows of uneven length (60 MB; 11 of 20 aims at 91% and overflows
 /// into splits: 70 MB). Appended past the last row (a new store's first commit), key order
 /// fills every leaf (52 MB for a run in one checkpoint, 62 MB in two passes).
-/// Tells the transaction which rows it is about to read and write (see [`Txn::prefetch`]).
-fn prefetch<'r>(t: &mut dyn Txn, rows: impl Iterator<Item = RowAt<'r>>) -> Result<(), StoreError> {
-    let rows: Vec<RowAt<'r>> = rows.collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
-    t.prefetch(&rows)
-}
-
 fn write_order<'b, T>(
     t: &dyn Txn,
     rows: &'b [T],

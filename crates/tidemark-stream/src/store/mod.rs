@@ -421,8 +421,11 @@ pub trait Txn: ReadTxn {
     fn set_meta(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError>;
     /// Says which rows the transaction is about to read and replace (each `(table, start,
     /// key)`), so that a backend across a network fetches their values in a few round trips
-    /// rather than one each. Nothing by default.
-    fn prefetch(&mut self, rows: &[(&str, u64, &[u8])]) -> Result<(), StoreError> {
+    /// rather than one each. Nothing by default (the rows are not even walked).
+    fn prefetch(
+        &mut self,
+        rows: &mut dyn Iterator<Item = (&str, u64, &[u8])>,
+    ) -> Result<(), StoreError> {
         let _ = rows;
         Ok(())
     }
