@@ -1390,7 +1390,14 @@ fn part_records(server: &tidemark_cluster::Server, topic: &str) -> u64 {
         .sum()
 }
 
-fn worker(config: &Path, url: &str, group: &str) -> Child {
+/// A worker of `group`; `until_end` ends it once its partitions are read to their ends,
+/// otherwise it waits for more records until killed.
+fn worker(config: &Path, url: &str, group: &str, until_end: bool) -> Child {
+    let end: &[&str] = if until_end {
+        &["--until-end", "--close"]
+    } else {
+        &[]
+    };
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
             "run",
@@ -1400,8 +1407,9 @@ fn worker(config: &Path, url: &str, group: &str) -> Child {
             url,
             "--group",
             group,
+            "--quiet",
         ])
-        .args(["--until-end", "--close", "--quiet"])
+        .args(end)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1438,7 +1446,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let (log, lines) = demo_log_of(&d, users);
     let topic = "flows";
     create_topic(&brokers, topic, 8);
-    produce(&brokers, topic, &as_messages_in(&lines, 8));
+    let messages = as_messages_in(&lines, 8);
     let (file_db, _) = file_run(&d, &log);
     let expected = answers(&file_db);
 
@@ -1453,12 +1461,17 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let config = d.join("kafka.toml");
     std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
 
-    // Three workers of one group each attempt (a group of its own, as the kill test's: the
-    // killed members' sessions would hold their partitions), a fourth joining mid-way every
-    // other attempt; one of them or two killed (SIGKILL) once the parts' commits pass a random
-    // point in the next twelfth of what is left: kills between commits and during them, and
-    // rebalances as workers join and leave. Queries read the parts while the workers write.
+    // The topic is written in six batches, one an attempt, while that attempt's workers run:
+    // the work in flight is paced by the producer, not by how fast this machine reads. Three
+    // workers of one group each attempt (a group of its own, as the kill test's: the killed
+    // members' sessions would hold their partitions), a fourth joining mid-way every other
+    // attempt; one of them or two killed (SIGKILL) once the parts' commits pass a random point
+    // in what the batch added: kills between commits and during them, and rebalances as
+    // workers join and leave. The workers do not stop at the topic's end, so every attempt
+    // kills running workers. Queries read the parts while the workers write.
     let total = lines.len() as u64;
+    let batch = messages.len().div_ceil(6);
+    let mut produced = 0;
     let mut seed = std::process::id() as u64 | 1;
     let mut random = move || {
         seed ^= seed << 13;
@@ -1470,22 +1483,26 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let mut queried = 0;
     let mut progress = Vec::new();
     for attempt in 0..14 {
-        let done = part_records(&server, topic);
-        if done >= total {
-            // Every record is in: the workers ran to the end before a kill.
+        if produced == messages.len() && kills >= 10 {
             break;
         }
-        let point = done + 1 + random() % ((total - done) / 12).max(1);
+        let done = part_records(&server, topic);
         let group = format!("scale-{attempt}");
-        let mut children: Vec<Child> = (0..3).map(|_| worker(&config, &url, &group)).collect();
+        let mut children: Vec<Child> = (0..3)
+            .map(|_| worker(&config, &url, &group, false))
+            .collect();
         let started = Instant::now();
+        let next = (produced + batch).min(messages.len());
+        produce(&brokers, topic, &messages[produced..next]);
+        produced = next;
+        let point = done + 1 + random() % ((produced as u64).saturating_sub(done) / 2).max(1);
         let mut joined = attempt % 2 == 0;
         while part_records(&server, topic) < point
             && started.elapsed() < Duration::from_secs(60)
             && children.iter_mut().all(|c| c.try_wait().unwrap().is_none())
         {
             if !joined && started.elapsed() > Duration::from_millis(300) {
-                children.push(worker(&config, &url, &group));
+                children.push(worker(&config, &url, &group, false));
                 joined = true;
             }
             thread::sleep(Duration::from_millis(5));
@@ -1520,9 +1537,10 @@ fn scale_out_through_kills(test: &str, users: u32) {
         }
         for mut c in children {
             let status = c.wait().unwrap();
-            assert!(
-                status.success() || status.signal() == Some(9),
-                "attempt {attempt}: {status:?} {}",
+            assert_eq!(
+                status.signal(),
+                Some(9),
+                "attempt {attempt}: a worker ended by itself: {status:?} {}",
                 std::io::read_to_string(c.stderr.take().unwrap()).unwrap_or_default()
             );
         }
@@ -1537,7 +1555,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
     assert!(progress.len() >= 3, "{progress:?}");
     // Two workers to the end.
     let last: Vec<Child> = (0..2)
-        .map(|_| worker(&config, &url, "scale-last"))
+        .map(|_| worker(&config, &url, "scale-last", true))
         .collect();
     for c in last {
         let out = c.wait_with_output().unwrap();
