@@ -261,6 +261,24 @@ fn store_flags_refuse_what_they_cannot_do_and_say_which() {
             "5m",
         ]);
         assert!(e.contains(&server.url()), "{e}");
+        // Publishing needs the module on the server: said before anything is read.
+        let e = err(&[
+            "run",
+            "--config",
+            s(&config),
+            "--store",
+            &server.url(),
+            "--part",
+            "p",
+            "--publish",
+            s(&input),
+        ]);
+        assert!(
+            e.contains("--publish") && e.contains("tidemark-redis module"),
+            "{e}"
+        );
     }
+    let e = err(&["run", "--config", s(&config), "--publish", s(&input)]);
+    assert!(e.contains("--publish") && e.contains("--store"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }

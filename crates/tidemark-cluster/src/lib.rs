@@ -32,8 +32,15 @@
 //! | `{tm:P}:t:<n>:<table>` | sorted set | the table's starts |
 //! | `{tm:P}:tables` | set | the part's tables |
 //! | `{tm:P}:meta` | hash | the run's metadata: config, fingerprint, run state with `P`'s offset |
-//! | `{tm:P}:fence` | hash | `epoch` (the owner's claim), `seq` (commits landed), `last` (the claim and count of the last commit) |
+//! | `{tm:P}:fence` | hash | `epoch` (the owner's claim), `seq` (commits landed), `last` (the claim and count of the last commit), `published` (the commits published) |
 //! | `tm:parts` | set | every part's name, for readers ([`MergedStore`]) |
+//!
+//! # Publishing for the module's commands
+//!
+//! A writer made with [`PartitionStore::publishing`] also puts, after each commit, the
+//! buckets it wrote into one `tidemark-redis` module value per key, `tm:<metric>:<key>`, on
+//! the key's own slot, where `TMWINDOW.GET` answers the key's windows merged over every
+//! partition (`publish.rs`, and the module's `types/window.rs`).
 //!
 //! # Reading merged
 //!
@@ -56,10 +63,12 @@
 
 mod merged;
 mod partition;
+mod publish;
 mod rows;
 mod server;
 
 pub use merged::MergedStore;
 pub use partition::PartitionStore;
+pub use publish::window_key;
 pub use server::Server;
 pub use tidemark_stream::store::StoreError;

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use tidemark_stream::store::{ReadTxn, Store, StoreError, Txn};
+use tidemark_stream::store::{Meta, ReadTxn, Store, StoreError, Txn};
 
+use crate::publish::Publisher;
 use crate::rows::{all_rows, commit_script, At, Keys, Rows};
 use crate::server::{retryable, Server, Waits};
 
@@ -14,9 +15,16 @@ const MAX_PART: usize = 260;
 /// The set of every part's name.
 pub(crate) const PARTS: &str = "tm:parts";
 
-/// Claims a part: its epoch rises by one; returns the new epoch and the commits landed.
+/// Claims a part: its epoch rises to the claimer's clock (ms, `ARGV[1]`), or by one when that
+/// is not above it; returns the new epoch and the commits landed. Taking the clock keeps a
+/// new claim above every claim before it even when a failover lost the last ones (a replica
+/// promoted before it had them): a publication's version (epoch, commit) then never falls
+/// below one a lost claim put (`publish.rs`).
 const CLAIM: &str = r#"
-local e = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+local e = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+local now = tonumber(ARGV[1])
+if now > e then e = now else e = e + 1 end
+redis.call('HSET', KEYS[1], 'epoch', string.format('%d', e))
 local s = redis.call('HGET', KEYS[1], 'seq')
 return {e, tonumber(s or '0')}
 "#;
@@ -49,8 +57,12 @@ struct Claim {
 /// part's writer (fencing out the one before); [`PartitionStore::reader`] one that only reads.
 pub struct PartitionStore {
     server: Server,
+    part: String,
     keys: Keys,
     claim: Option<Claim>,
+    /// Whether commits are published for the module's commands (`publish.rs`), and with what
+    /// once the run's config is known.
+    publish: Option<Option<Publisher>>,
 }
 
 impl PartitionStore {
@@ -59,11 +71,15 @@ impl PartitionStore {
     pub fn claim(server: &Server, part: &str) -> Result<PartitionStore, StoreError> {
         check_part(part)?;
         let keys = Keys::of(server, part);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         let (epoch, seq): (u64, u64) = server.call("claim the part", |c| {
             redis::cmd("EVAL")
                 .arg(CLAIM)
                 .arg(1)
                 .arg(&keys.fence)
+                .arg(now_ms)
                 .query(c)
         })?;
         server.call("list the part", |c| {
@@ -71,8 +87,10 @@ impl PartitionStore {
         })?;
         Ok(PartitionStore {
             server: server.clone(),
+            part: part.to_string(),
             keys,
             claim: Some(Claim { epoch, seq }),
+            publish: None,
         })
     }
 
@@ -81,9 +99,115 @@ impl PartitionStore {
         check_part(part)?;
         Ok(PartitionStore {
             server: server.clone(),
+            part: part.to_string(),
             keys: Keys::of(server, part),
             claim: None,
+            publish: None,
         })
+    }
+
+    /// This writer, publishing each commit's buckets for the `tidemark-redis` module's
+    /// `TMWINDOW.GET` (`publish.rs`): the module must be loaded on every master. A part whose
+    /// last commits were not published (its writer was killed between a commit and its
+    /// publication) is published whole first.
+    pub fn publishing(mut self) -> Result<PartitionStore, StoreError> {
+        let Some(claim) = self.claim else {
+            return Err(StoreError::Contract {
+                what: "publishing from a part opened to read",
+            });
+        };
+        let info: redis::Value = self.server.call("find the module's TMWINDOW.PUT", |c| {
+            redis::cmd("COMMAND")
+                .arg("INFO")
+                .arg("TMWINDOW.PUT")
+                .query(c)
+        })?;
+        let loaded = match &info {
+            redis::Value::Array(v) => v.first().is_some_and(|x| *x != redis::Value::Nil),
+            _ => false,
+        };
+        if !loaded {
+            return Err(StoreError::Remote {
+                store: self.server.name().to_string(),
+                op: "find the module's TMWINDOW.PUT",
+                source: "publishing needs the tidemark-redis module loaded on every master \
+                         (redis-server --loadmodule libtidemark_redis.so)"
+                    .into(),
+            });
+        }
+        let publisher = match self.meta()? {
+            None => None,
+            Some(meta) => {
+                let mut p = Publisher::new(&meta.config)?;
+                let published: Option<u64> = self.server.call("read the fence", |c| {
+                    redis::cmd("HGET")
+                        .arg(&self.keys.fence)
+                        .arg("published")
+                        .query(c)
+                })?;
+                if published.unwrap_or(0) < claim.seq {
+                    let rows = self.rows()?;
+                    let all = rows
+                        .iter()
+                        .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
+                    p.publish(
+                        &self.server,
+                        &self.part,
+                        (claim.epoch, claim.seq),
+                        &meta,
+                        all,
+                    )?;
+                    self.mark_published(claim.seq)?;
+                }
+                Some(p)
+            }
+        };
+        self.publish = Some(publisher);
+        Ok(self)
+    }
+
+    /// Records that commits up to `seq` are published.
+    fn mark_published(&self, seq: u64) -> Result<(), StoreError> {
+        self.server.call("record the publication", |c| {
+            redis::cmd("HSET")
+                .arg(&self.keys.fence)
+                .arg("published")
+                .arg(seq)
+                .query::<i64>(c)
+        })?;
+        Ok(())
+    }
+
+    /// Publishes a commit's rows, if this writer publishes.
+    fn publish_commit(&mut self, rows: &Rows) -> Result<(), StoreError> {
+        let (Some(publish), Some(claim)) = (&mut self.publish, self.claim) else {
+            return Ok(());
+        };
+        let text = |name: &str| -> Result<Option<Vec<u8>>, StoreError> { rows.meta(name) };
+        let (Some(config), Some(state)) = (text("config")?, text("state")?) else {
+            return Ok(());
+        };
+        let config = String::from_utf8(config).map_err(|_| StoreError::Damaged {
+            what: format!("{}: its config is not UTF-8", self.keys.label),
+        })?;
+        if publish.as_ref().is_none_or(|p| p.config() != config) {
+            *publish = Some(Publisher::new(&config)?);
+        }
+        let meta = Meta {
+            config,
+            fingerprint: 0,
+            state,
+        };
+        if let Some(p) = publish {
+            p.publish(
+                &self.server,
+                &self.part,
+                (claim.epoch, claim.seq),
+                &meta,
+                rows.puts(),
+            )?;
+        }
+        self.mark_published(claim.seq)
     }
 
     /// Every row of the part, `(table, start, key) → value` (for inspection and tests: it
@@ -203,7 +327,8 @@ impl Store for PartitionStore {
         }
         let mut t = Rows::new(&self.server, &self.keys);
         f(&mut t)?;
-        self.commit(&t)
+        self.commit(&t)?;
+        self.publish_commit(&t)
     }
 }
 

@@ -194,6 +194,14 @@ impl Rows {
         }
     }
 
+    /// The rows this transaction put (not those it deleted): table, start, key, value.
+    pub fn puts(&self) -> impl Iterator<Item = crate::publish::Put<'_>> {
+        self.rows.iter().filter_map(|((t, s, k), v)| {
+            v.as_ref()
+                .map(|v| (t.as_str(), *s, k.as_slice(), v.as_slice()))
+        })
+    }
+
     /// The value a write at `at` replaces, a value fetched ahead for it taken (the write's
     /// own value answers later reads).
     fn replaced(&mut self, at: &At) -> Result<Option<Vec<u8>>, StoreError> {

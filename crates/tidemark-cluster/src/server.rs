@@ -143,6 +143,15 @@ impl Server {
         &self,
         f: impl FnOnce(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> redis::RedisResult<T> {
+        self.try_conn(|c| f(c.like()))
+    }
+
+    /// [`Server::try_call`] with the connection as it is (a pipeline is one client's or the
+    /// cluster client's).
+    fn try_conn<T>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
         // A panic while the lock was held leaves a connection that may be mid-reply: drop it.
         let mut slot = match self.conn.lock() {
             Ok(g) => g,
@@ -161,13 +170,44 @@ impl Server {
                 "no connection",
             )));
         };
-        let result = f(conn.like());
+        let result = f(conn);
         if let Err(e) = &result {
             if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
                 *slot = None;
             }
         }
         result
+    }
+
+    /// Sends `cmds` as one pipeline (on a cluster, each to its key's master), their replies
+    /// ignored, retrying a server it cannot reach for the server's patience. A command the
+    /// server refuses fails the call (`ExtensionError` and the like: not retried).
+    pub(crate) fn pipeline(&self, op: &'static str, cmds: &[redis::Cmd]) -> Result<(), RedisError> {
+        let mut waits = Waits::new(self.patience);
+        loop {
+            let e = match self.try_conn(|conn| match conn {
+                Conn::One(c) => {
+                    let mut p = redis::pipe();
+                    for cmd in cmds {
+                        p.add_command(cmd.clone()).ignore();
+                    }
+                    p.query::<()>(c)
+                }
+                Conn::Cluster(c) => {
+                    let mut p = redis::cluster::cluster_pipe();
+                    for cmd in cmds {
+                        p.add_command(cmd.clone()).ignore();
+                    }
+                    p.query::<()>(c)
+                }
+            }) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if !(retryable(&e) && waits.wait(&self.name, op, &e)) {
+                return Err(e);
+            }
+        }
     }
 
     fn dial(&self) -> redis::RedisResult<Conn> {

@@ -17,7 +17,7 @@ use std::rc::Rc;
 
 use tidemark::Estimate;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, MetricConfig};
 use crate::engine::{Engine, MetricShape, NoRows, Summary};
 pub use crate::error::QueryError;
 use crate::kinds::quantile::{valid_quantile, MAX_QUANTILES};
@@ -211,7 +211,7 @@ fn open_metric(
         // `closed − retention`; later ones are all kept.
         // (Rounded up to a bucket: a window's start is a bucket's, and one before this may
         // have been deleted.)
-        horizon: closed.saturating_sub(retention).div_ceil(width) * width,
+        horizon: retention_horizon(closed, retention, width),
         retention,
     };
     Ok((config, i, shape, marks))
@@ -238,19 +238,25 @@ pub fn earliest(metas: Vec<Meta>) -> Result<Option<Meta>, QueryError> {
                 ));
             }
         }
-        let config = parsed(&meta.config).map_err(|e| corrupt(e.to_string()))?;
-        let state = RunState::from_bytes(&meta.state).map_err(|e| corrupt(e.to_string()))?;
-        let engine = Engine::restore(&config, &state.engine, &mut NoRows)
-            .map_err(|e| corrupt(e.to_string()))?;
-        let closed = (0..config.metrics.len())
-            .map(|i| engine.closed_until(i).unwrap_or(0))
-            .min()
-            .unwrap_or(0);
+        let closed = closed_until(&meta)?.into_iter().min().unwrap_or(0);
         if best.as_ref().is_none_or(|(c, _)| closed < *c) {
             best = Some((closed, meta));
         }
     }
     Ok(best.map(|(_, m)| m))
+}
+
+/// Where each metric of a stored run (in the config's order) has closed its buckets: buckets
+/// starting before it are closed.
+pub fn closed_until(meta: &Meta) -> Result<Vec<u64>, QueryError> {
+    let corrupt = |message: String| QueryError::Corrupt { message };
+    let config = parsed(&meta.config).map_err(|e| corrupt(e.to_string()))?;
+    let state = RunState::from_bytes(&meta.state).map_err(|e| corrupt(e.to_string()))?;
+    let engine =
+        Engine::restore(&config, &state.engine, &mut NoRows).map_err(|e| corrupt(e.to_string()))?;
+    Ok((0..config.metrics.len())
+        .map(|i| engine.closed_until(i).unwrap_or(0))
+        .collect())
 }
 
 /// Where a stored metric's buckets stand.
@@ -264,6 +270,129 @@ struct Watermarks {
     horizon: u64,
     /// The retention behind `horizon`, ms.
     retention: u64,
+}
+
+/// The quantiles `ask` names, checked: at least one, at most [`MAX_QUANTILES`], each in (0, 1].
+fn check_ask(ask: &Ask<'_>) -> Result<(), QueryError> {
+    if let Some(qs) = ask.quantiles {
+        let outside = qs.iter().copied().find(|&q| !valid_quantile(q));
+        if qs.is_empty() || qs.len() > MAX_QUANTILES || outside.is_some() {
+            return Err(QueryError::BadQuantiles {
+                count: qs.len(),
+                most: MAX_QUANTILES,
+                outside,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The bucket starts a window covers.
+struct Span {
+    /// The first start (inclusive).
+    from: u64,
+    /// The window's end (exclusive), a bucket boundary.
+    to: u64,
+    /// Whether the window asked for began before the retention horizon and was cut there.
+    clipped: bool,
+}
+
+/// The starts of the window of `window` ms ending at `at` (rounded down to a bucket) of
+/// `metric` (`m`'s, or its rollup's), against the retention `marks` say.
+fn span(
+    metric: &str,
+    m: &MetricConfig,
+    window: u64,
+    at: u64,
+    width: u64,
+    marks: &Watermarks,
+) -> Result<Span, QueryError> {
+    if window == 0 || window % width != 0 {
+        return Err(QueryError::BadWindow {
+            window,
+            bucket: width,
+        });
+    }
+    let to = at - at % width;
+    let asked = to.saturating_sub(window);
+    // A window reaching before the retention horizon answers from the horizon on, and says
+    // so; one wholly before it is refused.
+    let horizon = marks.horizon;
+    if to <= horizon && asked < horizon {
+        return Err(QueryError::BeforeRetention {
+            metric: metric.to_string(),
+            to,
+            horizon,
+            retention: marks.retention,
+            rollup: (metric == m.name).then(|| m.rollup_name()).flatten(),
+        });
+    }
+    let clipped = asked < horizon;
+    Ok(Span {
+        from: if clipped { horizon } else { asked },
+        to,
+        clipped,
+    })
+}
+
+/// One key's window over buckets gathered outside a store: the Redis module's published
+/// windows, each bucket a key's part of it in one partition (so one start may come several
+/// times, each to be merged). `closed` is the bucket end every partition has closed (the
+/// default end, and where `partial` starts); `newest` the furthest one has, from which the
+/// retention horizon counts. `buckets` come by start.
+#[allow(clippy::too_many_arguments)]
+pub fn key_window(
+    m: &MetricConfig,
+    key: &[u8],
+    buckets: &[(u64, Vec<u8>)],
+    closed: u64,
+    newest: u64,
+    window: u64,
+    at: Option<u64>,
+    ask: &Ask<'_>,
+) -> Result<Answer, QueryError> {
+    check_ask(ask)?;
+    let shape = MetricShape::of(m);
+    let width = shape.width();
+    let closed = closed - closed % width;
+    let marks = Watermarks {
+        closed,
+        open_end: None,
+        horizon: retention_horizon(newest - newest % width, m.retention, width),
+        retention: m.retention,
+    };
+    let Span { from, to, clipped } = span(&m.name, m, window, at.unwrap_or(closed), width, &marks)?;
+    let inside: Vec<(u64, Vec<u8>)> = buckets
+        .iter()
+        .filter(|(s, _)| (from..to).contains(s))
+        .cloned()
+        .collect();
+    let merged = merged(&shape, &inside).map_err(|message| QueryError::Corrupt { message })?;
+    let partial = to > closed;
+    let row = match merged {
+        Some(s) => row(&shape, ask, key, &s, starts(&inside), partial),
+        None => {
+            let mut zero = row(&shape, ask, key, &shape.empty(to), 0, partial);
+            zero.estimate = Estimate::exact(0.0);
+            zero.parts.clear();
+            zero
+        }
+    };
+    Ok(Answer {
+        kind: m.kind.name(),
+        part: m.kind.part(),
+        from,
+        to,
+        rows: vec![row],
+        clipped,
+    })
+}
+
+/// The first start a metric keeps when its newest closed bucket ends at `closed`: expiry
+/// deletes buckets starting before `closed − retention`, rounded up to a bucket (a window's
+/// start is a bucket's, and one before this may have been deleted).
+pub fn retention_horizon(closed: u64, retention: u64, width: u64) -> u64 {
+    closed.saturating_sub(retention).div_ceil(width) * width
 }
 
 /// The window of length `window` ms ending at `at` (default: the metric's watermark), for
@@ -289,42 +418,12 @@ pub fn window_asking(
     top: Option<usize>,
     ask: &Ask<'_>,
 ) -> Result<Answer, QueryError> {
-    if let Some(qs) = ask.quantiles {
-        let outside = qs.iter().copied().find(|&q| !valid_quantile(q));
-        if qs.is_empty() || qs.len() > MAX_QUANTILES || outside.is_some() {
-            return Err(QueryError::BadQuantiles {
-                count: qs.len(),
-                most: MAX_QUANTILES,
-                outside,
-            });
-        }
-    }
+    check_ask(ask)?;
     let (config, i, shape, marks) = open_metric(store, metric)?;
     let m = &config.metrics[i];
     let width = shape.width();
-    if window == 0 || window % width != 0 {
-        return Err(QueryError::BadWindow {
-            window,
-            bucket: width,
-        });
-    }
     let at = at.unwrap_or(marks.open_end.unwrap_or(marks.closed));
-    let to = at - at % width;
-    let asked = to.saturating_sub(window);
-    // A window reaching before the retention horizon answers from the horizon on, and says
-    // so; one wholly before it is refused.
-    let horizon = marks.horizon;
-    if to <= horizon && asked < horizon {
-        return Err(QueryError::BeforeRetention {
-            metric: metric.to_string(),
-            to,
-            horizon,
-            retention: marks.retention,
-            rollup: (metric == m.name).then(|| m.rollup_name()).flatten(),
-        });
-    }
-    let clipped = asked < horizon;
-    let from = if clipped { horizon } else { asked };
+    let Span { from, to, clipped } = span(metric, m, window, at, width, &marks)?;
     // Open buckets (of a run that left them open) answer as they stood at the last checkpoint.
     let open_table = marks
         .open_end

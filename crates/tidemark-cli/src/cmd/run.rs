@@ -50,6 +50,12 @@ pub struct Args {
     /// stopped.
     #[arg(long, value_name = "NAME", requires = "store")]
     pub part: Option<String>,
+    /// With --store: after each checkpoint, also put every key's buckets it wrote into the
+    /// tidemark-redis module's value of the key (`tm:<metric>:<key>`), where any Redis client
+    /// asks for the key's windows merged over the partitions (`TMWINDOW.GET`). The module must
+    /// be loaded on every master; Redis then holds the buckets twice (docs/scale-out.md).
+    #[arg(long, requires = "store")]
+    pub publish: bool,
     /// Count and report malformed lines instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
@@ -298,6 +304,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             e @ StoreError::PartName { .. } => UsageError::flag("--part", e),
             e => UsageError::flag("--store", e),
         })?;
+        if args.publish {
+            store = store
+                .publishing()
+                .map_err(|e| UsageError::flag("--publish", e))?;
+        }
         let started = Instant::now();
         let report = execute(
             &config,

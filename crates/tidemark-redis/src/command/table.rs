@@ -15,7 +15,7 @@
 //! "Upgrading").
 
 use super::generic;
-use crate::types::{count, distinct, filter, freq, quantile, Keys, Spec};
+use crate::types::{count, distinct, filter, freq, quantile, window, Keys, Spec};
 
 /// Every command. The module registers them in this order; each has a function of its own
 /// there (its place here), so a call never looks its name up.
@@ -40,6 +40,8 @@ pub const COMMANDS: &[Spec] = &[
     quantile::ADD,
     quantile::QUANTILE,
     quantile::CDF,
+    window::PUT,
+    window::GET,
     generic::INFO,
     generic::DUMP,
     generic::LOAD,

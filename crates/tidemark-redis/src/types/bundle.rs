@@ -5,7 +5,7 @@
 //! offset  size  field
 //! 0       4     magic "TMRB"
 //! 4       1     bundle version (1)
-//! 5       1     kind: 1 frequency ring, 2 expiring filter
+//! 5       1     kind: 1 frequency ring, 2 expiring filter, 3 published window
 //! 6       …     kind parameters (each kind's file)
 //! …       4     parts, u32
 //!   per part: index u64 (bucket or generation number), length u64, a core envelope
@@ -27,6 +27,9 @@ const VERSION: u8 = 1;
 pub const KIND_FREQ: u8 = 1;
 /// An expiring filter ([`super::filter`]).
 pub const KIND_FILTER: u8 = 2;
+/// A published window ([`super::window`]): its parts are entries, a partition's place and a
+/// bucket's stored bytes, not envelopes.
+pub const KIND_WINDOW: u8 = 3;
 
 /// A bundle of `kind`: its parameters' bytes, then `(index, envelope)` parts.
 pub fn encode(kind: u8, params: &[u8], parts: &[(u64, Vec<u8>)]) -> Vec<u8> {

@@ -8,6 +8,7 @@
 //! | `freq`     | ring of per-bucket item counts (Count-Min + named heavy items)| module bundle, kind 1      |
 //! | `filter`   | quotient filter (in place or stacked), optionally generations | core envelope 48/49, or module bundle kind 2 (EXPIRE) |
 //! | `quantile` | ring of bucket DDSketches with a sliding window aggregate     | core envelope, family 65   |
+//! | `window`   | a pipeline metric's key: buckets per start and partition      | module bundle, kind 3      |
 //!
 //! A value that is one core structure dumps as exactly the envelope the CLI's `--save` writes,
 //! so its bytes move between the module, the CLI and the store. The composite values (a ring
@@ -38,6 +39,7 @@ pub mod freq;
 pub mod keyspace;
 pub mod quantile;
 pub mod spec;
+pub mod window;
 
 use tidemark::codec::{self, Family, Reader};
 use tidemark::DecodeError;
@@ -53,6 +55,7 @@ pub use freq::Freq;
 pub use keyspace::{Keyspace, Lookup, Plain};
 pub use quantile::Quantiles;
 pub use spec::{Access, Clock, Keys, Run, Spec};
+pub use window::Published;
 
 /// What one type of value is: its name, memory, bytes, latest time, `TM.INFO` fields, and how
 /// it reads itself back.
@@ -136,7 +139,7 @@ macro_rules! value_types {
                     Encoded::Bundle(kind, r) => LoadError::Decode(Reader::invalid(
                         "bundle kind",
                         r.offset(),
-                        "1 (frequency) or 2 (filter)",
+                        "1 (frequency), 2 (filter) or 3 (window)",
                         *kind as u64,
                     )),
                 })
@@ -163,6 +166,7 @@ value_types! {
     Freq(Freq),
     Filter(Filter),
     Quantile(Quantiles),
+    Window(Published),
 }
 
 /// A type a [`Value`] can hold, reached from it.

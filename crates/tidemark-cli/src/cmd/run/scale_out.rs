@@ -258,6 +258,11 @@ impl Ctx<'_> {
         let name = format!("{}:{}", p.topic, p.partition);
         let mut store = PartitionStore::claim(self.server, &name)
             .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;
+        if self.args.publish {
+            store = store
+                .publishing()
+                .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: --publish: {e}"))?;
+        }
         let held = store
             .meta()
             .map_err(|e| anyhow::anyhow!("tidemark run: part {name}: {e}"))?;

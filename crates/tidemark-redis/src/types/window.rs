@@ -1,0 +1,616 @@
+//! `window`: one key of a pipeline's metric, as the workers of a scale-out run publish it
+//! (`tidemark run --store`, docs/scale-out.md), answering its windows to any Redis client.
+//!
+//! A scale-out run keeps each Kafka partition's state on a slot of its own, so one key's
+//! buckets may be spread over as many partitions as saw the key, on as many masters. A module
+//! command reaches only its own slot, so after each checkpoint lands the worker also puts the
+//! key's buckets of that checkpoint here, under the key's own name (`tm:<metric>:<key>`, on
+//! the key's slot): per bucket start, one entry per partition, **replacing** what that
+//! partition put for that start under an earlier version — the writer's claim (epoch) and the
+//! commit it publishes. Replacing makes a put idempotent: a put repeated after a crash, or by
+//! the partition's next owner, leaves the value as one put would; a partition's later put of a
+//! start (a late event merged into it) takes the earlier's place; and a put of a writer fenced
+//! out, arriving late, is ignored where a later owner put.
+//! A window is then the merge of every entry whose start is inside it, by the pipeline's own
+//! code ([`tidemark_stream::query::key_window`]), so its answer is `tidemark query`'s:
+//!
+//! ```text
+//! window(key, [at − W, at)) = merge { entry(start, partition) : at − W ≤ start < at }
+//! ```
+//!
+//! Each entry is a bucket in the store's form ([`tidemark_stream::stored`]), checked against
+//! the metric as it is put. Each partition's put says where it has closed its buckets
+//! (`closed`): the default window ends at the earliest of the key's partitions' (a window
+//! every partition that holds the key has closed), and entries before the metric's retention
+//! counted back from the latest are dropped at each put, so a key holds at most its
+//! retention's buckets per partition.
+//!
+//! The value holds the run's config (its text, parsed once per server for every key that
+//! shares it), so the key answers alone.
+//!
+//! ```text
+//! TMWINDOW.PUT key metric part epoch commit closed [CONFIG text] start bytes [start bytes ...]
+//! TMWINDOW.GET key [WINDOW ms] [AT ms] [QUANTILE q]
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tidemark::codec::{Reader, Writer};
+use tidemark_stream::config::{Config, MetricConfig};
+use tidemark_stream::engine::MetricShape;
+use tidemark_stream::query::{self, Ask};
+
+use super::{bundle, Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType};
+use crate::args::show;
+use crate::error::CmdError;
+use crate::limits::Limits;
+use crate::reply::Reply;
+
+/// The longest config text a key takes, bytes.
+const MAX_CONFIG: usize = 1 << 20;
+/// The most partitions one key's entries come from.
+const MAX_PARTS: usize = 4_096;
+/// The longest partition name, bytes (a topic name and a number).
+const MAX_PART_NAME: usize = 260;
+/// The most bytes of entries one key holds (each entry a bucket of the metric's).
+const MAX_ENTRY_BYTES: usize = 256 << 20;
+
+/// A run's config, parsed, shared by every key published under it.
+#[derive(Debug)]
+pub struct Job {
+    /// The config's text, as the run was given it.
+    text: String,
+    /// The config.
+    config: Config,
+}
+
+/// The configs parsed on this server, by text: a worker's put carries its config only while
+/// the key is new, and every key of a run shares one.
+static JOBS: Mutex<Vec<Weak<Job>>> = Mutex::new(Vec::new());
+
+impl Job {
+    /// The job of `text`: the one parsed already if a key holds it, else parsed now.
+    fn of(text: &str) -> Result<Arc<Job>, String> {
+        let mut jobs = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.retain(|j| j.strong_count() > 0);
+        if let Some(j) = jobs
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|j| j.text == text)
+        {
+            return Ok(j);
+        }
+        let config = Config::from_toml(text).map_err(|e| e.to_string())?;
+        let job = Arc::new(Job {
+            text: text.to_string(),
+            config,
+        });
+        jobs.push(Arc::downgrade(&job));
+        Ok(job)
+    }
+}
+
+/// A put's version: the writer's claim on its partition and the commit it publishes. A
+/// partition's next owner claims with a higher epoch, so a put of a writer fenced out, late,
+/// never replaces what a later owner put.
+type Version = (u64, u64);
+
+/// One partition that put entries.
+#[derive(Clone, Debug)]
+struct Part {
+    /// Its name (`topic:partition`).
+    name: Vec<u8>,
+    /// Where it has closed the metric's buckets, ms: as its latest put said.
+    closed: u64,
+    /// The version of the put that said so.
+    version: Version,
+}
+
+/// One key's buckets, per start and partition.
+#[derive(Clone, Debug)]
+pub struct Published {
+    job: Arc<Job>,
+    /// The metric's place in the config.
+    metric: usize,
+    /// The partitions that put entries, in the order they first did.
+    parts: Vec<Part>,
+    /// The entries: start → (partition's place in `parts`, the put's version, the bucket's
+    /// stored bytes).
+    entries: BTreeMap<u64, Vec<(u16, Version, Vec<u8>)>>,
+    /// The bytes the entries hold.
+    entry_bytes: usize,
+}
+
+impl Published {
+    fn metric(&self) -> &MetricConfig {
+        &self.job.config.metrics[self.metric]
+    }
+
+    /// The earliest and latest closed bucket end of the key's partitions.
+    fn closed(&self) -> Option<(u64, u64)> {
+        let min = self.parts.iter().map(|p| p.closed).min()?;
+        let max = self.parts.iter().map(|p| p.closed).max()?;
+        Some((min, max))
+    }
+
+    /// Drops the entries before the retention horizon counted back from the latest closed end.
+    fn expire(&mut self) {
+        let Some((_, newest)) = self.closed() else {
+            return;
+        };
+        let m = self.metric();
+        let horizon = query::retention_horizon(newest - newest % m.bucket, m.retention, m.bucket);
+        let keep = self.entries.split_off(&horizon);
+        let dropped: usize = self
+            .entries
+            .values()
+            .flatten()
+            .map(|(_, _, b)| b.len())
+            .sum();
+        self.entry_bytes -= dropped;
+        self.entries = keep;
+    }
+
+    /// Sets partition `part`'s entry at `start`, unless a put of a later version set it.
+    fn put(&mut self, part: u16, version: Version, start: u64, bytes: Vec<u8>) {
+        let at = self.entries.entry(start).or_default();
+        match at.iter_mut().find(|(p, _, _)| *p == part) {
+            Some((_, v, _)) if *v > version => {}
+            Some((_, v, old)) => {
+                self.entry_bytes = self.entry_bytes - old.len() + bytes.len();
+                *v = version;
+                *old = bytes;
+            }
+            None => {
+                self.entry_bytes += bytes.len();
+                at.push((part, version, bytes));
+            }
+        }
+    }
+
+    /// The place of partition `name`, added if new.
+    fn part(&mut self, name: &[u8]) -> Option<u16> {
+        if let Some(i) = self.parts.iter().position(|p| p.name == name) {
+            return Some(i as u16);
+        }
+        if self.parts.len() >= MAX_PARTS {
+            return None;
+        }
+        self.parts.push(Part {
+            name: name.to_vec(),
+            closed: 0,
+            version: (0, 0),
+        });
+        Some((self.parts.len() - 1) as u16)
+    }
+
+    /// Checks `bytes` as a bucket of the metric starting at `start`.
+    fn check(m: &MetricConfig, start: u64, bytes: &[u8]) -> Result<(), String> {
+        if start > Limits::MAX_TIME_MS || start % m.bucket != 0 {
+            return Err(format!(
+                "start {start} is not a bucket start of metric '{}' ({} ms buckets, at most 2^52)",
+                m.name, m.bucket
+            ));
+        }
+        MetricShape::of(m)
+            .decode(bytes, start)
+            .map(drop)
+            .map_err(|e| {
+                format!(
+                    "the bucket at {start} is not one of metric '{}': {e}",
+                    m.name
+                )
+            })
+    }
+}
+
+impl TmType for Published {
+    const NAME: &'static str = "window";
+
+    /// The entries, their vectors and map nodes (about 64 bytes a start, 32 an entry), and the
+    /// partitions' names; the config is shared by every key of its run.
+    fn heap_bytes(&self) -> usize {
+        let entries: usize = self.entries.values().map(|v| 64 + 32 * v.capacity()).sum();
+        let parts: usize = self.parts.iter().map(|p| 40 + p.name.len()).sum();
+        core::mem::size_of::<Published>() + self.entry_bytes + entries + parts
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut params = Writer::new();
+        let text = self.job.text.as_bytes();
+        let name = self.metric().name.as_bytes();
+        params.u32(text.len() as u32).raw(text);
+        params.u16(name.len() as u16).raw(name);
+        params.u16(self.parts.len() as u16);
+        for p in &self.parts {
+            params.u16(p.name.len() as u16).raw(&p.name);
+            params.u64(p.closed).u64(p.version.0).u64(p.version.1);
+        }
+        let mut parts = Vec::new();
+        for (start, at) in &self.entries {
+            for (part, (epoch, seq), bytes) in at {
+                let mut w = Writer::with_capacity(18 + bytes.len());
+                w.u16(*part).u64(*epoch).u64(*seq).raw(bytes);
+                parts.push((*start, w.into_bytes()));
+            }
+        }
+        bundle::encode(bundle::KIND_WINDOW, params.bytes(), &parts)
+    }
+
+    fn latest(&self) -> Option<u64> {
+        self.closed().map(|(_, max)| max)
+    }
+
+    fn info(&self, m: &mut Vec<(&'static str, Reply)>) {
+        let metric = self.metric();
+        m.push((
+            "structure",
+            Reply::text("a pipeline metric's key: buckets per start and partition, as scale-out workers publish them"),
+        ));
+        m.push(("metric", Reply::text(metric.name.clone())));
+        m.push(("kind", Reply::text(metric.kind.name())));
+        m.push(("bucket_ms", Reply::Integer(metric.bucket as i64)));
+        m.push(("window_ms", Reply::Integer(metric.window as i64)));
+        m.push(("retention_ms", Reply::Integer(metric.retention as i64)));
+        m.push(("partitions", Reply::Integer(self.parts.len() as i64)));
+        m.push(("starts", Reply::Integer(self.entries.len() as i64)));
+        m.push((
+            "entries",
+            Reply::Integer(self.entries.values().map(Vec::len).sum::<usize>() as i64),
+        ));
+        let closed = self.closed();
+        m.push((
+            "closed_ms",
+            closed.map_or(Reply::Null, |(min, _)| Reply::Integer(min as i64)),
+        ));
+        m.push((
+            "latest_ms",
+            closed.map_or(Reply::Null, |(_, max)| Reply::Integer(max as i64)),
+        ));
+    }
+
+    fn decode(encoded: &mut Encoded<'_>) -> Option<Result<Self, LoadError>> {
+        let Encoded::Bundle(bundle::KIND_WINDOW, r) = encoded else {
+            return None;
+        };
+        Some(decode(r))
+    }
+}
+
+/// Reads a window bundle's parameters and entries, each checked as a put checks it.
+fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
+    let d = LoadError::Decode;
+    let text_len = r.u32("config length").map_err(d)? as usize;
+    if text_len > MAX_CONFIG {
+        return Err(bundle::invalid(
+            r,
+            "config length",
+            "at most 1 MiB",
+            text_len as u64,
+        ));
+    }
+    let text = r.bytes(text_len as u64, "config").map_err(d)?;
+    let text =
+        std::str::from_utf8(text).map_err(|_| bundle::invalid(r, "config", "UTF-8 text", 0))?;
+    let job = Job::of(text)
+        .map_err(|_| LoadError::Unsupported("a window under a config that does not parse"))?;
+    let name_len = r.u16("metric name length").map_err(d)?;
+    let name = r.bytes(u64::from(name_len), "metric name").map_err(d)?;
+    let metric = job
+        .config
+        .metrics
+        .iter()
+        .position(|m| m.name.as_bytes() == name)
+        .ok_or(LoadError::Unsupported(
+            "a window of a metric its config does not have",
+        ))?;
+    let count = r.u16("partitions").map_err(d)? as usize;
+    if count > MAX_PARTS {
+        return Err(bundle::invalid(
+            r,
+            "partitions",
+            "at most 4,096",
+            count as u64,
+        ));
+    }
+    let mut parts = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = r.u16("partition name length").map_err(d)? as usize;
+        if len > MAX_PART_NAME {
+            return Err(bundle::invalid(
+                r,
+                "partition name length",
+                "at most 260",
+                len as u64,
+            ));
+        }
+        let name = r.bytes(len as u64, "partition name").map_err(d)?.to_vec();
+        let closed = r.u64("closed").map_err(d)?;
+        if closed > Limits::MAX_TIME_MS {
+            return Err(LoadError::Limit("a closed time beyond 2^52 ms"));
+        }
+        let version = (r.u64("epoch").map_err(d)?, r.u64("commit").map_err(d)?);
+        parts.push(Part {
+            name,
+            closed,
+            version,
+        });
+    }
+    let mut value = Published {
+        job,
+        metric,
+        parts,
+        entries: BTreeMap::new(),
+        entry_bytes: 0,
+    };
+    let m = value.metric().clone();
+    bundle::read_parts(r, u32::MAX.into(), "entries", |r, start, entry| {
+        let mut e = Reader::new(entry);
+        let part = e.u16("entry partition").map_err(d)?;
+        if usize::from(part) >= value.parts.len() {
+            return Err(bundle::invalid(
+                r,
+                "entry partition",
+                "a partition of the key",
+                part.into(),
+            ));
+        }
+        let version = (
+            e.u64("entry epoch").map_err(d)?,
+            e.u64("entry commit").map_err(d)?,
+        );
+        let bytes = &entry[e.offset()..];
+        Published::check(&m, start, bytes).map_err(|_| {
+            LoadError::Unsupported("an entry that is no bucket of the key's metric")
+        })?;
+        if value.entry_bytes + bytes.len() > MAX_ENTRY_BYTES {
+            return Err(LoadError::Limit("entries beyond 256 MiB"));
+        }
+        value.put(part, version, start, bytes.to_vec());
+        Ok(())
+    })?;
+    Ok(value)
+}
+
+/// `TMWINDOW.PUT`.
+pub const PUT: Spec = Spec {
+    name: "TMWINDOW.PUT",
+    legacy: None,
+    access: Access::Write,
+    fast: false,
+    keys: Keys::First,
+    clock: Clock::No,
+    usage: "key metric part epoch commit closed [CONFIG text] start bytes [start bytes ...]",
+    summary: "Puts a partition's buckets of a pipeline metric's key, each replacing what that partition put for its start under an earlier (epoch, commit) (a scale-out worker's publication); CONFIG, the run's config, creates the key",
+    complexity: "O(n log s): n buckets put, s starts held",
+    run: put,
+};
+
+/// `TMWINDOW.GET`.
+pub const GET: Spec = Spec {
+    name: "TMWINDOW.GET",
+    legacy: None,
+    access: Access::Read,
+    fast: false,
+    keys: Keys::First,
+    clock: Clock::No,
+    usage: "key [WINDOW ms] [AT ms] [QUANTILE q]",
+    summary: "The window of WINDOW ms (default: the metric's) ending at AT (default: where every partition of the key has closed its buckets), merged over the partitions: [estimate, low, high], as tidemark query answers it",
+    complexity: "O(b): b buckets in the window",
+    run: get,
+};
+
+fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
+    let a = &mut call.args;
+    let key = a.take()?;
+    let metric = a.take()?;
+    let part = a.take()?;
+    let epoch = a.u64(
+        "epoch",
+        "a non-negative integer (the writer's claim)",
+        u64::MAX,
+    )?;
+    let commit = a.u64(
+        "commit",
+        "a non-negative integer (the commit published)",
+        u64::MAX,
+    )?;
+    let version = (epoch, commit);
+    let closed = a.u64(
+        "closed",
+        "a non-negative integer of milliseconds since the epoch (at most 2^52)",
+        Limits::MAX_TIME_MS,
+    )?;
+    let config = if a.keyword("CONFIG") {
+        Some(a.take()?)
+    } else {
+        None
+    };
+    let mut buckets = Vec::new();
+    while a.left() > 0 {
+        let start = a.u64(
+            "start",
+            "a bucket start, ms since the epoch (at most 2^52)",
+            Limits::MAX_TIME_MS,
+        )?;
+        buckets.push((start, a.take()?));
+    }
+    let cmd = call.name();
+    let param = |msg: String| CmdError::Param { cmd, msg };
+    if buckets.is_empty() {
+        return Err(param(
+            "no buckets: start bytes [start bytes ...] follow".into(),
+        ));
+    }
+    if part.is_empty() || part.len() > MAX_PART_NAME {
+        return Err(param(format!(
+            "partition name '{}' must be 1 to {MAX_PART_NAME} bytes",
+            show(part)
+        )));
+    }
+    let exists = !matches!(call.keys.vacant(key), Ok(()));
+    let value: &mut Published = if exists {
+        let v = call.keys.write::<Published>(key)?;
+        if v.metric().name.as_bytes() != metric {
+            return Err(param(format!(
+                "key '{}' holds metric '{}', not '{}'",
+                show(key),
+                v.metric().name,
+                show(metric)
+            )));
+        }
+        if config.is_some_and(|c| c != v.job.text.as_bytes()) {
+            return Err(param(format!(
+                "key '{}' was published under another config (a run's keys share one config; delete the key to publish another run's)",
+                show(key)
+            )));
+        }
+        v
+    } else {
+        let text = config.ok_or(CmdError::NoSuchKey {
+            cmd,
+            key: show(key),
+        })?;
+        if text.len() > MAX_CONFIG {
+            return Err(param(format!(
+                "CONFIG is {} bytes, at most 1 MiB",
+                text.len()
+            )));
+        }
+        let text = std::str::from_utf8(text)
+            .map_err(|_| param("CONFIG must be the run's config, UTF-8 TOML".into()))?;
+        let job = Job::of(text).map_err(|e| param(format!("CONFIG does not parse: {e}")))?;
+        let name = std::str::from_utf8(metric).unwrap_or("");
+        let metric = job
+            .config
+            .metrics
+            .iter()
+            .position(|m| m.name == name)
+            .ok_or_else(|| {
+                param(format!(
+                    "CONFIG has no metric '{}' (it has {})",
+                    show(metric),
+                    job.config
+                        .metrics
+                        .iter()
+                        .map(|m| m.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        call.keys.vacant(key)?;
+        call.keys.store(
+            key,
+            super::Value::Window(Published {
+                job,
+                metric,
+                parts: Vec::new(),
+                entries: BTreeMap::new(),
+                entry_bytes: 0,
+            }),
+        );
+        call.keys.write::<Published>(key)?
+    };
+    // Everything is checked before anything changes: a refused put leaves the key as it was.
+    let m = value.metric().clone();
+    let mut adding = 0usize;
+    for (start, bytes) in &buckets {
+        Published::check(&m, *start, bytes).map_err(param)?;
+        adding += bytes.len();
+    }
+    if value.entry_bytes + adding > MAX_ENTRY_BYTES {
+        return Err(CmdError::Limit {
+            cmd,
+            msg: format!(
+                "key '{}' would hold more than 256 MiB of buckets",
+                show(key)
+            ),
+        });
+    }
+    let Some(p) = value.part(part) else {
+        return Err(CmdError::Limit {
+            cmd,
+            msg: format!(
+                "key '{}' has buckets of {MAX_PARTS} partitions already",
+                show(key)
+            ),
+        });
+    };
+    let at = &mut value.parts[usize::from(p)];
+    if version >= at.version {
+        at.closed = closed;
+        at.version = version;
+    }
+    for (start, bytes) in buckets {
+        value.put(p, version, start, bytes.to_vec());
+    }
+    value.expire();
+    Ok(Reply::Integer(value.entries.len() as i64))
+}
+
+fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
+    let a = &mut call.args;
+    let key = a.take()?;
+    let (mut window, mut at, mut quantile) = (None, None, None);
+    let mut seen = a.options();
+    while a.left() > 0 {
+        if a.option(&mut seen, "WINDOW")? {
+            window = Some(a.ms("WINDOW")?);
+        } else if a.option(&mut seen, "AT")? {
+            at = Some(a.u64(
+                "AT",
+                "a non-negative integer of milliseconds since the epoch (at most 2^52)",
+                Limits::MAX_TIME_MS,
+            )?);
+        } else if a.option(&mut seen, "QUANTILE")? {
+            quantile = Some(a.fraction("QUANTILE")?);
+        } else {
+            a.done()?;
+        }
+    }
+    let cmd = call.name();
+    let v = call.keys.read::<Published>(key)?;
+    let m = v.metric();
+    let (closed, newest) = v.closed().unwrap_or((0, 0));
+    let buckets: Vec<(u64, Vec<u8>)> = v
+        .entries
+        .iter()
+        .flat_map(|(s, at)| at.iter().map(move |(_, _, b)| (*s, b.clone())))
+        .collect();
+    let qs = quantile.map(|q| [q]);
+    let ask = Ask {
+        quantiles: qs.as_ref().map(|q| &q[..]),
+    };
+    let answer = query::key_window(
+        m,
+        key,
+        &buckets,
+        closed,
+        newest,
+        window.unwrap_or(m.window),
+        at,
+        &ask,
+    )
+    .map_err(|e| CmdError::Param {
+        cmd,
+        msg: e.to_string(),
+    })?;
+    Ok(answer
+        .rows
+        .first()
+        .map_or(Reply::Null, |r| r.estimate.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_are_shared_while_a_key_holds_them() {
+        let text = "[input]\ntime_field = \"t\"\n[[metric]]\nname = \"n\"\nkind = \"count\"\nkey = []\nbucket = \"1m\"\nwindow = \"5m\"\n";
+        let a = Job::of(text).unwrap();
+        let b = Job::of(text).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+}
