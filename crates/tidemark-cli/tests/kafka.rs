@@ -1390,6 +1390,14 @@ fn part_records(server: &tidemark_cluster::Server, topic: &str) -> u64 {
         .sum()
 }
 
+/// The number a JSON line prints for `field`, read exactly.
+fn printed_number(line: &str, field: &str) -> f64 {
+    let at = line.find(&format!("\"{field}\":")).unwrap() + field.len() + 3;
+    let rest = &line[at..];
+    let end = rest.find([',', '}']).unwrap();
+    rest[..end].parse().unwrap()
+}
+
 /// A worker of `group`; `until_end` ends it once its partitions are read to their ends,
 /// otherwise it waits for more records until killed.
 fn worker(config: &Path, url: &str, group: &str, until_end: bool) -> Child {
@@ -1408,6 +1416,7 @@ fn worker(config: &Path, url: &str, group: &str, until_end: bool) -> Child {
             "--group",
             group,
             "--quiet",
+            "--publish",
         ])
         .args(end)
         .stdin(Stdio::null())
@@ -1440,6 +1449,15 @@ fn scale_out_through_kills(test: &str, users: u32) {
     if !redis_common::redis_available(test) {
         return;
     }
+    let Some(module) = redis_common::module_path() else {
+        let why = "the tidemark-redis module was not built beside this test (cargo test --workspace builds it)";
+        assert!(
+            std::env::var("TIDEMARK_REQUIRE_REDIS").as_deref() != Ok("1"),
+            "{why}"
+        );
+        redis_common::loud(&format!("\n!!! SKIPPING {test}: {why} !!!\n"));
+        return;
+    };
     let broker = Broker::start(&binary);
     let brokers = broker.address();
     let d = dir(&format!("kafka-scale-out-{users}"));
@@ -1451,7 +1469,9 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let expected = answers(&file_db);
 
     let tmp = redis_common::TempDir::new(&format!("kafka-scale-out-{users}"));
-    let nodes = redis_common::start_cluster(&tmp);
+    // Three masters with a replica each and the module loaded (the workers publish each key's
+    // windows for it); a master is killed mid-run and its replica takes over.
+    let mut nodes = redis_common::start_cluster_loading(&tmp, 1, 1000, Some(&module));
     let seeds: Vec<String> = nodes
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port))
@@ -1481,6 +1501,10 @@ fn scale_out_through_kills(test: &str, users: u32) {
     };
     let mut kills = 0;
     let mut queried = 0;
+    let mut module_answers = 0;
+    let mut failed_over = None;
+    // A source the first batch holds: the module is asked for its window while workers write.
+    let watched = lines[0].split(',').nth(1).unwrap().to_string();
     let mut progress = Vec::new();
     for attempt in 0..14 {
         if produced == messages.len() && kills >= 10 {
@@ -1507,6 +1531,14 @@ fn scale_out_through_kills(test: &str, users: u32) {
             }
             thread::sleep(Duration::from_millis(5));
         }
+        if attempt == 2 {
+            // The master of partition 0's part dies mid-run (SIGKILL): its replica takes over
+            // while the workers retry their commits.
+            let port = redis_common::master_of(&nodes[0], "{tm:flows:0}");
+            let i = nodes.iter().position(|n| n.port == port).unwrap();
+            nodes[i].kill();
+            failed_over = Some(nodes.remove(i).port);
+        }
         thread::sleep(Duration::from_micros(random() % 30_000));
         let first = (random() % children.len() as u64) as usize;
         let second = (random() % children.len() as u64) as usize;
@@ -1527,6 +1559,22 @@ fn scale_out_through_kills(test: &str, users: u32) {
             );
             ok(&out);
             queried += 1;
+            // Any Redis client: redis-cli asks the module for the watched source's window.
+            let cli = Command::new("redis-cli")
+                .args(["-c", "-p", &nodes[0].port.to_string()])
+                .args(["TMWINDOW.GET", &format!("tm:fanout:{watched}")])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&cli.stdout);
+            let numbers = text
+                .lines()
+                .filter(|l| l.trim().parse::<f64>().is_ok())
+                .count();
+            if numbers == 3 {
+                module_answers += 1;
+            } else {
+                assert!(text.contains("no such key"), "redis-cli: {text}");
+            }
         }
         thread::sleep(Duration::from_millis(random() % 300));
         for c in &mut children {
@@ -1546,7 +1594,15 @@ fn scale_out_through_kills(test: &str, users: u32) {
         }
         progress.push((point, part_records(&server, topic)));
     }
-    eprintln!("{kills} kills, {queried} queries (point, records committed): {progress:?}");
+    eprintln!(
+        "{kills} kills, {queried} queries, {module_answers} answered by the module, master \
+         {failed_over:?} failed over (point, records committed): {progress:?}"
+    );
+    assert!(failed_over.is_some(), "a master was killed mid-run");
+    assert!(
+        module_answers >= 1,
+        "the module answered while the workers wrote"
+    );
     assert!(
         kills >= 10,
         "only {kills} workers were killed while running"
@@ -1566,14 +1622,68 @@ fn scale_out_through_kills(test: &str, users: u32) {
         );
     }
     assert_eq!(part_records(&server, topic), total, "every record once");
+    let mut masters = 0;
     for n in &nodes {
         let mut c = n.conn().expect("a node");
+        let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut c).unwrap();
+        if role.first() != Some(&redis::Value::BulkString(b"master".to_vec())) {
+            continue;
+        }
+        masters += 1;
         let keys: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
         assert!(keys > 0, "the eight parts' slots fall on every master");
     }
-    assert_eq!(
-        answers_of(&["--store", &url]),
-        expected,
-        "the parts' answers are the file's"
-    );
+    assert_eq!(masters, 3, "the killed master's replica took over");
+    let merged = answers_of(&["--store", &url]);
+    assert_eq!(merged, expected, "the parts' answers are the file's");
+    // The module answers every source's window as the parts do.
+    let seeds: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("redis://127.0.0.1:{}", n.port))
+        .collect();
+    let mut c = redis::cluster::ClusterClient::new(seeds)
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut compared = 0;
+    for minute in (2..=22).step_by(2) {
+        let at: u64 = 1_700_000_000 + minute * 60;
+        let out = tidemark(
+            &[
+                "query",
+                "--store",
+                &url,
+                "--metric",
+                "fanout",
+                "--window",
+                "5m",
+                "--at",
+                &at.to_string(),
+                "--json",
+            ],
+            "",
+        );
+        ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for (line, row) in text.lines().zip(common::json_lines(&out)) {
+            let key = row["key"].as_str().unwrap();
+            let got: Vec<f64> = redis::cmd("TMWINDOW.GET")
+                .arg(format!("tm:fanout:{key}"))
+                .arg("WINDOW")
+                .arg(300_000)
+                .arg("AT")
+                .arg(at * 1000)
+                .query(&mut c)
+                .unwrap();
+            // The numbers as printed, read by the standard library's correctly rounded
+            // parser (serde_json's default float parsing can land one ulp off).
+            let want: Vec<f64> = ["estimate", "low", "high"]
+                .iter()
+                .map(|f| printed_number(line, f))
+                .collect();
+            assert_eq!(got, want, "{key} at {at}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "{compared} windows compared");
 }

@@ -4,7 +4,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{Client, Connection, ConnectionLike, RedisError};
+use redis::{
+    Client, Connection, ConnectionAddr, ConnectionInfo, ConnectionLike, RedisConnectionInfo,
+    RedisError,
+};
 use tidemark_stream::store::StoreError;
 
 /// How long a connection attempt may take before the call fails (and is tried again).
@@ -56,30 +59,39 @@ pub struct Server {
 }
 
 impl Server {
-    /// Connects to `redis://host:port[,host:port…]`: one address is a server, or the seed of a
-    /// cluster if it answers `CLUSTER INFO`; several are a cluster's seeds.
+    /// Connects to `redis://[[user]:password@]host:port[,host:port…]`: one address is a
+    /// server, or the seed of a cluster if it answers `CLUSTER INFO`; several are a cluster's
+    /// seeds. Messages name the address with the password left out.
     pub fn connect(url: &str) -> Result<Server, StoreError> {
-        let name: Arc<str> = Arc::from(url);
-        let failed = |op: &'static str, e: RedisError| StoreError::Remote {
-            store: url.to_string(),
-            op,
-            source: Box::new(e),
-        };
-        let seeds = parse_url(url).map_err(|what| StoreError::Remote {
-            store: url.chars().take(200).collect(),
+        let address = parse_url(url).map_err(|what| StoreError::Remote {
+            store: redacted(url),
             op: "read the store's address",
             source: what.into(),
         })?;
+        let shown = address.shown();
+        let name: Arc<str> = Arc::from(shown.as_str());
+        let failed = |op: &'static str, e: RedisError| StoreError::Remote {
+            store: shown.clone(),
+            op,
+            source: Box::new(e),
+        };
+        let seeds = address.infos();
         let cluster = || {
-            ClusterClient::builder(seeds.clone())
+            let mut b = ClusterClient::builder(seeds.clone())
                 .connection_timeout(TIMEOUT)
-                .response_timeout(REPLY_TIMEOUT)
-                .build()
+                .response_timeout(REPLY_TIMEOUT);
+            if let Some((user, password)) = &address.auth {
+                b = b.password(password.clone());
+                if !user.is_empty() {
+                    b = b.username(user.clone());
+                }
+            }
+            b.build()
         };
         let dial = if seeds.len() > 1 {
             Dial::Cluster(cluster().map_err(|e| failed("reach the cluster", e))?)
         } else {
-            let client = Client::open(seeds[0].as_str()).map_err(|e| failed("connect", e))?;
+            let client = Client::open(seeds[0].clone()).map_err(|e| failed("connect", e))?;
             let mut c = client
                 .get_connection_with_timeout(TIMEOUT)
                 .map_err(|e| failed("connect", e))?;
@@ -104,7 +116,7 @@ impl Server {
         Ok(server)
     }
 
-    /// The address as given.
+    /// The address as given, the password left out.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -286,15 +298,96 @@ pub(crate) fn retryable(e: &RedisError) -> bool {
         )
 }
 
-/// The seed addresses of `redis://host:port[,host:port…]`, each as `redis://host:port`.
-fn parse_url(url: &str) -> Result<Vec<String>, String> {
+/// A `redis://` address read: the seeds, each `redis://host:port`, and the credentials if
+/// the address gives them.
+#[derive(Debug, PartialEq, Eq)]
+struct Address {
+    /// `redis://host:port`, as messages show them.
+    seeds: Vec<String>,
+    /// The same, as host and port.
+    hosts: Vec<(String, u16)>,
+    /// `(user, password)`; an empty user is the server's default user (`AUTH password`).
+    auth: Option<(String, String)>,
+}
+
+impl Address {
+    /// What the client dials: each seed with the credentials.
+    fn infos(&self) -> Vec<ConnectionInfo> {
+        self.hosts
+            .iter()
+            .map(|(host, port)| ConnectionInfo {
+                addr: ConnectionAddr::Tcp(host.clone(), *port),
+                redis: RedisConnectionInfo {
+                    username: self
+                        .auth
+                        .as_ref()
+                        .map(|(u, _)| u.clone())
+                        .filter(|u| !u.is_empty()),
+                    password: self.auth.as_ref().map(|(_, p)| p.clone()),
+                    ..RedisConnectionInfo::default()
+                },
+            })
+            .collect()
+    }
+
+    /// The address as messages show it: the password left out.
+    fn shown(&self) -> String {
+        let hosts: Vec<&str> = self
+            .seeds
+            .iter()
+            .map(|s| s.trim_start_matches("redis://"))
+            .collect();
+        match &self.auth {
+            Some((user, _)) => format!("redis://{user}:***@{}", hosts.join(",")),
+            None => format!("redis://{}", hosts.join(",")),
+        }
+    }
+}
+
+/// `url` for a message: anything before an '@' (credentials) left out.
+fn redacted(url: &str) -> String {
+    let shown = match url.rsplit_once('@') {
+        Some((before, after)) => {
+            let scheme = before.split_once("://").map_or("", |(s, _)| s);
+            format!("{scheme}://***@{after}")
+        }
+        None => url.to_string(),
+    };
+    shown.chars().take(200).collect()
+}
+
+/// Reads `redis://[[user]:password@]host:port[,host:port…]` (the password as written, no
+/// percent-decoding; every seed takes the same credentials).
+fn parse_url(url: &str) -> Result<Address, String> {
     let Some(rest) = url.strip_prefix("redis://") else {
+        let scheme = url.split("://").next().unwrap_or("");
+        let tls = if scheme == "rediss" {
+            " (TLS, rediss://, is not supported yet)"
+        } else {
+            ""
+        };
         return Err(format!(
-            "expected redis://host:port[,host:port…], got {:?}",
-            url.chars().take(80).collect::<String>()
+            "expected redis://[[user]:password@]host:port[,host:port…]{tls}, got {:?}",
+            url.split('@')
+                .next_back()
+                .unwrap_or("")
+                .chars()
+                .take(80)
+                .collect::<String>()
         ));
     };
     let rest = rest.strip_suffix('/').unwrap_or(rest);
+    // The credentials end at the last '@' (a password may hold one; a host cannot).
+    let (auth, rest) = match rest.rsplit_once('@') {
+        None => (None, rest),
+        Some((userinfo, hosts)) => {
+            let (user, password) = userinfo.split_once(':').unwrap_or(("", userinfo));
+            if password.is_empty() {
+                return Err("the address gives a user but no password (user:password@)".into());
+            }
+            (Some((user.to_string(), password.to_string())), hosts)
+        }
+    };
     let seeds: Vec<&str> = rest.split(',').collect();
     if seeds.len() > MAX_SEEDS {
         return Err(format!(
@@ -302,7 +395,7 @@ fn parse_url(url: &str) -> Result<Vec<String>, String> {
             seeds.len()
         ));
     }
-    seeds
+    let hosts = seeds
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -310,7 +403,7 @@ fn parse_url(url: &str) -> Result<Vec<String>, String> {
             let (host, port) = s
                 .rsplit_once(':')
                 .ok_or_else(|| bad("expected host:port"))?;
-            if host.is_empty() || host.contains(['/', '@', ' ']) {
+            if host.is_empty() || host.contains(['/', '@', ' ', ':']) {
                 return Err(bad("expected a host name or address before the port"));
             }
             let port: u16 = port
@@ -318,9 +411,17 @@ fn parse_url(url: &str) -> Result<Vec<String>, String> {
                 .ok()
                 .filter(|&p| p > 0)
                 .ok_or_else(|| bad("expected a port from 1 to 65535"))?;
-            Ok(format!("redis://{host}:{port}"))
+            Ok((host.to_string(), port))
         })
-        .collect()
+        .collect::<Result<Vec<(String, u16)>, String>>()?;
+    Ok(Address {
+        seeds: hosts
+            .iter()
+            .map(|(h, p)| format!("redis://{h}:{p}"))
+            .collect(),
+        hosts,
+        auth,
+    })
 }
 
 #[cfg(test)]
@@ -329,18 +430,32 @@ mod tests {
 
     #[test]
     fn addresses_are_read_one_by_one_and_a_bad_one_is_named() {
-        assert_eq!(
-            parse_url("redis://a:1,10.0.0.2:6380/").unwrap(),
-            ["redis://a:1", "redis://10.0.0.2:6380"]
-        );
+        let a = parse_url("redis://a:1,10.0.0.2:6380/").unwrap();
+        assert_eq!(a.seeds, ["redis://a:1", "redis://10.0.0.2:6380"]);
+        assert_eq!(a.auth, None);
         let err = parse_url("redis://a:1,b:0").unwrap_err();
         assert!(err.contains("address 2") && err.contains("port"), "{err}");
         assert!(parse_url("http://a:1").unwrap_err().contains("redis://"));
+        assert!(parse_url("rediss://a:1").unwrap_err().contains("TLS"));
         assert!(parse_url("redis://:1").unwrap_err().contains("host"));
-        assert!(parse_url("redis://u:p@h:1")
-            .unwrap_err()
-            .contains("address 1"));
         let many = format!("redis://{}", vec!["h:1"; 65].join(","));
         assert!(parse_url(&many).unwrap_err().contains("65 addresses"));
+    }
+
+    #[test]
+    fn credentials_are_read_and_never_shown() {
+        let a = parse_url("redis://app:s3cr@t@h:1,g:2").unwrap();
+        assert_eq!(a.auth, Some(("app".into(), "s3cr@t".into())));
+        assert_eq!(a.seeds, ["redis://h:1", "redis://g:2"]);
+        assert_eq!(a.shown(), "redis://app:***@h:1,g:2");
+        let a = parse_url("redis://:pw@h:1").unwrap();
+        assert_eq!(a.auth, Some((String::new(), "pw".into())));
+        assert!(!a.shown().contains("pw"));
+        assert!(parse_url("redis://app:@h:1")
+            .unwrap_err()
+            .contains("no password"));
+        // A refused address never echoes the password.
+        let err = parse_url("http://u:hunter2@h:1").unwrap_err();
+        assert!(!err.contains("hunter2"), "{err}");
     }
 }

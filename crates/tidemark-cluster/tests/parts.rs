@@ -413,6 +413,65 @@ fn a_commit_waits_for_a_server_that_comes_back_and_lands_once() {
 }
 
 #[test]
+fn a_server_with_a_password_is_reached_with_it_and_messages_never_show_it() {
+    if !redis_available("a_server_with_a_password_is_reached_with_it_and_messages_never_show_it") {
+        return;
+    }
+    let dir = TempDir::new("auth");
+    let server = Server::start(&dir, &[]).expect("redis-server");
+    let port = server.port;
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("s3cr@t")
+        .query::<()>(&mut server.conn().unwrap())
+        .unwrap();
+    // The default user by password, then a user of the server's ACL by name and password.
+    let redis = Redis::connect(&format!("redis://:s3cr@t@127.0.0.1:{port}")).unwrap();
+    assert!(!redis.name().contains("s3cr"), "{}", redis.name());
+    let mut part = PartitionStore::claim(&redis, "t:1").unwrap();
+    part.write(&mut |t| t.put("m", 1, b"a", b"one").map(|_| ()))
+        .unwrap();
+    redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("app")
+        .arg("on")
+        .arg(">pw2")
+        .arg("~*")
+        .arg("+@all")
+        .query::<()>(&mut {
+            let mut c = redis::Client::open(format!("redis://:s3cr%40t@127.0.0.1:{port}"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            redis::cmd("PING").query::<String>(&mut c).unwrap();
+            c
+        })
+        .unwrap();
+    let app = Redis::connect(&format!("redis://app:pw2@127.0.0.1:{port}")).unwrap();
+    let part = PartitionStore::reader(&app, "t:1").unwrap();
+    assert_eq!(part.get("m", b"a", 1).unwrap(), Some(b"one".to_vec()));
+    // A wrong password, or none, is refused, naming the server but never the password.
+    for url in [
+        format!("redis://:wrong-pw@127.0.0.1:{port}"),
+        format!("redis://127.0.0.1:{port}"),
+    ] {
+        let err = match Redis::connect(&url) {
+            Ok(r) => PartitionStore::claim(&r.with_patience(Duration::from_millis(200)), "t:1")
+                .err()
+                .expect("refused"),
+            Err(e) => e,
+        };
+        let text = err.to_string();
+        assert!(text.contains(&port.to_string()), "{text}");
+        assert!(
+            !text.contains("wrong-pw") && !text.contains("s3cr"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn a_master_killed_mid_run_fails_over_and_the_part_answers_as_one_run() {
     if !redis_available("a_master_killed_mid_run_fails_over_and_the_part_answers_as_one_run") {
         return;

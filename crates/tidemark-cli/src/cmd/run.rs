@@ -38,7 +38,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE", default_value = "tidemark.db")]
     pub db: PathBuf,
     /// Keep the state in Redis instead of a file, as parts of a run spread over processes
-    /// and machines: `redis://host:port[,host:port…]` (a server, or a cluster's seed nodes).
+    /// and machines: `redis://[[user]:password@]host:port[,host:port…]` (a server, or a
+    /// cluster's seed nodes).
     /// Reading a Kafka topic, this run is one worker of the consumer group, each partition it
     /// is given kept as the part `<topic>:<partition>`; reading files, it writes the part
     /// --part names. `tidemark query --store` reads every part merged (docs/scale-out.md).

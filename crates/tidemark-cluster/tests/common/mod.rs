@@ -1,5 +1,6 @@
-//! Real `redis-server`s (no module: the parts are plain hashes and sorted sets) on free
-//! loopback ports in temporary directories, killed at the end. Without redis-server the tests
+//! Real `redis-server`s (no module: the parts are plain hashes and sorted sets; the module
+//! only where a test publishes for its commands) on free loopback ports in temporary
+//! directories, killed at the end. Without redis-server the tests
 //! skip loudly, unless `TIDEMARK_REQUIRE_REDIS=1`, when they fail.
 #![allow(dead_code)] // each test file uses its own subset
 
@@ -148,19 +149,45 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
 
 /// Three masters with `replicas` replicas each, nodes timing out after `timeout_ms`.
 pub fn start_cluster_with(dir: &TempDir, replicas: usize, timeout_ms: u64) -> Vec<Server> {
+    start_cluster_loading(dir, replicas, timeout_ms, None)
+}
+
+/// The `tidemark-redis` module as `cargo test --workspace` leaves it beside the test binaries
+/// (`deps/`), if it was built.
+pub fn module_path() -> Option<PathBuf> {
+    let deps = std::env::current_exe().ok()?.parent()?.to_path_buf();
+    let so = deps.join("libtidemark_redis.so");
+    so.exists().then_some(so)
+}
+
+/// [`start_cluster_with`], every node loading `module` if given.
+pub fn start_cluster_loading(
+    dir: &TempDir,
+    replicas: usize,
+    timeout_ms: u64,
+    module: Option<&std::path::Path>,
+) -> Vec<Server> {
     let timeout = timeout_ms.to_string();
+    let module = module.map(|m| m.to_string_lossy().into_owned());
+    let load: Vec<&str> = module
+        .as_deref()
+        .map_or(vec![], |m| vec!["--loadmodule", m]);
     let extra = [
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-        "--cluster-node-timeout",
-        &timeout,
-        // A replica may take over whatever its last contact with its master (by default one
-        // idle for ten timeouts may not, and a test's replicas are often idle).
-        "--cluster-replica-validity-factor",
-        "0",
-    ];
+        &load[..],
+        &[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            &timeout,
+            // A replica may take over whatever its last contact with its master (by default one
+            // idle for ten timeouts may not, and a test's replicas are often idle).
+            "--cluster-replica-validity-factor",
+            "0",
+        ][..],
+    ]
+    .concat();
     let want = 3 * (1 + replicas);
     let mut nodes: Vec<Server> = Vec::new();
     for _ in 0..40 {

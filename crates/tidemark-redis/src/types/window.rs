@@ -573,11 +573,19 @@ fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     let v = call.keys.read::<Published>(key)?;
     let m = v.metric();
     let (closed, newest) = v.closed().unwrap_or((0, 0));
-    let buckets: Vec<(u64, Vec<u8>)> = v
+    // By start, and within a start by partition name: the order `tidemark query --store`
+    // merges the parts in, so that sums of floating-point terms (a sketch's estimate over a
+    // merge) come out the same to the last bit.
+    let mut buckets: Vec<(u64, &[u8], Vec<u8>)> = v
         .entries
         .iter()
-        .flat_map(|(s, at)| at.iter().map(move |(_, _, b)| (*s, b.clone())))
+        .flat_map(|(s, at)| {
+            at.iter()
+                .map(|(p, _, b)| (*s, &v.parts[usize::from(*p)].name[..], b.clone()))
+        })
         .collect();
+    buckets.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let buckets: Vec<(u64, Vec<u8>)> = buckets.into_iter().map(|(s, _, b)| (s, b)).collect();
     let qs = quantile.map(|q| [q]);
     let ask = Ask {
         quantiles: qs.as_ref().map(|q| &q[..]),
