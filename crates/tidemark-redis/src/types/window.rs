@@ -63,6 +63,8 @@ pub struct Job {
     text: String,
     /// The config.
     config: Config,
+    /// Its metrics' shapes (what reads a stored bucket), made once.
+    shapes: Vec<MetricShape>,
 }
 
 /// The configs parsed on this server, by text: a worker's put carries its config only while
@@ -84,6 +86,7 @@ impl Job {
         let config = Config::from_toml(text).map_err(|e| e.to_string())?;
         let job = Arc::new(Job {
             text: text.to_string(),
+            shapes: config.metrics.iter().map(MetricShape::of).collect(),
             config,
         });
         jobs.push(Arc::downgrade(&job));
@@ -107,6 +110,62 @@ struct Part {
     version: Version,
 }
 
+/// The bytes before each entry's bucket in a [`Start`]: partition u16, epoch u64, commit
+/// u64, length u32.
+const ENTRY_HEAD: usize = 2 + 8 + 8 + 4;
+
+/// One start's entries, packed in one buffer, each `partition u16, epoch u64, commit u64,
+/// length u32` (little-endian) and the bucket's stored bytes. A bucket is often tens of bytes
+/// (a p = 10 HyperLogLog of a few items): an allocation per entry would cost more than the
+/// entry.
+#[derive(Clone, Debug, Default)]
+struct Start(Vec<u8>);
+
+impl Start {
+    /// The entries: partition, version, bytes.
+    fn iter(&self) -> impl Iterator<Item = (u16, Version, &[u8])> {
+        let mut rest = &self.0[..];
+        std::iter::from_fn(move || {
+            let le8 = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            let head = rest.get(..ENTRY_HEAD)?;
+            let part = u16::from_le_bytes([head[0], head[1]]);
+            let version = (le8(&head[2..10]), le8(&head[10..18]));
+            let len = u32::from_le_bytes([head[18], head[19], head[20], head[21]]) as usize;
+            let bytes = rest.get(ENTRY_HEAD..ENTRY_HEAD + len)?;
+            rest = &rest[ENTRY_HEAD + len..];
+            Some((part, version, bytes))
+        })
+    }
+
+    fn push(out: &mut Vec<u8>, part: u16, version: Version, bytes: &[u8]) {
+        out.extend_from_slice(&part.to_le_bytes());
+        out.extend_from_slice(&version.0.to_le_bytes());
+        out.extend_from_slice(&version.1.to_le_bytes());
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+
+    /// Sets partition `part`'s entry, unless a put of a later version set it.
+    fn put(&mut self, part: u16, version: Version, bytes: &[u8]) {
+        let mut out = Vec::with_capacity(self.0.len() + ENTRY_HEAD + bytes.len());
+        let mut placed = false;
+        for (p, v, b) in self.iter() {
+            if p != part {
+                Start::push(&mut out, p, v, b);
+            } else if v > version {
+                return;
+            } else {
+                Start::push(&mut out, part, version, bytes);
+                placed = true;
+            }
+        }
+        if !placed {
+            Start::push(&mut out, part, version, bytes);
+        }
+        self.0 = out;
+    }
+}
+
 /// One key's buckets, per start and partition.
 #[derive(Clone, Debug)]
 pub struct Published {
@@ -115,10 +174,10 @@ pub struct Published {
     metric: usize,
     /// The partitions that put entries, in the order they first did.
     parts: Vec<Part>,
-    /// The entries: start → (partition's place in `parts`, the put's version, the bucket's
-    /// stored bytes).
-    entries: BTreeMap<u64, Vec<(u16, Version, Vec<u8>)>>,
-    /// The bytes the entries hold.
+    /// The entries by start: each a partition's place in `parts`, the put's version and the
+    /// bucket's stored bytes.
+    entries: BTreeMap<u64, Start>,
+    /// The bytes the entries' buffers hold.
     entry_bytes: usize,
 }
 
@@ -142,31 +201,17 @@ impl Published {
         let m = self.metric();
         let horizon = query::retention_horizon(newest - newest % m.bucket, m.retention, m.bucket);
         let keep = self.entries.split_off(&horizon);
-        let dropped: usize = self
-            .entries
-            .values()
-            .flatten()
-            .map(|(_, _, b)| b.len())
-            .sum();
+        let dropped: usize = self.entries.values().map(|s| s.0.len()).sum();
         self.entry_bytes -= dropped;
         self.entries = keep;
     }
 
     /// Sets partition `part`'s entry at `start`, unless a put of a later version set it.
-    fn put(&mut self, part: u16, version: Version, start: u64, bytes: Vec<u8>) {
+    fn put(&mut self, part: u16, version: Version, start: u64, bytes: &[u8]) {
         let at = self.entries.entry(start).or_default();
-        match at.iter_mut().find(|(p, _, _)| *p == part) {
-            Some((_, v, _)) if *v > version => {}
-            Some((_, v, old)) => {
-                self.entry_bytes = self.entry_bytes - old.len() + bytes.len();
-                *v = version;
-                *old = bytes;
-            }
-            None => {
-                self.entry_bytes += bytes.len();
-                at.push((part, version, bytes));
-            }
-        }
+        let before = at.0.len();
+        at.put(part, version, bytes);
+        self.entry_bytes = self.entry_bytes - before + at.0.len();
     }
 
     /// The place of partition `name`, added if new.
@@ -186,34 +231,37 @@ impl Published {
     }
 
     /// Checks `bytes` as a bucket of the metric starting at `start`.
-    fn check(m: &MetricConfig, start: u64, bytes: &[u8]) -> Result<(), String> {
+    fn check(
+        m: &MetricConfig,
+        shape: &MetricShape,
+        start: u64,
+        bytes: &[u8],
+    ) -> Result<(), String> {
         if start > Limits::MAX_TIME_MS || start % m.bucket != 0 {
             return Err(format!(
                 "start {start} is not a bucket start of metric '{}' ({} ms buckets, at most 2^52)",
                 m.name, m.bucket
             ));
         }
-        MetricShape::of(m)
-            .decode(bytes, start)
-            .map(drop)
-            .map_err(|e| {
-                format!(
-                    "the bucket at {start} is not one of metric '{}': {e}",
-                    m.name
-                )
-            })
+        shape.decode(bytes, start).map(drop).map_err(|e| {
+            format!(
+                "the bucket at {start} is not one of metric '{}': {e}",
+                m.name
+            )
+        })
     }
 }
 
 impl TmType for Published {
     const NAME: &'static str = "window";
 
-    /// The entries, their vectors and map nodes (about 64 bytes a start, 32 an entry), and the
-    /// partitions' names; the config is shared by every key of its run.
+    /// The starts' buffers and their map nodes (about 48 bytes a start: key, vector, a
+    /// node's share and the allocator's header), and the partitions' names; the config is
+    /// shared by every key of its run.
     fn heap_bytes(&self) -> usize {
-        let entries: usize = self.entries.values().map(|v| 64 + 32 * v.capacity()).sum();
+        let starts: usize = self.entries.values().map(|s| 48 + s.0.capacity()).sum();
         let parts: usize = self.parts.iter().map(|p| 40 + p.name.len()).sum();
-        core::mem::size_of::<Published>() + self.entry_bytes + entries + parts
+        core::mem::size_of::<Published>() + starts + parts
     }
 
     fn to_bytes(&self) -> Vec<u8> {
@@ -229,9 +277,9 @@ impl TmType for Published {
         }
         let mut parts = Vec::new();
         for (start, at) in &self.entries {
-            for (part, (epoch, seq), bytes) in at {
+            for (part, (epoch, seq), bytes) in at.iter() {
                 let mut w = Writer::with_capacity(18 + bytes.len());
-                w.u16(*part).u64(*epoch).u64(*seq).raw(bytes);
+                w.u16(part).u64(epoch).u64(seq).raw(bytes);
                 parts.push((*start, w.into_bytes()));
             }
         }
@@ -257,7 +305,12 @@ impl TmType for Published {
         m.push(("starts", Reply::Integer(self.entries.len() as i64)));
         m.push((
             "entries",
-            Reply::Integer(self.entries.values().map(Vec::len).sum::<usize>() as i64),
+            Reply::Integer(
+                self.entries
+                    .values()
+                    .map(|s| s.iter().count())
+                    .sum::<usize>() as i64,
+            ),
         ));
         let closed = self.closed();
         m.push((
@@ -344,7 +397,8 @@ fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
         entries: BTreeMap::new(),
         entry_bytes: 0,
     };
-    let m = value.metric().clone();
+    let job = Arc::clone(&value.job);
+    let (m, shape) = (&job.config.metrics[value.metric], &job.shapes[value.metric]);
     bundle::read_parts(r, u32::MAX.into(), "entries", |r, start, entry| {
         let mut e = Reader::new(entry);
         let part = e.u16("entry partition").map_err(d)?;
@@ -361,13 +415,13 @@ fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
             e.u64("entry commit").map_err(d)?,
         );
         let bytes = &entry[e.offset()..];
-        Published::check(&m, start, bytes).map_err(|_| {
+        Published::check(m, shape, start, bytes).map_err(|_| {
             LoadError::Unsupported("an entry that is no bucket of the key's metric")
         })?;
         if value.entry_bytes + bytes.len() > MAX_ENTRY_BYTES {
             return Err(LoadError::Limit("entries beyond 256 MiB"));
         }
-        value.put(part, version, start, bytes.to_vec());
+        value.put(part, version, start, bytes);
         Ok(())
     })?;
     Ok(value)
@@ -513,10 +567,11 @@ fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
         call.keys.write::<Published>(key)?
     };
     // Everything is checked before anything changes: a refused put leaves the key as it was.
-    let m = value.metric().clone();
+    let job = Arc::clone(&value.job);
+    let (m, shape) = (&job.config.metrics[value.metric], &job.shapes[value.metric]);
     let mut adding = 0usize;
     for (start, bytes) in &buckets {
-        Published::check(&m, *start, bytes).map_err(param)?;
+        Published::check(m, shape, *start, bytes).map_err(param)?;
         adding += bytes.len();
     }
     if value.entry_bytes + adding > MAX_ENTRY_BYTES {
@@ -543,7 +598,7 @@ fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
         at.version = version;
     }
     for (start, bytes) in buckets {
-        value.put(p, version, start, bytes.to_vec());
+        value.put(p, version, start, bytes);
     }
     value.expire();
     Ok(Reply::Integer(value.entries.len() as i64))
@@ -574,14 +629,13 @@ fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     let m = v.metric();
     let (closed, newest) = v.closed().unwrap_or((0, 0));
     // By start, and within a start by partition name: the order `tidemark query --store`
-    // merges the parts in, so that sums of floating-point terms (a sketch's estimate over a
-    // merge) come out the same to the last bit.
+    // merges the parts in.
     let mut buckets: Vec<(u64, &[u8], Vec<u8>)> = v
         .entries
         .iter()
         .flat_map(|(s, at)| {
             at.iter()
-                .map(|(p, _, b)| (*s, &v.parts[usize::from(*p)].name[..], b.clone()))
+                .map(|(p, _, b)| (*s, &v.parts[usize::from(p)].name[..], b.to_vec()))
         })
         .collect();
     buckets.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
