@@ -45,6 +45,48 @@ fn check_part(part: &str) -> Result<(), StoreError> {
     })
 }
 
+/// How long a claim waits for the part's master's replicas to have it.
+const CLAIM_WAIT_MS: u64 = 2_000;
+
+/// Waits until the replicas of the part's master have the claim (`WAIT`), for up to
+/// [`CLAIM_WAIT_MS`]: Redis replicates asynchronously, and a failover to a replica that never
+/// received the claim would let the writer before it commit once more under its old claim
+/// (it is caught at this writer's next commit, `Behind`, but that commit would be counted
+/// before the part starts again). A replica that does not answer in time is said on standard
+/// error, and the claim goes on: waiting longer would stall every partition for one slow
+/// replica.
+fn wait_for_replicas(server: &Server, keys: &Keys, part: &str) {
+    let info: Result<String, _> = server.on_master_of(
+        "read the part's master's replicas",
+        &keys.fence,
+        &redis::cmd("INFO").arg("replication").clone(),
+    );
+    let replicas: u64 = info
+        .ok()
+        .and_then(|i| {
+            i.lines()
+                .find_map(|l| l.strip_prefix("connected_slaves:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    if replicas == 0 {
+        return;
+    }
+    let acked: Result<u64, _> = server.on_master_of(
+        "wait for the claim's replicas",
+        &keys.fence,
+        redis::cmd("WAIT").arg(replicas).arg(CLAIM_WAIT_MS),
+    );
+    match acked {
+        Ok(n) if n >= replicas => {}
+        Ok(n) => eprintln!(
+            "tidemark: part {part}: {n} of {replicas} replicas had the claim after {CLAIM_WAIT_MS} \
+             ms; going on (a failover to one that lacks it is caught at the next commit)"
+        ),
+        Err(e) => eprintln!("tidemark: part {part}: {e}; going on without it"),
+    }
+}
+
 /// The writer's claim on a part.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Claim {
@@ -85,6 +127,7 @@ impl PartitionStore {
         server.call("list the part", |c| {
             redis::cmd("SADD").arg(PARTS).arg(part).query::<i64>(c)
         })?;
+        wait_for_replicas(server, &keys, part);
         Ok(PartitionStore {
             server: server.clone(),
             part: part.to_string(),

@@ -191,6 +191,37 @@ impl Server {
         result
     }
 
+    /// Runs `cmd` on the master serving `key`'s slot (a command without a key of its own, such
+    /// as `WAIT` or `INFO`, that must reach that master), retrying as [`Server::call`] does.
+    pub(crate) fn on_master_of<T: redis::FromRedisValue>(
+        &self,
+        op: &'static str,
+        key: &str,
+        cmd: &redis::Cmd,
+    ) -> Result<T, StoreError> {
+        use redis::cluster_routing::{
+            get_slot, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+        };
+        let mut waits = Waits::new(self.patience);
+        loop {
+            let e = match self.try_conn(|conn| match conn {
+                Conn::One(c) => cmd.query::<T>(c),
+                Conn::Cluster(c) => {
+                    let route = Route::new(get_slot(key.as_bytes()), SlotAddr::Master);
+                    let routing =
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                    redis::from_owned_redis_value(c.route_command(cmd, routing)?)
+                }
+            }) {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if !(retryable(&e) && waits.wait(&self.name, op, &e)) {
+                return Err(self.error(op, e));
+            }
+        }
+    }
+
     /// Sends `cmds` as one pipeline (on a cluster, each to its key's master), their replies
     /// ignored, retrying a server it cannot reach for the server's patience. A command the
     /// server refuses fails the call (`ExtensionError` and the like: not retried).
