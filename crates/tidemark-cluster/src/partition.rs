@@ -105,6 +105,8 @@ pub struct PartitionStore {
     /// Whether commits are published for the module's commands (`publish.rs`), and with what
     /// once the run's config is known.
     publish: Option<Option<Publisher>>,
+    /// Whether a commit of this writer went unpublished: `published` is then left behind.
+    unpublished: bool,
 }
 
 impl PartitionStore {
@@ -134,6 +136,7 @@ impl PartitionStore {
             keys,
             claim: Some(Claim { epoch, seq }),
             publish: None,
+            unpublished: false,
         })
     }
 
@@ -146,6 +149,7 @@ impl PartitionStore {
             keys: Keys::of(server, part),
             claim: None,
             publish: None,
+            unpublished: false,
         })
     }
 
@@ -193,14 +197,18 @@ impl PartitionStore {
                     let all = rows
                         .iter()
                         .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
-                    p.publish(
-                        &self.server,
-                        &self.part,
-                        (claim.epoch, claim.seq),
-                        &meta,
-                        all,
-                    )?;
-                    self.mark_published(claim.seq)?;
+                    let version = (claim.epoch, claim.seq);
+                    match p.publish(&self.server, &self.part, version, &meta, all) {
+                        Ok(()) => self.mark_published(claim.seq)?,
+                        Err(e) => {
+                            self.unpublished = true;
+                            eprintln!(
+                                "tidemark: {}: publishing the part whole failed ({e}); the run \
+                                 goes on, and the next writer to claim it tries again",
+                                self.keys.label
+                            );
+                        }
+                    }
                 }
                 Some(p)
             }
@@ -249,6 +257,9 @@ impl PartitionStore {
                 &meta,
                 rows.puts(),
             )?;
+        }
+        if self.unpublished {
+            return Ok(());
         }
         self.mark_published(claim.seq)
     }
@@ -371,7 +382,18 @@ impl Store for PartitionStore {
         let mut t = Rows::new(&self.server, &self.keys);
         f(&mut t)?;
         self.commit(&t)?;
-        self.publish_commit(&t)
+        // The commit landed: a publication that fails is said, never reported as the
+        // commit's failure (the run goes on from what it stored). The part's `published`
+        // then stays behind, so its next claimer publishes it whole.
+        if let Err(e) = self.publish_commit(&t) {
+            self.unpublished = true;
+            eprintln!(
+                "tidemark: {}: its keys' windows were not published ({e}); the part holds the \
+                 commit, and the next writer to claim it publishes the part whole",
+                self.keys.label
+            );
+        }
+        Ok(())
     }
 }
 

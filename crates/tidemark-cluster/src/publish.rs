@@ -11,7 +11,9 @@
 //! late put changes nothing either (the module's doc: `types/window.rs`).
 //!
 //! Publication follows the commit and is not part of it: a writer killed between the two
-//! leaves the commit unpublished. The fence keeps `published`, the commit count last
+//! leaves the commit unpublished, and a publication the servers refuse (a key of another
+//! type in the way, a key published under another config) is said on standard error, never
+//! taken for the commit's failure. The fence keeps `published`, the commit count last
 //! published; a writer that claims a part published less than it holds puts every bucket the
 //! part holds again before it goes on ([`crate::PartitionStore::publishing`]).
 

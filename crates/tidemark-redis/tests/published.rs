@@ -259,17 +259,102 @@ fn a_published_value_survives_a_reload_and_refuses_bad_puts() {
     }
     let dir = TempDir::new("published-one");
     let server = Server::start(&dir.0, &[]);
+    let replica_dir = dir.0.join("replica");
+    std::fs::create_dir_all(&replica_dir).unwrap();
+    let master = server.port.to_string();
+    let replica = Server::start(&replica_dir, &["--replicaof", "127.0.0.1", &master]);
     let redis = Redis::connect(&server.url()).unwrap();
     let config = Config::from_toml(CONFIG).unwrap();
     let events = events(6);
+    // A key of another type where a published value would go: the run is not failed by it
+    // (its commits landed), the key is said on stderr and left as it is.
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET")
+        .arg(window_key("n", b"k9"))
+        .arg("a user's string")
+        .query(&mut c)
+        .unwrap();
     let mut store = PartitionStore::claim(&redis, "flows:0")
         .unwrap()
         .publishing()
         .unwrap();
     run(&config, &mut store, &csv(&dir.0, "all.csv", &events));
+    let s: String = redis::cmd("GET")
+        .arg(window_key("n", b"k9"))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(s, "a user's string");
+    let (published, seq): (Option<u64>, u64) = redis::cmd("HMGET")
+        .arg("{tm:flows:0}:fence")
+        .arg("published")
+        .arg("seq")
+        .query(&mut c)
+        .unwrap();
+    assert!(
+        published.unwrap_or(0) < seq,
+        "a commit not published leaves `published` behind: {published:?} of {seq}"
+    );
+    let _: () = redis::cmd("DEL")
+        .arg(window_key("n", b"k9"))
+        .query(&mut c)
+        .unwrap();
+    // The next claimer publishes the part whole.
+    PartitionStore::claim(&redis, "flows:0")
+        .unwrap()
+        .publishing()
+        .unwrap();
+    let published: Option<u64> = redis::cmd("HGET")
+        .arg("{tm:flows:0}:fence")
+        .arg("published")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(published, Some(seq), "published whole by the next claimer");
     let store = PartitionStore::reader(&redis, "flows:0").unwrap();
-    let mut c = server.conn();
+    let k9: Value = redis::cmd("TMWINDOW.GET")
+        .arg(window_key("n", b"k9"))
+        .arg("AT")
+        .arg(200_000)
+        .query(&mut c)
+        .unwrap();
+    let want = query::window(
+        &MergedStore::open(&redis).unwrap(),
+        "n",
+        30_000,
+        Some(200_000),
+        Some(b"k9"),
+        None,
+    )
+    .unwrap();
+    let w = want.rows[0].estimate;
+    assert_eq!(triple(&k9), [w.value, w.low, w.high]);
     let key = window_key("d", b"k7");
+    // Puts replicate: the replica answers as the master.
+    let synced: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(synced, 1);
+    let on_replica: Value = redis::cmd("TMWINDOW.GET")
+        .arg(&key)
+        .arg("AT")
+        .arg(200_000)
+        .query(&mut replica.conn())
+        .unwrap();
+    // The default end is the latest a partition holding the key has closed.
+    let latest: Vec<Value> = redis::cmd("TM.INFO").arg(&key).query(&mut c).unwrap();
+    let latest = latest
+        .iter()
+        .position(|v| *v == Value::BulkString(b"latest_ms".to_vec()))
+        .and_then(|i| match &latest[i + 1] {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap();
+    let default: Value = redis::cmd("TMWINDOW.GET").arg(&key).query(&mut c).unwrap();
+    let at_latest: Value = redis::cmd("TMWINDOW.GET")
+        .arg(&key)
+        .arg("AT")
+        .arg(latest)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(default, at_latest);
     let ask = |c: &mut redis::Connection| -> Value {
         redis::cmd("TMWINDOW.GET")
             .arg(&key)
@@ -279,6 +364,7 @@ fn a_published_value_survives_a_reload_and_refuses_bad_puts() {
             .unwrap()
     };
     let before = ask(&mut c);
+    assert_eq!(on_replica, before, "the replica answers as the master");
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
     assert_eq!(ask(&mut c), before, "the same answer after an RDB reload");
     let merged = MergedStore::open(&redis).unwrap();
@@ -358,6 +444,25 @@ fn a_published_value_survives_a_reload_and_refuses_bad_puts() {
         let e = err(&args, &mut c);
         assert!(e.contains(says), "{says}: {e}");
     }
+    // A new key's put refused for its bucket creates no key.
+    let e = err(
+        &[
+            b"tm:d:new",
+            b"d",
+            b"flows:0",
+            b"1",
+            b"1",
+            b"0",
+            b"CONFIG",
+            CONFIG.as_bytes(),
+            b"0",
+            b"x",
+        ],
+        &mut c,
+    );
+    assert!(e.contains("the bucket at 0"), "{e}");
+    let exists: i64 = redis::cmd("EXISTS").arg("tm:d:new").query(&mut c).unwrap();
+    assert_eq!(exists, 0, "a refused put created no key");
     assert_eq!(ask(&mut c), before, "refused puts changed nothing");
     // Another key's bucket put at k7's start by a writer fenced out long ago (an older
     // claim) changes nothing; put by a later claim, it replaces k7's.

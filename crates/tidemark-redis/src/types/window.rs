@@ -20,10 +20,15 @@
 //!
 //! Each entry is a bucket in the store's form ([`tidemark_stream::stored`]), checked against
 //! the metric as it is put. Each partition's put says where it has closed its buckets
-//! (`closed`): the default window ends at the earliest of the key's partitions' (a window
-//! every partition that holds the key has closed), and entries before the metric's retention
-//! counted back from the latest are dropped at each put, so a key holds at most its
-//! retention's buckets per partition.
+//! (`closed`): the default window ends at the latest of the key's partitions' (a partition
+//! that saw the key once long ago does not hold later windows back; pass `AT` for an end every
+//! partition has passed), and entries before the metric's retention counted back from the
+//! latest are dropped at each put, so a key holds at most its retention's buckets per
+//! partition.
+//!
+//! Puts replicate as they were sent. Redis replicates asynchronously: a failover of the key's
+//! master can lose its last puts, and a bucket no later put rewrites then stays as it was
+//! (the parts, and `tidemark query --store`, are not affected).
 //!
 //! The value holds the run's config (its text, parsed once per server for every key that
 //! shares it), so the key answers alone.
@@ -45,7 +50,7 @@ use super::{bundle, Access, Call, Clock, Encoded, Keys, LoadError, Spec, TmType}
 use crate::args::show;
 use crate::error::CmdError;
 use crate::limits::Limits;
-use crate::reply::Reply;
+use crate::reply::{Replicate, Reply};
 
 /// The longest config text a key takes, bytes.
 const MAX_CONFIG: usize = 1 << 20;
@@ -69,16 +74,26 @@ pub struct Job {
 
 /// The configs parsed on this server, by text: a worker's put carries its config only while
 /// the key is new, and every key of a run shares one.
-static JOBS: Mutex<Vec<Weak<Job>>> = Mutex::new(Vec::new());
+static JOBS: Mutex<Vec<(u64, Weak<Job>)>> = Mutex::new(Vec::new());
+
+/// A config text's hash, to find its job without comparing every text a server holds.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
 
 impl Job {
     /// The job of `text`: the one parsed already if a key holds it, else parsed now.
     fn of(text: &str) -> Result<Arc<Job>, String> {
+        let hash = text_hash(text);
         let mut jobs = JOBS.lock().unwrap_or_else(|p| p.into_inner());
-        jobs.retain(|j| j.strong_count() > 0);
+        jobs.retain(|(_, j)| j.strong_count() > 0);
         if let Some(j) = jobs
             .iter()
-            .filter_map(Weak::upgrade)
+            .filter(|(h, _)| *h == hash)
+            .filter_map(|(_, j)| j.upgrade())
             .find(|j| j.text == text)
         {
             return Ok(j);
@@ -89,7 +104,7 @@ impl Job {
             shapes: config.metrics.iter().map(MetricShape::of).collect(),
             config,
         });
-        jobs.push(Arc::downgrade(&job));
+        jobs.push((hash, Arc::downgrade(&job)));
         Ok(job)
     }
 }
@@ -379,6 +394,11 @@ fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
             ));
         }
         let name = r.bytes(len as u64, "partition name").map_err(d)?.to_vec();
+        if name.is_empty() || parts.iter().any(|p: &Part| p.name == name) {
+            return Err(LoadError::Unsupported(
+                "a window with an empty or repeated partition name",
+            ));
+        }
         let closed = r.u64("closed").map_err(d)?;
         if closed > Limits::MAX_TIME_MS {
             return Err(LoadError::Limit("a closed time beyond 2^52 ms"));
@@ -424,6 +444,7 @@ fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
         value.put(part, version, start, bytes);
         Ok(())
     })?;
+    value.expire();
     Ok(value)
 }
 
@@ -450,7 +471,7 @@ pub const GET: Spec = Spec {
     keys: Keys::First,
     clock: Clock::No,
     usage: "key [WINDOW ms] [AT ms] [QUANTILE q]",
-    summary: "The window of WINDOW ms (default: the metric's) ending at AT (default: where every partition of the key has closed its buckets), merged over the partitions: [estimate, low, high], as tidemark query answers it",
+    summary: "The window of WINDOW ms (default: the metric's) ending at AT (default: the latest point a partition holding the key has closed its buckets), merged over the partitions: [estimate, low, high], as tidemark query answers it",
     complexity: "O(b): b buckets in the window",
     run: get,
 };
@@ -504,7 +525,15 @@ fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
         )));
     }
     let exists = !matches!(call.keys.vacant(key), Ok(()));
-    let value: &mut Published = if exists {
+    let put = Put {
+        cmd,
+        key,
+        part,
+        version,
+        closed,
+        buckets: &buckets,
+    };
+    let held = if exists {
         let v = call.keys.write::<Published>(key)?;
         if v.metric().name.as_bytes() != metric {
             return Err(param(format!(
@@ -520,7 +549,8 @@ fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
                 show(key)
             )));
         }
-        v
+        put.apply(v)?;
+        v.entries.len()
     } else {
         let text = config.ok_or(CmdError::NoSuchKey {
             cmd,
@@ -553,55 +583,75 @@ fn put(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
                         .join(", ")
                 ))
             })?;
-        call.keys.vacant(key)?;
-        call.keys.store(
-            key,
-            super::Value::Window(Published {
-                job,
-                metric,
-                parts: Vec::new(),
-                entries: BTreeMap::new(),
-                entry_bytes: 0,
-            }),
-        );
-        call.keys.write::<Published>(key)?
+        // The new value is built and checked whole before it is stored: a refused put
+        // creates no key.
+        let mut v = Published {
+            job,
+            metric,
+            parts: Vec::new(),
+            entries: BTreeMap::new(),
+            entry_bytes: 0,
+        };
+        put.apply(&mut v)?;
+        let held = v.entries.len();
+        call.keys.store(key, super::Value::Window(v));
+        held
     };
-    // Everything is checked before anything changes: a refused put leaves the key as it was.
-    let job = Arc::clone(&value.job);
-    let (m, shape) = (&job.config.metrics[value.metric], &job.shapes[value.metric]);
-    let mut adding = 0usize;
-    for (start, bytes) in &buckets {
-        Published::check(m, shape, *start, bytes).map_err(param)?;
-        adding += bytes.len();
+    call.rep = Replicate::Verbatim;
+    Ok(Reply::Integer(held as i64))
+}
+
+/// One put's arguments, read.
+struct Put<'a> {
+    cmd: &'static str,
+    key: &'a [u8],
+    part: &'a [u8],
+    version: Version,
+    closed: u64,
+    buckets: &'a [(u64, &'a [u8])],
+}
+
+impl Put<'_> {
+    /// Checks every bucket and bound, then (only then) changes `value`.
+    fn apply(&self, value: &mut Published) -> Result<(), CmdError> {
+        let cmd = self.cmd;
+        let job = Arc::clone(&value.job);
+        let (m, shape) = (&job.config.metrics[value.metric], &job.shapes[value.metric]);
+        let mut adding = 0usize;
+        for (start, bytes) in self.buckets {
+            Published::check(m, shape, *start, bytes)
+                .map_err(|msg| CmdError::Param { cmd, msg })?;
+            adding += ENTRY_HEAD + bytes.len();
+        }
+        if value.entry_bytes + adding > MAX_ENTRY_BYTES {
+            return Err(CmdError::Limit {
+                cmd,
+                msg: format!(
+                    "key '{}' would hold more than 256 MiB of buckets",
+                    show(self.key)
+                ),
+            });
+        }
+        let Some(p) = value.part(self.part) else {
+            return Err(CmdError::Limit {
+                cmd,
+                msg: format!(
+                    "key '{}' has buckets of {MAX_PARTS} partitions already",
+                    show(self.key)
+                ),
+            });
+        };
+        let at = &mut value.parts[usize::from(p)];
+        if self.version >= at.version {
+            at.closed = self.closed;
+            at.version = self.version;
+        }
+        for (start, bytes) in self.buckets {
+            value.put(p, self.version, *start, bytes);
+        }
+        value.expire();
+        Ok(())
     }
-    if value.entry_bytes + adding > MAX_ENTRY_BYTES {
-        return Err(CmdError::Limit {
-            cmd,
-            msg: format!(
-                "key '{}' would hold more than 256 MiB of buckets",
-                show(key)
-            ),
-        });
-    }
-    let Some(p) = value.part(part) else {
-        return Err(CmdError::Limit {
-            cmd,
-            msg: format!(
-                "key '{}' has buckets of {MAX_PARTS} partitions already",
-                show(key)
-            ),
-        });
-    };
-    let at = &mut value.parts[usize::from(p)];
-    if version >= at.version {
-        at.closed = closed;
-        at.version = version;
-    }
-    for (start, bytes) in buckets {
-        value.put(p, version, start, bytes);
-    }
-    value.expire();
-    Ok(Reply::Integer(value.entries.len() as i64))
 }
 
 fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
@@ -628,11 +678,16 @@ fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     let v = call.keys.read::<Published>(key)?;
     let m = v.metric();
     let (closed, newest) = v.closed().unwrap_or((0, 0));
-    // By start, and within a start by partition name: the order `tidemark query --store`
-    // merges the parts in.
+    // The default end: the latest any partition holding the key has closed (a partition
+    // that saw the key once long ago must not hold every later window back).
+    let at = at.unwrap_or(newest);
+    let window = window.unwrap_or(m.window);
+    // Only the starts the window can cover are read: by start, and within a start by
+    // partition name, the order `tidemark query --store` merges the parts in.
+    let reach = at.saturating_sub(window.saturating_add(m.bucket));
     let mut buckets: Vec<(u64, &[u8], Vec<u8>)> = v
         .entries
-        .iter()
+        .range(reach..=at)
         .flat_map(|(s, at)| {
             at.iter()
                 .map(|(p, _, b)| (*s, &v.parts[usize::from(p)].name[..], b.to_vec()))
@@ -644,20 +699,11 @@ fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     let ask = Ask {
         quantiles: qs.as_ref().map(|q| &q[..]),
     };
-    let answer = query::key_window(
-        m,
-        key,
-        &buckets,
-        closed,
-        newest,
-        window.unwrap_or(m.window),
-        at,
-        &ask,
-    )
-    .map_err(|e| CmdError::Param {
-        cmd,
-        msg: e.to_string(),
-    })?;
+    let answer = query::key_window(m, key, &buckets, closed, newest, window, Some(at), &ask)
+        .map_err(|e| CmdError::Param {
+            cmd,
+            msg: e.to_string(),
+        })?;
     Ok(answer
         .rows
         .first()
