@@ -414,6 +414,16 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
     assert_eq!(ends, lines.len() as i64, "{:?}", state.partitions);
 
     // Killed at random points (SIGKILL), then restarted: the same answers, every record once.
+    // A topic of its own, written in six batches, one while each run follows it: the work in
+    // flight is paced by the producer, not by how fast this machine reads, and a run never
+    // ends before its kill.
+    let killed_topic = "flows-killed";
+    create_topic(&brokers, killed_topic, 4);
+    let killed_config = d.join("killed.toml");
+    std::fs::write(&killed_config, kafka_config(&brokers, killed_topic)).unwrap();
+    let messages = as_messages(&lines);
+    let batch = messages.len().div_ceil(6);
+    let mut produced = 0;
     let killed_db = d.join("killed.db");
     let mut seed = std::process::id() as u64 | 1;
     let mut random = move || {
@@ -422,9 +432,8 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
         seed ^= seed << 17;
         seed
     };
-    // Each run is killed once its commits pass a random point in the next third of what is
-    // left, then a little later: between two commits, or in one.
-    let total = lines.len() as u64;
+    // Each run is killed once its commits pass a random point in what its batch added, then a
+    // little later: between two commits, or in one.
     let mut kills = 0;
     let mut progress = Vec::new();
     for attempt in 0..6 {
@@ -433,20 +442,21 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
         } else {
             0
         };
-        let point = done + 1 + random() % ((total - done) / 3).max(1);
         // A group of its own each run: the killed runs' members would hold their partitions
-        // until their sessions expire, and the first run's group offsets are its end. Where
-        // each run starts is the store's alone.
+        // until their sessions expire. Where each run starts is the store's alone.
         let group = format!("killed-{attempt}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(["run", "--config", s(&config), "--db", s(&killed_db)])
-            .args(["--group", &group])
-            .args(["--until-end", "--close", "--quiet"])
+            .args(["run", "--config", s(&killed_config), "--db", s(&killed_db)])
+            .args(["--group", &group, "--quiet"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("the binary runs");
+        let next = (produced + batch).min(messages.len());
+        produce(&brokers, killed_topic, &messages[produced..next]);
+        produced = next;
+        let point = done + 1 + random() % ((produced as u64).saturating_sub(done) / 2).max(1);
         let started = Instant::now();
         while records_now(&killed_db).is_none_or(|r| r < point)
             && started.elapsed() < Duration::from_secs(60)
@@ -455,18 +465,18 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
             thread::sleep(Duration::from_millis(5));
         }
         thread::sleep(Duration::from_micros(random() % 30_000));
-        if child.try_wait().unwrap().is_some() {
-            eprintln!("attempt {attempt}: the run ended before its kill");
-            continue;
-        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "attempt {attempt}: the run ended by itself"
+        );
         child.kill().unwrap();
         child.wait().unwrap();
         kills += 1;
         progress.push((point, committed(&killed_db).records));
     }
     eprintln!("one run: {one_run:?}; {kills} kills (point, records committed): {progress:?}");
-    assert!(kills >= 5, "only {kills} runs were killed while running");
-    let out = run_until_end(&config, &killed_db, &["--group", "killed-last"]);
+    assert_eq!(kills, 6);
+    let out = run_until_end(&killed_config, &killed_db, &["--group", "killed-last"]);
     ok(&out);
     let sum = summary(&out);
     assert_eq!(
