@@ -1,7 +1,7 @@
 //! Scale-out runs publishing their keys' windows into the module (`TMWINDOW.PUT` after each
 //! checkpoint, `TMWINDOW.GET` from any client): a key's window asked of the module equals the
 //! window `tidemark query --store` answers over the parts (the same run, merged) for every
-//! key, metric and window end, on a 3-master cluster with the keys spread over partitions;
+//! key, metric (count, distinct, frequency, quantile) and window end, on a 3-master cluster with the keys spread over partitions;
 //! a part's commits left unpublished (a writer killed between the two, or one that did not
 //! publish) are published whole by the next writer that claims it; the value survives a
 //! reload; and a careless or hostile put is refused, naming what was wrong.
@@ -47,6 +47,19 @@ window = "30s"
 retention = "1h"
 allowed_lateness = "5s"
 late = "merge"
+[[metric]]
+name = "f"
+kind = "frequency"
+key = ["k"]
+item = ["i"]
+bucket = "10s"
+window = "30s"
+retention = "1h"
+allowed_lateness = "5s"
+late = "merge"
+epsilon = 0.01
+delta = 0.01
+phi = 0.05
 [[metric]]
 name = "q"
 kind = "quantile"
@@ -130,7 +143,7 @@ fn assert_module_answers_as_the_parts(
 ) {
     let end = events.iter().map(|e| e.0).max().unwrap();
     let mut asked = 0;
-    for metric in ["n", "d", "q"] {
+    for metric in ["n", "d", "f", "q"] {
         let quantile = (metric == "q").then_some(0.9);
         let qs = [0.9];
         let ask = query::Ask {
