@@ -187,6 +187,37 @@ fn produce(brokers: &str, topic: &str, messages: &[Produced]) {
         .expect("every message acknowledged");
 }
 
+/// A xorshift generator seeded by the process id: each run of a test kills at other points.
+fn random_by_pid() -> impl FnMut() -> u64 {
+    let mut seed = std::process::id() as u64 | 1;
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
+/// Produces the batch of `messages` after the first `produced`, at most `batch` of them;
+/// returns how many are produced in all.
+fn produce_batch(
+    brokers: &str,
+    topic: &str,
+    messages: &[Produced],
+    produced: usize,
+    batch: usize,
+) -> usize {
+    let next = (produced + batch).min(messages.len());
+    produce(brokers, topic, &messages[produced..next]);
+    next
+}
+
+/// A random count of records past `done`, in the first half of what is produced beyond it:
+/// where a run is killed once its commits pass it.
+fn a_point_in(done: u64, produced: u64, random: &mut impl FnMut() -> u64) -> u64 {
+    done + 1 + random() % (produced.saturating_sub(done) / 2).max(1)
+}
+
 /// The fan-out config over the demo log, as a file run reads it, with a lateness generous
 /// enough that no record is too late in either run (the topic's partitions are read
 /// interleaved, each in the log's order).
@@ -425,13 +456,7 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
     let batch = messages.len().div_ceil(6);
     let mut produced = 0;
     let killed_db = d.join("killed.db");
-    let mut seed = std::process::id() as u64 | 1;
-    let mut random = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut random = random_by_pid();
     // Each run is killed once its commits pass a random point in what its batch added, then a
     // little later: between two commits, or in one.
     let mut kills = 0;
@@ -453,10 +478,8 @@ fn a_topic_read_to_its_end_answers_as_the_file_and_a_killed_run_counts_once() {
             .stderr(Stdio::null())
             .spawn()
             .expect("the binary runs");
-        let next = (produced + batch).min(messages.len());
-        produce(&brokers, killed_topic, &messages[produced..next]);
-        produced = next;
-        let point = done + 1 + random() % ((produced as u64).saturating_sub(done) / 2).max(1);
+        produced = produce_batch(&brokers, killed_topic, &messages, produced, batch);
+        let point = a_point_in(done, produced as u64, &mut random);
         let started = Instant::now();
         while records_now(&killed_db).is_none_or(|r| r < point)
             && started.elapsed() < Duration::from_secs(60)
@@ -1522,13 +1545,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let total = lines.len() as u64;
     let batch = messages.len().div_ceil(6);
     let mut produced = 0;
-    let mut seed = std::process::id() as u64 | 1;
-    let mut random = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut random = random_by_pid();
     let mut kills = 0;
     let mut queried = 0;
     let mut module_answers = 0;
@@ -1546,10 +1563,8 @@ fn scale_out_through_kills(test: &str, users: u32) {
             .map(|_| worker(&config, &url, &group, false))
             .collect();
         let started = Instant::now();
-        let next = (produced + batch).min(messages.len());
-        produce(&brokers, topic, &messages[produced..next]);
-        produced = next;
-        let point = done + 1 + random() % ((produced as u64).saturating_sub(done) / 2).max(1);
+        produced = produce_batch(&brokers, topic, &messages, produced, batch);
+        let point = a_point_in(done, produced as u64, &mut random);
         let mut joined = attempt % 2 == 0;
         while part_records(&server, topic) < point
             && started.elapsed() < Duration::from_secs(60)

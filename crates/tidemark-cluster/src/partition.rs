@@ -186,12 +186,7 @@ impl PartitionStore {
             None => None,
             Some(meta) => {
                 let mut p = Publisher::new(&meta.config)?;
-                let published: Option<u64> = self.server.call("read the fence", |c| {
-                    redis::cmd("HGET")
-                        .arg(&self.keys.fence)
-                        .arg("published")
-                        .query(c)
-                })?;
+                let published: Option<u64> = self.fence_field("published")?;
                 if published.unwrap_or(0) < claim.seq {
                     let rows = self.rows()?;
                     let all = rows
@@ -272,10 +267,15 @@ impl PartitionStore {
 
     /// The commits the part holds now (its fence's count).
     pub(crate) fn commits_now(&self) -> Result<u64, StoreError> {
-        let seq: Option<u64> = self.server.call("read the fence", |c| {
-            redis::cmd("HGET").arg(&self.keys.fence).arg("seq").query(c)
-        })?;
+        let seq: Option<u64> = self.fence_field("seq")?;
         Ok(seq.unwrap_or(0))
+    }
+
+    /// One field of the part's fence (`seq`, `last`, `published`), if set.
+    fn fence_field<T: redis::FromRedisValue>(&self, name: &str) -> Result<Option<T>, StoreError> {
+        self.server.call("read the fence", |c| {
+            redis::cmd("HGET").arg(&self.keys.fence).arg(name).query(c)
+        })
     }
 
     /// The commits this writer has seen land on the part (with those before its claim).
@@ -340,12 +340,7 @@ impl PartitionStore {
     /// Whether this writer's commit after `claim` landed (the fence's `last` names the claim
     /// and commit count of the last commit): then the claim moves on to it.
     fn landed(&mut self, claim: Claim) -> Result<bool, StoreError> {
-        let last: Option<String> = self.server.call("read the fence", |c| {
-            redis::cmd("HGET")
-                .arg(&self.keys.fence)
-                .arg("last")
-                .query(c)
-        })?;
+        let last: Option<String> = self.fence_field("last")?;
         let mine = format!("{}:{}", claim.epoch, claim.seq + 1);
         if last.as_deref() == Some(mine.as_str()) {
             self.claim = Some(Claim {

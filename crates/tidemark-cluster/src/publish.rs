@@ -99,14 +99,17 @@ impl Publisher {
         if self.known.len() > KNOWN {
             self.known.clear();
         }
-        let keys: Vec<_> = keys.into_iter().collect();
+        // Each key's Redis name, made once.
+        let keys: Vec<_> = keys
+            .into_iter()
+            .map(|((i, key), buckets)| (i, window_key(&self.metrics[i], key), buckets))
+            .collect();
         for chunk in keys.chunks(PUTS) {
             let cmds = |known: &HashSet<Vec<u8>>| -> Vec<redis::Cmd> {
                 chunk
                     .iter()
-                    .map(|((i, key), buckets)| {
+                    .map(|(i, name, buckets)| {
                         let metric = &self.metrics[*i];
-                        let name = window_key(metric, key);
                         let mut cmd = redis::cmd("TMWINDOW.PUT");
                         cmd.arg(&name[..])
                             .arg(metric)
@@ -114,7 +117,7 @@ impl Publisher {
                             .arg(version.0)
                             .arg(version.1)
                             .arg(closed.get(*i).copied().unwrap_or(0));
-                        if !known.contains(&name) {
+                        if !known.contains(name) {
                             cmd.arg("CONFIG").arg(&self.config);
                         }
                         for (start, bytes) in buckets {
@@ -131,8 +134,8 @@ impl Publisher {
                 let again = server.pipeline("publish the keys' windows", &cmds(&HashSet::new()));
                 again.map_err(|e| server.error("publish the keys' windows", e))?;
             }
-            for ((i, key), _) in chunk {
-                self.known.insert(window_key(&self.metrics[*i], key));
+            for (_, name, _) in chunk {
+                self.known.insert(name.clone());
             }
         }
         Ok(())

@@ -139,12 +139,24 @@ impl Server {
         op: &'static str,
         mut f: impl FnMut(&mut dyn ConnectionLike) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
+        self.retrying(op, |c| f(c.like()))
+            .map_err(|e| self.error(op, e))
+    }
+
+    /// Runs `f` on the connection until it succeeds, fails in a way no retry mends, or the
+    /// server's patience is spent (each wait said on standard error); the last error as the
+    /// client gave it.
+    fn retrying<T>(
+        &self,
+        op: &'static str,
+        mut f: impl FnMut(&mut Conn) -> redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
         let mut waits = Waits::new(self.patience);
         loop {
-            match self.try_call(&mut f) {
+            match self.try_conn(&mut f) {
                 Ok(v) => return Ok(v),
                 Err(e) if retryable(&e) && waits.wait(&self.name, op, &e) => {}
-                Err(e) => return Err(self.error(op, e)),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -202,55 +214,37 @@ impl Server {
         use redis::cluster_routing::{
             get_slot, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
         };
-        let mut waits = Waits::new(self.patience);
-        loop {
-            let e = match self.try_conn(|conn| match conn {
-                Conn::One(c) => cmd.query::<T>(c),
-                Conn::Cluster(c) => {
-                    let route = Route::new(get_slot(key.as_bytes()), SlotAddr::Master);
-                    let routing =
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-                    redis::from_owned_redis_value(c.route_command(cmd, routing)?)
-                }
-            }) {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-            if !(retryable(&e) && waits.wait(&self.name, op, &e)) {
-                return Err(self.error(op, e));
+        self.retrying(op, |conn| match conn {
+            Conn::One(c) => cmd.query::<T>(c),
+            Conn::Cluster(c) => {
+                let route = Route::new(get_slot(key.as_bytes()), SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                redis::from_owned_redis_value(c.route_command(cmd, routing)?)
             }
-        }
+        })
+        .map_err(|e| self.error(op, e))
     }
 
     /// Sends `cmds` as one pipeline (on a cluster, each to its key's master), their replies
     /// ignored, retrying a server it cannot reach for the server's patience. A command the
     /// server refuses fails the call (`ExtensionError` and the like: not retried).
     pub(crate) fn pipeline(&self, op: &'static str, cmds: &[redis::Cmd]) -> Result<(), RedisError> {
-        let mut waits = Waits::new(self.patience);
-        loop {
-            let e = match self.try_conn(|conn| match conn {
-                Conn::One(c) => {
-                    let mut p = redis::pipe();
-                    for cmd in cmds {
-                        p.add_command(cmd.clone()).ignore();
-                    }
-                    p.query::<()>(c)
+        self.retrying(op, |conn| match conn {
+            Conn::One(c) => {
+                let mut p = redis::pipe();
+                for cmd in cmds {
+                    p.add_command(cmd.clone()).ignore();
                 }
-                Conn::Cluster(c) => {
-                    let mut p = redis::cluster::cluster_pipe();
-                    for cmd in cmds {
-                        p.add_command(cmd.clone()).ignore();
-                    }
-                    p.query::<()>(c)
-                }
-            }) {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            if !(retryable(&e) && waits.wait(&self.name, op, &e)) {
-                return Err(e);
+                p.query::<()>(c)
             }
-        }
+            Conn::Cluster(c) => {
+                let mut p = redis::cluster::cluster_pipe();
+                for cmd in cmds {
+                    p.add_command(cmd.clone()).ignore();
+                }
+                p.query::<()>(c)
+            }
+        })
     }
 
     fn dial(&self) -> redis::RedisResult<Conn> {

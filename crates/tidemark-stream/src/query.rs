@@ -106,10 +106,15 @@ impl Ord for Ranked {
 }
 
 /// A key's buckets `(start, bytes)` merged into one summary (`None` for none).
-fn merged(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Option<Summary>, String> {
+fn merged<B: AsRef<[u8]>>(
+    shape: &MetricShape,
+    parts: &[(u64, B)],
+) -> Result<Option<Summary>, String> {
     let mut acc: Option<Summary> = None;
     for (start, bytes) in parts {
-        let s = shape.decode(bytes, *start).map_err(|e| e.to_string())?;
+        let s = shape
+            .decode(bytes.as_ref(), *start)
+            .map_err(|e| e.to_string())?;
         match &mut acc {
             None => acc = Some(s),
             Some(a) => a.absorb(&s).map_err(|e| e.to_string())?,
@@ -219,7 +224,7 @@ fn open_metric(
 
 /// The buckets `parts` hold: their distinct starts (a store in parts, one per partition, has
 /// a part of a bucket in each partition that saw the key then). `parts` come by start.
-fn starts(parts: &[(u64, Vec<u8>)]) -> u64 {
+fn starts<B>(parts: &[(u64, B)]) -> u64 {
     let changes = parts.windows(2).filter(|w| w[0].0 != w[1].0).count();
     (changes + usize::from(!parts.is_empty())) as u64
 }
@@ -344,7 +349,7 @@ fn span(
 pub fn key_window(
     m: &MetricConfig,
     key: &[u8],
-    buckets: &[(u64, Vec<u8>)],
+    buckets: &[(u64, &[u8])],
     closed: u64,
     newest: u64,
     window: u64,
@@ -362,10 +367,10 @@ pub fn key_window(
         retention: m.retention,
     };
     let Span { from, to, clipped } = span(&m.name, m, window, at.unwrap_or(closed), width, &marks)?;
-    let inside: Vec<(u64, Vec<u8>)> = buckets
+    let inside: Vec<(u64, &[u8])> = buckets
         .iter()
         .filter(|(s, _)| (from..to).contains(s))
-        .cloned()
+        .copied()
         .collect();
     let merged = merged(&shape, &inside).map_err(|message| QueryError::Corrupt { message })?;
     let partial = to > closed;

@@ -685,16 +685,16 @@ fn get(call: &mut Call<'_, '_>) -> Result<Reply, CmdError> {
     // Only the starts the window can cover are read: by start, and within a start by
     // partition name, the order `tidemark query --store` merges the parts in.
     let reach = at.saturating_sub(window.saturating_add(m.bucket));
-    let mut buckets: Vec<(u64, &[u8], Vec<u8>)> = v
+    let mut buckets: Vec<(u64, &[u8], &[u8])> = v
         .entries
         .range(reach..=at)
         .flat_map(|(s, at)| {
             at.iter()
-                .map(|(p, _, b)| (*s, &v.parts[usize::from(p)].name[..], b.to_vec()))
+                .map(|(p, _, b)| (*s, &v.parts[usize::from(p)].name[..], b))
         })
         .collect();
     buckets.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    let buckets: Vec<(u64, Vec<u8>)> = buckets.into_iter().map(|(s, _, b)| (s, b)).collect();
+    let buckets: Vec<(u64, &[u8])> = buckets.into_iter().map(|(s, _, b)| (s, b)).collect();
     let qs = quantile.map(|q| [q]);
     let ask = Ask {
         quantiles: qs.as_ref().map(|q| &q[..]),
@@ -715,10 +715,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jobs_are_shared_while_a_key_holds_them() {
+    fn jobs_are_shared_while_a_key_holds_them() -> Result<(), String> {
         let text = "[input]\ntime_field = \"t\"\n[[metric]]\nname = \"n\"\nkind = \"count\"\nkey = []\nbucket = \"1m\"\nwindow = \"5m\"\n";
-        let a = Job::of(text).unwrap();
-        let b = Job::of(text).unwrap();
+        let a = Job::of(text)?;
+        let b = Job::of(text)?;
         assert!(Arc::ptr_eq(&a, &b));
+        Ok(())
     }
 }
