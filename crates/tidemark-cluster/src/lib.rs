@@ -61,12 +61,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod alerts;
 mod merged;
 mod partition;
 mod publish;
 mod rows;
 mod server;
 
+pub use alerts::{AlertDuty, Round, LEASE};
 pub use merged::MergedStore;
 pub use partition::PartitionStore;
 pub use publish::window_key;

@@ -89,6 +89,48 @@ impl MergedStore {
         self.parts.len()
     }
 
+    /// Where every part has closed each metric (in the config's order): per metric, the
+    /// earliest of the parts' points before which buckets are closed. `None` while a listed
+    /// part has no commit yet (its partition may hold buckets not stored) or no part is
+    /// listed.
+    pub fn closed_until(&self) -> Result<Option<Vec<u64>>, StoreError> {
+        let mut out: Option<Vec<u64>> = None;
+        for p in &self.parts {
+            let Some(meta) = consistent(p, || p.meta())? else {
+                return Ok(None);
+            };
+            let closed = query::closed_until(&meta).map_err(|e| StoreError::Damaged {
+                what: format!("{}: {e}", self.name),
+            })?;
+            out = Some(match out {
+                None => closed,
+                Some(o) if o.len() == closed.len() => {
+                    o.into_iter().zip(closed).map(|(a, b)| a.min(b)).collect()
+                }
+                Some(_) => {
+                    return Err(StoreError::Damaged {
+                        what: format!(
+                            "{}: the store's parts were written under different configs",
+                            self.name
+                        ),
+                    })
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// The earliest bucket start any part holds of `metric`.
+    pub fn first_start(&self, metric: &str) -> Result<Option<u64>, StoreError> {
+        let mut first: Option<u64> = None;
+        for p in &self.parts {
+            if let Some(s) = p.first_start(metric)? {
+                first = Some(first.map_or(s, |f| f.min(s)));
+            }
+        }
+        Ok(first)
+    }
+
     fn refused<T>() -> Result<T, StoreError> {
         Err(StoreError::Contract {
             what: "a store read merged from parts answers queries only",

@@ -265,6 +265,29 @@ impl PartitionStore {
         all_rows(&self.server, &self.keys)
     }
 
+    /// The first start `table` holds (its sorted set's least), if any.
+    pub(crate) fn first_start(&self, table: &str) -> Result<Option<u64>, StoreError> {
+        let first: Vec<String> = self.server.call("read a table's first start", |c| {
+            redis::cmd("ZRANGE")
+                .arg(self.keys.starts(table))
+                .arg(0)
+                .arg(0)
+                .query(c)
+        })?;
+        first
+            .first()
+            .map(|m| {
+                m.parse().map_err(|_| StoreError::Damaged {
+                    what: format!(
+                        "{}: table {table:?} lists a start {:?} that is not one",
+                        self.keys.label,
+                        m.chars().take(40).collect::<String>()
+                    ),
+                })
+            })
+            .transpose()
+    }
+
     /// The commits the part holds now (its fence's count).
     pub(crate) fn commits_now(&self) -> Result<u64, StoreError> {
         let seq: Option<u64> = self.fence_field("seq")?;

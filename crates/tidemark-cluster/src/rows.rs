@@ -141,7 +141,7 @@ impl Keys {
     }
 
     /// The sorted set of `table`'s starts.
-    fn starts(&self, table: &str) -> String {
+    pub(crate) fn starts(&self, table: &str) -> String {
         format!("{}:t:{}:{table}", self.tag, table.len())
     }
 }

@@ -132,6 +132,17 @@ impl Server {
         self
     }
 
+    /// The same server with a connection of its own (for a thread that should not wait on
+    /// another's calls).
+    pub fn another(&self) -> Server {
+        Server {
+            name: Arc::clone(&self.name),
+            dial: Arc::clone(&self.dial),
+            conn: Arc::new(Mutex::new(None)),
+            patience: self.patience,
+        }
+    }
+
     /// Runs `f` on the connection (made first if there is none), retrying a server it cannot
     /// reach for the server's patience.
     pub(crate) fn call<T>(

@@ -83,6 +83,7 @@ mod error;
 pub mod flowgen;
 mod json;
 pub mod kinds;
+pub mod merged_alerts;
 pub mod pipeline;
 pub mod query;
 pub mod record;

@@ -51,6 +51,7 @@ mod snapshot;
 pub mod spill;
 mod table;
 
+pub(crate) use alert::step;
 pub use alert::AlertPhase;
 use alert::{early_due, step_early};
 pub(crate) use key::{FastMap, Key};
