@@ -13,6 +13,7 @@ mod common;
 #[path = "../../tidemark-cluster/tests/common/mod.rs"]
 mod redis_common;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -1453,12 +1454,17 @@ fn printed_number(line: &str, field: &str) -> f64 {
 
 /// A worker of `group`; `until_end` ends it once its partitions are read to their ends,
 /// otherwise it waits for more records until killed.
-fn worker(config: &Path, url: &str, group: &str, until_end: bool) -> Child {
+/// A worker of `group`, its standard output (the alert duty's lines) in a file of its own in
+/// `d`.
+fn worker(d: &Path, config: &Path, url: &str, group: &str, until_end: bool) -> Child {
     let end: &[&str] = if until_end {
         &["--until-end", "--close"]
     } else {
         &[]
     };
+    static WORKERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = WORKERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::fs::File::create(d.join(format!("worker-{n}.out"))).unwrap();
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args([
             "run",
@@ -1473,7 +1479,7 @@ fn worker(config: &Path, url: &str, group: &str, until_end: bool) -> Child {
         ])
         .args(end)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(out)
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs")
@@ -1532,7 +1538,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let url = format!("redis://{}", seeds.join(","));
     let server = tidemark_cluster::Server::connect(&url).unwrap();
     let config = d.join("kafka.toml");
-    std::fs::write(&config, kafka_config(&brokers, topic)).unwrap();
+    std::fs::write(&config, alerting(&kafka_config(&brokers, topic))).unwrap();
 
     // The topic is written in six batches, one an attempt, while that attempt's workers run:
     // the work in flight is paced by the producer, not by how fast this machine reads. Three
@@ -1560,7 +1566,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
         let done = part_records(&server, topic);
         let group = format!("scale-{attempt}");
         let mut children: Vec<Child> = (0..3)
-            .map(|_| worker(&config, &url, &group, false))
+            .map(|_| worker(&d, &config, &url, &group, false))
             .collect();
         let started = Instant::now();
         produced = produce_batch(&brokers, topic, &messages, produced, batch);
@@ -1571,7 +1577,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
             && children.iter_mut().all(|c| c.try_wait().unwrap().is_none())
         {
             if !joined && started.elapsed() > Duration::from_millis(300) {
-                children.push(worker(&config, &url, &group, false));
+                children.push(worker(&d, &config, &url, &group, false));
                 joined = true;
             }
             thread::sleep(Duration::from_millis(5));
@@ -1639,7 +1645,7 @@ fn scale_out_through_kills(test: &str, users: u32) {
     // once its buckets close, after the allowed lateness: the million records' attempts may
     // end before).
     let mut last: Vec<Child> = (0..2)
-        .map(|_| worker(&config, &url, "scale-last", true))
+        .map(|_| worker(&d, &config, &url, "scale-last", true))
         .collect();
     while last.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
         module_answers += u32::from(module_answer(nodes[0].port, &watched));
@@ -1723,4 +1729,154 @@ fn scale_out_through_kills(test: &str, users: u32) {
         }
     }
     assert!(compared > 100, "{compared} windows compared");
+
+    // The alert duty's lines, from every worker (the killed ones' too): every line of one
+    // process over the records, at least once, and no other. `fanout` is keyed as the topic
+    // (its lines are the file run's, to the estimate); `flows`, by destination port, spreads
+    // over every partition (its lines are an exact model's of the records).
+    let closed = tidemark_cluster::MergedStore::open(&server)
+        .unwrap()
+        .closed_until()
+        .unwrap()
+        .unwrap();
+    let mut got = BTreeSet::new();
+    let mut lines = 0;
+    for entry in std::fs::read_dir(&d).unwrap() {
+        let path = entry.unwrap().path();
+        if !path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("worker-")
+        {
+            continue;
+        }
+        for l in std::fs::read_to_string(&path).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v.get("phase").is_none() {
+                continue;
+            }
+            lines += 1;
+            got.insert(alert_identity(&v));
+        }
+    }
+    let alerts_config = d.join("alerts.toml");
+    std::fs::write(&alerts_config, alerting(FILE_CONFIG)).unwrap();
+    let file_out = tidemark(
+        &[
+            "run",
+            "--config",
+            s(&alerts_config),
+            "--db",
+            s(&d.join("alerts.db")),
+            "--close",
+            "--quiet",
+            s(&log),
+        ],
+        "",
+    );
+    ok(&file_out);
+    let mut want: BTreeSet<AlertIdentity> = common::json_lines(&file_out)
+        .into_iter()
+        .filter(|v| v["metric"] == "fanout")
+        .map(|v| alert_identity(&v))
+        .filter(|a| a.3 <= closed[0])
+        .collect();
+    let fanout = want.len();
+    want.extend(
+        flows_model(&lines_of(&log))
+            .into_iter()
+            .filter(|a| a.3 <= closed[1]),
+    );
+    eprintln!(
+        "{lines} alert lines from the workers, {} distinct; {fanout} fanout and {} flows lines \
+         wanted",
+        got.len(),
+        want.len() - fanout
+    );
+    assert!(fanout >= 3 && want.len() - fanout >= 3, "{want:?}");
+    let missing: Vec<_> = want.difference(&got).take(5).collect();
+    let extra: Vec<_> = got.difference(&want).take(5).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, extra {extra:?}"
+    );
+}
+
+/// The scale-out test's config with alert rules: sources reaching more than 10 distinct
+/// destinations in five minutes, and ports with more than 690 flows in five minutes at two
+/// closes in a row.
+fn alerting(config: &str) -> String {
+    let config = config.replace(
+        "\n[[metric]]\nname = \"flows\"",
+        "[[metric.alert]]\nabove = 10\n\n[[metric]]\nname = \"flows\"",
+    );
+    let rule = "[[metric.alert]]\nabove = 690\nconsecutive = 2\n";
+    match config.find("\n[source]") {
+        Some(i) => format!("{}\n{rule}{}", &config[..i], &config[i..]),
+        None => format!("{config}{rule}"),
+    }
+}
+
+/// An alert line's identity and estimate: metric, key, phase, window end (ms), estimate.
+type AlertIdentity = (String, String, String, u64, String);
+
+fn alert_identity(v: &serde_json::Value) -> AlertIdentity {
+    let to = tidemark_stream::time::parse_rfc3339(v["to"].as_str().unwrap()).unwrap();
+    (
+        v["metric"].as_str().unwrap().to_string(),
+        v["key"].as_str().unwrap().to_string(),
+        v["phase"].as_str().unwrap().to_string(),
+        to,
+        v["estimate"].to_string(),
+    )
+}
+
+fn lines_of(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `flows` lines by an exact model: at each minute where some port has flows (a close),
+/// each port's flows in the five minutes before; a streak of closes above 690 fires
+/// (`closed`) at its second, and ends at a close at or below.
+fn flows_model(lines: &[String]) -> BTreeSet<AlertIdentity> {
+    let mut minutes: BTreeMap<String, BTreeMap<u64, u64>> = BTreeMap::new();
+    let mut closes = BTreeSet::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let minute = f[0].parse::<u64>().unwrap() / 60;
+        *minutes
+            .entry(f[3].to_string())
+            .or_default()
+            .entry(minute)
+            .or_default() += 1;
+        closes.insert(minute + 1);
+    }
+    let mut out = BTreeSet::new();
+    for (port, m) in &minutes {
+        let mut streak = 0;
+        for &end in &closes {
+            let count: u64 = m.range(end.saturating_sub(5)..end).map(|(_, c)| c).sum();
+            if count > 690 {
+                streak += 1;
+                if streak == 2 {
+                    out.insert((
+                        "flows".to_string(),
+                        port.clone(),
+                        "closed".to_string(),
+                        end * 60_000,
+                        serde_json::json!(count as f64).to_string(),
+                    ));
+                }
+            } else {
+                streak = 0;
+            }
+        }
+    }
+    out
 }

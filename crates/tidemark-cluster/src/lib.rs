@@ -34,6 +34,7 @@
 //! | `{tm:P}:meta` | hash | the run's metadata: config, fingerprint, run state with `P`'s offset |
 //! | `{tm:P}:fence` | hash | `epoch` (the owner's claim), `seq` (commits landed), `last` (the claim and count of the last commit), `published` (the commits published) |
 //! | `tm:parts` | set | every part's name, for readers ([`MergedStore`]) |
+//! | `{tm:alerts}:duty`, `{tm:alerts}:state` | string | the alert duty's lease and its evaluation's state ([`AlertDuty`]) |
 //!
 //! # Publishing for the module's commands
 //!
@@ -41,6 +42,12 @@
 //! buckets it wrote into one `tidemark-redis` module value per key, `tm:<metric>:<key>`, on
 //! the key's own slot, where `TMWINDOW.GET` answers the key's windows merged over every
 //! partition (`publish.rs`, and the module's `types/window.rs`).
+//!
+//! # Alerts on the merged state
+//!
+//! [`AlertDuty`]: one worker at a time (a lease) evaluates the run's alert rules on the parts
+//! merged, at each close every part has closed, and hands a close's lines out before it stores
+//! the evaluation's state: once per episode across the workers, at least once (`alerts.rs`).
 //!
 //! # Reading merged
 //!

@@ -90,18 +90,23 @@ impl MergedStore {
     }
 
     /// Where every part has closed each metric (in the config's order): per metric, the
-    /// earliest of the parts' points before which buckets are closed. `None` while a listed
-    /// part has no commit yet (its partition may hold buckets not stored) or no part is
-    /// listed.
+    /// earliest of the parts' points before which buckets are closed, of the parts that have
+    /// seen an event of it (a partition with none holds no bucket back, as a silent partition
+    /// holds no watermark back in one process). `None` while a listed part has no commit yet
+    /// (its partition may hold buckets not stored) or no part is listed.
     pub fn closed_until(&self) -> Result<Option<Vec<u64>>, StoreError> {
         let mut out: Option<Vec<u64>> = None;
         for p in &self.parts {
             let Some(meta) = consistent(p, || p.meta())? else {
                 return Ok(None);
             };
-            let closed = query::closed_until(&meta).map_err(|e| StoreError::Damaged {
-                what: format!("{}: {e}", self.name),
-            })?;
+            let closed: Vec<u64> = query::closed_points(&meta)
+                .map_err(|e| StoreError::Damaged {
+                    what: format!("{}: {e}", self.name),
+                })?
+                .into_iter()
+                .map(|c| c.unwrap_or(u64::MAX))
+                .collect();
             out = Some(match out {
                 None => closed,
                 Some(o) if o.len() == closed.len() => {

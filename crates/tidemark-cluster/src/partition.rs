@@ -140,6 +140,22 @@ impl PartitionStore {
         })
     }
 
+    /// Lists parts `names` on `server` before any is claimed (the partitions of a topic):
+    /// readers wait for a listed part's first commit, so merged alerts (`alerts.rs`) never
+    /// evaluate a close without a partition whose worker has not started yet.
+    pub fn list(server: &Server, names: &[String]) -> Result<(), StoreError> {
+        for n in names {
+            check_part(n)?;
+        }
+        if names.is_empty() {
+            return Ok(());
+        }
+        server.call("list the parts", |c| {
+            redis::cmd("SADD").arg(PARTS).arg(names).query::<i64>(c)
+        })?;
+        Ok(())
+    }
+
     /// Part `part` on `server`, to read only.
     pub fn reader(server: &Server, part: &str) -> Result<PartitionStore, StoreError> {
         check_part(part)?;

@@ -103,6 +103,8 @@ pub struct KafkaSource {
     now: Instant,
     /// Messages delivered since `now` was read.
     since_now: u32,
+    /// The topics' partitions, as the brokers listed them at connect.
+    partitions: Vec<Partition>,
 }
 
 /// How many messages may share one reading of the clock (at a million a second, a
@@ -199,6 +201,17 @@ impl KafkaSource {
                 });
             }
         }
+        let mut partitions = Vec::new();
+        for t in metadata.topics() {
+            if config.topics.iter().any(|c| c.as_str() == t.name()) {
+                partitions.extend(
+                    t.partitions()
+                        .iter()
+                        .map(|p| Partition::new(t.name(), p.id())),
+                );
+            }
+        }
+        partitions.sort();
         let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
         consumer
             .subscribe(&topics)
@@ -219,6 +232,7 @@ impl KafkaSource {
             eof: None,
             now: Instant::now(),
             since_now: 0,
+            partitions,
         })
     }
 
@@ -459,6 +473,11 @@ impl KafkaSource {
     /// The source's clock: per-partition event time and idleness.
     pub fn clock(&self) -> &PartitionClock {
         &self.clock
+    }
+
+    /// The topics' partitions, as the brokers listed them when the source connected.
+    pub fn topic_partitions(&self) -> &[Partition] {
+        &self.partitions
     }
 
     /// The config the source runs with.

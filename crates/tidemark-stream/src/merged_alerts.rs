@@ -223,10 +223,10 @@ impl MergedAlerts {
             // The engine's shortcut, taken as it takes it: a window whose buckets' bounds sum
             // to no more than every limit resets the key's streaks unevaluated (an exact
             // union is at most the sum; an estimate may land above it).
-            if buckets.iter().map(Summary::upper).sum::<f64>() <= min_limit {
+            if buckets.iter().map(|(_, b)| b.upper()).sum::<f64>() <= min_limit {
                 return;
             }
-            let window = match merged_all(buckets) {
+            let window = match window_of(&shape, &buckets) {
                 Ok(Some(w)) => w,
                 Ok(None) => return,
                 Err(e) => {
@@ -424,8 +424,8 @@ impl MergedAlerts {
 }
 
 /// A key's buckets `(start, bytes)` by start, each start's parts (one a partition that saw
-/// the key then) merged into one bucket: the bucket one process holds.
-fn by_start(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Vec<Summary>, String> {
+/// the key then) merged into one bucket: the buckets one process holds.
+fn by_start(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Vec<(u64, Summary)>, String> {
     let mut out: Vec<(u64, Summary)> = Vec::new();
     for (start, bytes) in parts {
         let s = shape.decode(bytes, *start).map_err(|e| e.to_string())?;
@@ -434,17 +434,20 @@ fn by_start(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Vec<Summary
             _ => out.push((*start, s)),
         }
     }
-    Ok(out.into_iter().map(|(_, s)| s).collect())
+    Ok(out)
 }
 
-/// `buckets` merged, oldest first.
-fn merged_all(buckets: Vec<Summary>) -> Result<Option<Summary>, String> {
-    let mut it = buckets.into_iter();
-    let Some(mut acc) = it.next() else {
+/// The window's summary as the engine's ring makes it at a close: its buckets merged into an
+/// empty summary, oldest first. (Even a window of one bucket is merged: a sketch that was
+/// merged estimates as merged sketches do, not by its insertion history, and the engine's
+/// window always was.)
+fn window_of(shape: &MetricShape, buckets: &[(u64, Summary)]) -> Result<Option<Summary>, String> {
+    let Some((first, _)) = buckets.first() else {
         return Ok(None);
     };
-    for b in it {
-        acc.absorb(&b).map_err(|e| e.to_string())?;
+    let mut acc = shape.empty(*first);
+    for (_, b) in buckets {
+        acc.absorb(b).map_err(|e| e.to_string())?;
     }
     Ok(Some(acc))
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tidemark_cli::outln;
 
 use serde_json::json;
-use tidemark_cluster::{PartitionStore, Server};
+use tidemark_cluster::{AlertDuty, PartitionStore, Server};
 use tidemark_stream::pipeline::{self, AlertOut, Follow, RunOptions, RunReport};
 use tidemark_stream::store::{RedbStore, Store, StoreError};
 use tidemark_stream::RunError;
@@ -57,6 +57,16 @@ pub struct Args {
     /// be loaded on every master; Redis then holds the buckets twice (docs/scale-out.md).
     #[arg(long, requires = "store")]
     pub publish: bool,
+    /// With --store: where the alert rules are evaluated. `merged` (the default for Kafka
+    /// workers): once for the whole run, on the parts merged, at each close every part has
+    /// closed, by one worker at a time (the alert duty, a lease in Redis) — right whatever a
+    /// metric is keyed by, at least once, no early alerts. `partition` (the default with
+    /// --part, whose keys are the part's own): by each part's engine on its share of a key —
+    /// early alerts and no wait for the slowest partition, right only for metrics keyed as
+    /// the input is partitioned. A file part run with `merged` evaluates, at its end, the
+    /// closes every part listed then has closed (docs/scale-out.md).
+    #[arg(long, value_enum, value_name = "WHERE", requires = "store")]
+    pub alerts: Option<AlertsAt>,
     /// Count and report malformed lines instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
@@ -142,6 +152,44 @@ pub struct Args {
     pub serve_top: usize,
     /// Input files (standard input if none).
     pub files: Vec<PathBuf>,
+}
+
+/// Where a run with `--store` evaluates its alert rules.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlertsAt {
+    /// Once for the run, on the parts merged (the alert duty).
+    Merged,
+    /// By each partition's engine, on its share.
+    Partition,
+}
+
+impl Args {
+    /// Whether the run's alerts are the alert duty's, not its partitions' engines'.
+    pub(super) fn merged_alerts(&self) -> bool {
+        let default = if self.part.is_some() {
+            AlertsAt::Partition
+        } else {
+            AlertsAt::Merged
+        };
+        self.store.is_some() && self.alerts.unwrap_or(default) == AlertsAt::Merged
+    }
+}
+
+/// How long a worker that ends waits for the alert duty (held by another worker, or by one
+/// killed, whose lease lapses) to evaluate what its own last commits closed.
+pub(super) const DUTY_WAIT: Duration = Duration::from_secs(7);
+
+/// Prints an alert line on standard output (as a partition's engine does, a line standard
+/// output refuses is dropped: the run goes on).
+pub(super) fn print_alert(a: &AlertOut) {
+    let _ = writeln!(std::io::stdout().lock(), "{}", alert_json(a));
+}
+
+/// The merged alerts' last rounds of a run that ends, on standard output (docs/scale-out.md).
+pub(super) fn finish_duty(duty: &mut AlertDuty, wait: Duration) {
+    if let Err(e) = duty.finish(&mut print_alert, wait) {
+        eprintln!("tidemark: the merged alerts: {e}");
+    }
 }
 
 /// An alert as one JSON object (docs/output.md): the window as `from`/`to`, as a query's rows
@@ -319,6 +367,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             None,
             None,
         )?;
+        if args.merged_alerts() {
+            let mut duty = AlertDuty::new(&server, &config, &format!("part {part}"));
+            finish_duty(&mut duty, DUTY_WAIT);
+        }
         return finish(&args, &report, started);
     }
     let mut store = RedbStore::open_for_run(&args.db, config.checkpoint.max_memory)
@@ -537,7 +589,12 @@ fn execute(
     };
     let stdout = std::io::stdout();
     let mut write_err = None;
+    // The alert duty evaluates a store's rules merged: the part's own engine keeps quiet.
+    let quiet_alerts = args.merged_alerts();
     let mut on_alert = |a: &AlertOut| {
+        if quiet_alerts {
+            return;
+        }
         let mut out = stdout.lock();
         if let Err(e) = writeln!(out, "{}", alert_json(a)) {
             write_err.get_or_insert(e);

@@ -538,7 +538,11 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         if self.stop_now() {
             return Ok(Some(Ended::Stopped));
         }
-        if self.interval.idle_due() {
+        // A store with no commit yet gets one once the interval passes, read or not: a run
+        // in parts (one a partition) waits for each part's first commit before it evaluates
+        // its merged alerts, and a partition that stays empty must not hold them back.
+        let first = !self.report.resumed && self.report.commits == 0 && self.interval.elapsed();
+        if self.interval.idle_due() || first {
             self.checkpoint_source(source)?;
         }
         match source.wait()? {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tidemark_cluster::{PartitionStore, Server};
+use tidemark_cluster::{AlertDuty, PartitionStore, Server};
 use tidemark_kafka::{Event, KafkaSource, Message, Partition, Positions};
 use tidemark_stream::config::Config;
 use tidemark_stream::pipeline::{
@@ -32,7 +32,7 @@ use tidemark_stream::pipeline::{
 use tidemark_stream::store::{Store, StoreError};
 use tidemark_stream::RunError;
 
-use super::{alert_json, Args};
+use super::{alert_json, finish_duty, print_alert, Args, DUTY_WAIT};
 
 /// Messages waiting for a partition's run: the worker waits past them.
 const QUEUED: usize = 4_096;
@@ -151,6 +151,16 @@ pub fn work(
         acked,
         worked: Worked::default(),
     };
+    // Every partition is a part from the start: the merged alerts wait for each.
+    let names: Vec<String> = ctx
+        .source
+        .topic_partitions()
+        .iter()
+        .map(|p| format!("{}:{}", p.topic, p.partition))
+        .collect();
+    PartitionStore::list(server, &names)
+        .map_err(|e| anyhow::anyhow!("tidemark run: listing the topic's partitions: {e}"))?;
+    let duty = args.merged_alerts().then(|| Duty::start(server, config));
     let mut runs: BTreeMap<Partition, PartRun> = BTreeMap::new();
     let mut result = ctx.read(&mut runs, stop);
     // Stopped, or failed: every run commits what it counted and ends; the first error is the
@@ -165,7 +175,65 @@ pub fn work(
         }
     }
     ctx.commit_acks();
+    if let Some(duty) = duty {
+        // Read to the end, the worker waits for the duty to evaluate what its last commits
+        // closed; stopped, it gives the duty up after one more round.
+        duty.end(if stop.load(Ordering::Relaxed) {
+            Duration::ZERO
+        } else {
+            DUTY_WAIT
+        });
+    }
     result.map(|()| ctx.worked)
+}
+
+/// How often a worker asks for the alert duty, and evaluates while it holds it.
+const DUTY_ROUND: Duration = Duration::from_secs(1);
+
+/// The worker's thread for the alert duty (`--alerts merged`, docs/scale-out.md): a round
+/// every [`DUTY_ROUND`], the lines on standard output.
+struct Duty {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<AlertDuty>,
+}
+
+impl Duty {
+    fn start(server: &Server, config: &Config) -> Duty {
+        let holder = format!("worker {}", std::process::id());
+        let mut duty = AlertDuty::new(server, config, &holder);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut said = String::new();
+            while !flag.load(Ordering::Relaxed) {
+                if let Err(e) = duty.round(&mut print_alert) {
+                    // Said once until it changes: a server away is retried every round.
+                    let e = e.to_string();
+                    if e != said {
+                        eprintln!("tidemark: the merged alerts: {e}");
+                        said = e;
+                    }
+                }
+                let mut slept = Duration::ZERO;
+                while slept < DUTY_ROUND && !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(POLL_WAIT / 4);
+                    slept += POLL_WAIT / 4;
+                }
+            }
+            duty
+        });
+        Duty { stop, thread }
+    }
+
+    /// Stops the rounds, then the last ones (for up to `wait` while another worker holds
+    /// the duty), and gives the duty up.
+    fn end(self, wait: Duration) {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.join() {
+            Ok(mut duty) => finish_duty(&mut duty, wait),
+            Err(_) => eprintln!("tidemark: the merged alerts' thread panicked"),
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -291,6 +359,8 @@ impl Ctx<'_> {
         };
         let (config, flag) = (Arc::clone(&self.config), Arc::clone(&stop));
         let (skip_bad, keep_open) = (self.args.skip_bad, !self.args.close);
+        // Under the alert duty the partition's own engine keeps quiet.
+        let own_alerts = !self.args.merged_alerts();
         let thread = std::thread::Builder::new()
             .name(format!("tidemark-{name}"))
             .spawn(move || {
@@ -307,7 +377,9 @@ impl Ctx<'_> {
                         ..RunOptions::default()
                     },
                     &mut |a: &AlertOut| {
-                        let _ = writeln!(stdout.lock(), "{}", alert_json(a));
+                        if own_alerts {
+                            let _ = writeln!(stdout.lock(), "{}", alert_json(a));
+                        }
                     },
                 )
             })?;
