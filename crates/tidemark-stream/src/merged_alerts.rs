@@ -66,10 +66,11 @@ use std::collections::BTreeMap;
 use tidemark::codec::{Reader, Writer};
 use tidemark::{DecodeError, Estimate};
 
-use crate::config::Config;
-use crate::engine::{step, Alert, AlertPhase, MetricShape, Summary};
+use crate::config::{Config, LatePolicy};
+use crate::engine::{step, Alert, MetricShape, Summary};
 use crate::pipeline::AlertOut;
 use crate::query::QueryError;
+use crate::rule::AlertRule;
 use crate::store::Store;
 
 /// The state's first byte: its version.
@@ -111,11 +112,27 @@ pub struct Due {
     pub end: u64,
 }
 
+/// A metric's window at its last close evaluated: each key's buckets, by start.
+#[derive(Clone, Debug)]
+struct Windows {
+    end: u64,
+    keys: BTreeMap<Box<[u8]>, Vec<(u64, Summary)>>,
+}
+
 /// The rules of a run's metrics evaluated on merged windows (see the module doc).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct MergedAlerts {
     fingerprint: u64,
     metrics: Vec<MetricAlerts>,
+    /// Per metric, the buckets read at its last close (not part of the state: an evaluator
+    /// that has none reads the whole window).
+    windows: Vec<Option<Windows>>,
+}
+
+impl PartialEq for MergedAlerts {
+    fn eq(&self, other: &MergedAlerts) -> bool {
+        self.fingerprint == other.fingerprint && self.metrics == other.metrics
+    }
 }
 
 impl MergedAlerts {
@@ -124,6 +141,7 @@ impl MergedAlerts {
         MergedAlerts {
             fingerprint: config.fingerprint(),
             metrics: vec![MetricAlerts::default(); config.metrics.len()],
+            windows: vec![None; config.metrics.len()],
         }
     }
 
@@ -176,6 +194,11 @@ impl MergedAlerts {
     /// Evaluates close `due` over `store` (every part, merged): advances the streaks of every
     /// key with buckets in the window (a key without any is reset) and returns the lines due,
     /// by key.
+    ///
+    /// Under `late = "drop"` a closed bucket never changes, so the buckets read for a close
+    /// are kept for the next one, which reads only its newest start: each bucket is read once.
+    /// Under `late = "merge"` a late event may still change a bucket inside the window (as it
+    /// changes one process's live window), so every close reads its whole window.
     pub fn evaluate(
         &mut self,
         config: &Config,
@@ -189,150 +212,83 @@ impl MergedAlerts {
             .ok_or_else(|| corrupt(format!("no metric {} in the config", due.metric)))?;
         let shape = MetricShape::of(m);
         let width = shape.width();
-        if due.end % width != 0 {
+        if due.end % width != 0 || due.end < width {
             return Err(corrupt(format!(
                 "a window end {} that is no bucket boundary of {} ms",
                 due.end, width
             )));
         }
-        let rules = &m.alerts;
-        let min_limit = rules
-            .iter()
-            .map(|r| shape.limit(r))
-            .fold(f64::INFINITY, f64::min);
         let window_start = due.end.saturating_sub(m.window);
-        let at = due.end.saturating_add(m.allowed_lateness);
-        let before = std::mem::take(&mut self.metrics[due.metric].keys);
-        let mut after: BTreeMap<Box<[u8]>, Streaks> = BTreeMap::new();
-        let mut lines = Vec::new();
-        let mut failed = None;
         let last = due.end - width;
-        let mut closing = false;
-        let mut visit = |key: &[u8], parts: &[(u64, Vec<u8>)]| {
-            if failed.is_some() {
-                return;
-            }
-            closing |= parts.iter().any(|(s, _)| *s == last);
-            let buckets = match by_start(&shape, parts) {
-                Ok(b) => b,
-                Err(e) => {
-                    failed = Some(corrupt(format!("{}: {e}", m.name)));
-                    return;
-                }
-            };
-            // The engine's shortcut, taken as it takes it: a window whose buckets' bounds sum
-            // to no more than every limit resets the key's streaks unevaluated (an exact
-            // union is at most the sum; an estimate may land above it).
-            if buckets.iter().map(|(_, b)| b.upper()).sum::<f64>() <= min_limit {
-                return;
-            }
-            let window = match window_of(&shape, &buckets) {
-                Ok(Some(w)) => w,
-                Ok(None) => return,
-                Err(e) => {
-                    failed = Some(corrupt(format!("{}: {e}", m.name)));
-                    return;
-                }
-            };
-            let mut streaks = before.get(key).cloned().unwrap_or_default();
-            streaks.key.resize(rules.len(), 0);
-            // `step` says the phase: `closed` here, as no early alert is ever raised.
-            let mut fire = |rule: usize,
-                            limit: f64,
-                            estimate: Estimate,
-                            item: Option<&[u8]>,
-                            phase: AlertPhase| {
-                lines.push(AlertOut {
-                    metric: m.name.clone(),
-                    key: String::from_utf8_lossy(key).into_owned(),
-                    alert: Alert {
-                        metric: due.metric,
-                        rule,
-                        key: key.into(),
-                        bucket: due.end - width,
-                        window_start,
-                        window_end: due.end,
-                        estimate,
-                        item: item.map(Into::into),
-                        quantile: rules[rule].quantile,
-                        threshold: rules[rule].above,
-                        limit,
-                        phase,
-                        at,
-                    },
-                });
-            };
-            match window.named_subjects() {
-                Some(subjects) => {
-                    let mut running = BTreeMap::new();
-                    for (item, e) in subjects.named {
-                        // Below every limit: its streaks reset by leaving it out.
-                        if e.high <= min_limit {
-                            continue;
-                        }
-                        let mut streak = streaks
-                            .items
-                            .remove(item.as_slice())
-                            .unwrap_or_else(|| vec![0; rules.len()]);
-                        streak.resize(rules.len(), 0);
-                        step(
-                            rules,
-                            &shape,
-                            &mut streak,
-                            |_| e,
-                            |ri, limit, e, p| fire(ri, limit, e, Some(&item), p),
-                        );
-                        if streak.iter().any(|&s| s > 0) {
-                            running.insert(item.into_boxed_slice(), streak);
-                        }
-                    }
-                    let rest = subjects.rest;
-                    let mut key_streak = std::mem::take(&mut streaks.key);
-                    step(
-                        rules,
-                        &shape,
-                        &mut key_streak,
-                        |_| rest,
-                        |ri, limit, e, p| fire(ri, limit, e, None, p),
-                    );
-                    streaks = Streaks {
-                        key: key_streak,
-                        items: running,
-                    };
-                }
-                None => {
-                    let mut key_streak = std::mem::take(&mut streaks.key);
-                    step(
-                        rules,
-                        &shape,
-                        &mut key_streak,
-                        |rule| shape.kind().rule_estimate(&window, rule),
-                        |ri, limit, e, p| fire(ri, limit, e, None, p),
-                    );
-                    streaks.key = key_streak;
-                }
-            }
-            if !streaks.is_reset() {
-                after.insert(key.into(), streaks);
-            }
+        let kept = self.windows[due.metric]
+            .take()
+            .filter(|w| w.end + width == due.end && m.late == LatePolicy::Drop);
+        let (read_from, mut keys) = match kept {
+            Some(w) => (last, w.keys),
+            None => (window_start, BTreeMap::new()),
         };
-        let scanned = store.scan_by_key(&m.name, None, window_start, due.end, width, &mut visit);
-        if let Err(e) = scanned {
-            self.metrics[due.metric].keys = before;
-            return Err(QueryError::Store(e));
-        }
+        let mut failed = None;
+        let mut closing = false;
+        store
+            .scan_by_key(
+                &m.name,
+                None,
+                read_from,
+                due.end,
+                width,
+                &mut |key, parts| {
+                    if failed.is_some() {
+                        return;
+                    }
+                    match by_start(&shape, parts) {
+                        Ok(b) => {
+                            closing |= b.iter().any(|(s, _)| *s == last);
+                            keys.entry(key.into()).or_default().extend(b);
+                        }
+                        Err(e) => failed = Some(corrupt(format!("{}: {e}", m.name))),
+                    }
+                },
+            )
+            .map_err(QueryError::Store)?;
         if let Some(e) = failed {
-            self.metrics[due.metric].keys = before;
             return Err(e);
         }
+        // The buckets the window slid past leave it.
+        keys.retain(|_, b| {
+            b.retain(|(s, _)| *s >= window_start);
+            !b.is_empty()
+        });
+        let close = Close {
+            metric: due.metric,
+            name: &m.name,
+            rules: &m.alerts,
+            shape: &shape,
+            min_limit: m
+                .alerts
+                .iter()
+                .map(|r| shape.limit(r))
+                .fold(f64::INFINITY, f64::min),
+            window_start,
+            end: due.end,
+            at: due.end.saturating_add(m.allowed_lateness),
+        };
         let metric = &mut self.metrics[due.metric];
-        metric.through = Some(due.end);
-        if !closing {
-            // No key has the bucket ending here: one process has no such close.
-            metric.keys = before;
-            return Ok(Vec::new());
+        let mut lines = Vec::new();
+        // No key has the bucket ending here: one process has no such close.
+        if closing {
+            let before = std::mem::take(&mut metric.keys);
+            for (key, buckets) in &keys {
+                let streaks = before.get(key).cloned().unwrap_or_default();
+                if let Some(s) = close
+                    .key(key, buckets, streaks, &mut lines)
+                    .map_err(|e| corrupt(format!("{}: {e}", m.name)))?
+                {
+                    metric.keys.insert(key.clone(), s);
+                }
+            }
         }
-        metric.keys = after;
+        metric.through = Some(due.end);
+        self.windows[due.metric] = Some(Windows { end: due.end, keys });
         Ok(lines)
     }
 
@@ -418,8 +374,111 @@ impl MergedAlerts {
         r.finish()?;
         Ok(MergedAlerts {
             fingerprint,
+            windows: vec![None; metrics.len()],
             metrics,
         })
+    }
+}
+
+/// One close of one metric, as its lines name it.
+struct Close<'a> {
+    metric: usize,
+    name: &'a str,
+    rules: &'a [AlertRule],
+    shape: &'a MetricShape,
+    /// The smallest limit of the rules.
+    min_limit: f64,
+    window_start: u64,
+    end: u64,
+    at: u64,
+}
+
+impl Close<'_> {
+    /// Advances `streaks`, a key's, with its window `buckets` (by start), pushing the lines
+    /// due onto `lines`; the streaks after, or `None` when all are reset.
+    fn key(
+        &self,
+        key: &[u8],
+        buckets: &[(u64, Summary)],
+        mut streaks: Streaks,
+        lines: &mut Vec<AlertOut>,
+    ) -> Result<Option<Streaks>, String> {
+        let rules = self.rules;
+        // The engine's shortcut, taken as it takes it: a window whose buckets' bounds sum to
+        // no more than every limit resets the key's streaks unevaluated (an exact union is at
+        // most the sum; an estimate may land above it).
+        if buckets.iter().map(|(_, b)| b.upper()).sum::<f64>() <= self.min_limit {
+            return Ok(None);
+        }
+        let Some(window) = window_of(self.shape, buckets)? else {
+            return Ok(None);
+        };
+        streaks.key.resize(rules.len(), 0);
+        // `step` says the phase: `closed` here, as no early alert is ever raised.
+        let mut fire = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>, phase| {
+            lines.push(AlertOut {
+                metric: self.name.to_string(),
+                key: String::from_utf8_lossy(key).into_owned(),
+                alert: Alert {
+                    metric: self.metric,
+                    rule,
+                    key: key.into(),
+                    bucket: self.end - self.shape.width(),
+                    window_start: self.window_start,
+                    window_end: self.end,
+                    estimate,
+                    item: item.map(Into::into),
+                    quantile: rules[rule].quantile,
+                    threshold: rules[rule].above,
+                    limit,
+                    phase,
+                    at: self.at,
+                },
+            });
+        };
+        match window.named_subjects() {
+            Some(subjects) => {
+                let mut running = BTreeMap::new();
+                for (item, e) in subjects.named {
+                    // Below every limit: its streaks reset by leaving it out.
+                    if e.high <= self.min_limit {
+                        continue;
+                    }
+                    let mut streak = streaks
+                        .items
+                        .remove(item.as_slice())
+                        .unwrap_or_else(|| vec![0; rules.len()]);
+                    streak.resize(rules.len(), 0);
+                    step(
+                        rules,
+                        self.shape,
+                        &mut streak,
+                        |_| e,
+                        |ri, limit, e, p| fire(ri, limit, e, Some(&item), p),
+                    );
+                    if streak.iter().any(|&s| s > 0) {
+                        running.insert(item.into_boxed_slice(), streak);
+                    }
+                }
+                let rest = subjects.rest;
+                step(
+                    rules,
+                    self.shape,
+                    &mut streaks.key,
+                    |_| rest,
+                    |ri, limit, e, p| fire(ri, limit, e, None, p),
+                );
+                streaks.items = running;
+            }
+            None => step(
+                rules,
+                self.shape,
+                &mut streaks.key,
+                |rule| self.shape.kind().rule_estimate(&window, rule),
+                |ri, limit, e, p| fire(ri, limit, e, None, p),
+            ),
+        }
+        Ok((!streaks.is_reset()).then_some(streaks))
     }
 }
 

@@ -143,7 +143,7 @@ pub fn work(
 ) -> anyhow::Result<Worked> {
     let (acks, acked) = mpsc::channel::<PartitionMark>();
     let mut ctx = Ctx {
-        config: Arc::new(config.clone()),
+        config: Arc::new(sharing_budget(config, source.topic_partitions().len())),
         args,
         server,
         source,
@@ -185,6 +185,17 @@ pub fn work(
         });
     }
     result.map(|()| ctx.worked)
+}
+
+/// `config` for one partition's run of a worker that may be given all `partitions` of the
+/// topic: each run's engine gets an equal share of the memory budget (at least the least
+/// budget a run takes), so that the worker's runs together stay within it whatever the group
+/// gives the worker.
+fn sharing_budget(config: &Config, partitions: usize) -> Config {
+    let mut shared = config.clone();
+    let share = config.checkpoint.max_memory / partitions.max(1) as u64;
+    shared.checkpoint.max_memory = share.max(tidemark_stream::config::MIN_MAX_MEMORY);
+    shared
 }
 
 /// How often a worker asks for the alert duty, and evaluates while it holds it.
@@ -473,4 +484,28 @@ fn check_runs(ctx: &mut Ctx<'_>, runs: &mut BTreeMap<Partition, PartRun>) -> any
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_partition_run_gets_an_equal_share_of_the_budget() {
+        let mut config = Config::from_toml(
+            "[input]\ntime_field = \"ts\"\n[[metric]]\nname = \"n\"\nkind = \"count\"\nkey = \
+             [\"k\"]\nbucket = \"1m\"\nwindow = \"1m\"\n",
+        )
+        .unwrap();
+        config.checkpoint.max_memory = 1 << 30;
+        assert_eq!(sharing_budget(&config, 8).checkpoint.max_memory, 1 << 27);
+        assert_eq!(sharing_budget(&config, 0).checkpoint.max_memory, 1 << 30);
+        let least = tidemark_stream::config::MIN_MAX_MEMORY;
+        assert_eq!(
+            sharing_budget(&config, 1_000_000).checkpoint.max_memory,
+            least
+        );
+        // Eight runs of a worker holding every partition stay within the budget.
+        assert!(8 * sharing_budget(&config, 8).checkpoint.max_memory <= 1 << 30);
+    }
 }
