@@ -56,32 +56,12 @@ const CLAIM_WAIT_MS: u64 = 2_000;
 /// error, and the claim goes on: waiting longer would stall every partition for one slow
 /// replica.
 fn wait_for_replicas(server: &Server, keys: &Keys, part: &str) {
-    let info: Result<String, _> = server.on_master_of(
-        "read the part's master's replicas",
-        &keys.fence,
-        &redis::cmd("INFO").arg("replication").clone(),
-    );
-    let replicas: u64 = info
-        .ok()
-        .and_then(|i| {
-            i.lines()
-                .find_map(|l| l.strip_prefix("connected_slaves:"))
-                .and_then(|n| n.trim().parse().ok())
-        })
-        .unwrap_or(0);
-    if replicas == 0 {
-        return;
-    }
-    let acked: Result<u64, _> = server.on_master_of(
-        "wait for the claim's replicas",
-        &keys.fence,
-        redis::cmd("WAIT").arg(replicas).arg(CLAIM_WAIT_MS),
-    );
-    match acked {
-        Ok(n) if n >= replicas => {}
-        Ok(n) => eprintln!(
-            "tidemark: part {part}: {n} of {replicas} replicas had the claim after {CLAIM_WAIT_MS} \
-             ms; going on (a failover to one that lacks it is caught at the next commit)"
+    match server.replicas_have(keys.fence.as_bytes(), CLAIM_WAIT_MS) {
+        Ok((have, connected)) if have >= connected => {}
+        Ok((have, connected)) => eprintln!(
+            "tidemark: part {part}: {have} of {connected} replicas had the claim after \
+             {CLAIM_WAIT_MS} ms; going on (a failover to one that lacks it is caught at the next \
+             commit)"
         ),
         Err(e) => eprintln!("tidemark: part {part}: {e}; going on without it"),
     }
@@ -107,6 +87,9 @@ pub struct PartitionStore {
     publish: Option<Option<Publisher>>,
     /// Whether a commit of this writer went unpublished: `published` is then left behind.
     unpublished: bool,
+    /// Whether this writer's last publication was not confirmed by the replicas in time: the
+    /// next commit publishes the part whole (see [`Publisher::publish`]).
+    unconfirmed: bool,
 }
 
 impl PartitionStore {
@@ -137,6 +120,7 @@ impl PartitionStore {
             claim: Some(Claim { epoch, seq }),
             publish: None,
             unpublished: false,
+            unconfirmed: false,
         })
     }
 
@@ -166,6 +150,7 @@ impl PartitionStore {
             claim: None,
             publish: None,
             unpublished: false,
+            unconfirmed: false,
         })
     }
 
@@ -210,7 +195,8 @@ impl PartitionStore {
                         .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
                     let version = (claim.epoch, claim.seq);
                     match p.publish(&self.server, &self.part, version, &meta, all) {
-                        Ok(()) => self.mark_published(claim.seq)?,
+                        Ok(true) => self.mark_published(claim.seq)?,
+                        Ok(false) => self.unconfirmed = true,
                         Err(e) => {
                             self.unpublished = true;
                             eprintln!(
@@ -260,15 +246,36 @@ impl PartitionStore {
             fingerprint: 0,
             state,
         };
-        if let Some(p) = publish {
-            p.publish(
-                &self.server,
-                &self.part,
-                (claim.epoch, claim.seq),
-                &meta,
-                rows.puts(),
-            )?;
+        let Some(mut p) = publish.take() else {
+            return Ok(());
+        };
+        let version = (claim.epoch, claim.seq);
+        // After a publication the replicas did not confirm, the part whole (this commit's rows
+        // among them): whichever put a failover lost is put again.
+        let confirmed = if self.unconfirmed {
+            let all = self.rows();
+            all.and_then(|all| {
+                let rows = all
+                    .iter()
+                    .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
+                p.publish(&self.server, &self.part, version, &meta, rows)
+            })
+        } else {
+            p.publish(&self.server, &self.part, version, &meta, rows.puts())
+        };
+        self.publish = Some(Some(p));
+        if !confirmed? {
+            if !self.unconfirmed {
+                eprintln!(
+                    "tidemark: {}: the replicas did not confirm the keys' windows within a \
+                     second; the next commit publishes the part whole",
+                    self.keys.label
+                );
+            }
+            self.unconfirmed = true;
+            return Ok(());
         }
+        self.unconfirmed = false;
         if self.unpublished {
             return Ok(());
         }

@@ -25,6 +25,10 @@ use tidemark_stream::store::{Meta, StoreError};
 
 use crate::server::Server;
 
+/// How long a publication waits for the replicas of the masters it put to (see
+/// [`Publisher::publish`]).
+const REPLICAS_WAIT_MS: u64 = 1_000;
+
 /// Puts a pipeline of commands at once.
 const PUTS: usize = 1_000;
 
@@ -78,7 +82,11 @@ impl Publisher {
     }
 
     /// Puts `rows` (any table's: only the metrics' are put) of part `part`, as of commit
-    /// `version` (claim epoch, commit count), whose run state is `meta`'s.
+    /// `version` (claim epoch, commit count), whose run state is `meta`'s. Then waits (`WAIT`,
+    /// up to [`REPLICAS_WAIT_MS`]) until the connected replicas of every master it put to have
+    /// the puts: true when they all do. Redis replicates asynchronously, and a failover to a
+    /// replica that lacks a put would leave that bucket stale in the module for good (a closed
+    /// bucket is not put again): a publication not confirmed is published again, whole.
     pub fn publish<'a>(
         &mut self,
         server: &Server,
@@ -86,7 +94,7 @@ impl Publisher {
         version: (u64, u64),
         meta: &Meta,
         rows: impl Iterator<Item = Put<'a>>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let closed = query::closed_until(meta).map_err(|e| StoreError::Damaged {
             what: format!("part {part}: its run state: {e}"),
         })?;
@@ -138,7 +146,14 @@ impl Publisher {
                 self.known.insert(name.clone());
             }
         }
-        Ok(())
+        let names: Vec<&[u8]> = keys.iter().map(|(_, name, _)| name.as_slice()).collect();
+        for key in server.one_key_per_master(&names)? {
+            let (have, connected) = server.replicas_have(key, REPLICAS_WAIT_MS)?;
+            if have < connected {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 

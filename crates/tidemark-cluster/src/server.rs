@@ -219,7 +219,7 @@ impl Server {
     pub(crate) fn on_master_of<T: redis::FromRedisValue>(
         &self,
         op: &'static str,
-        key: &str,
+        key: &[u8],
         cmd: &redis::Cmd,
     ) -> Result<T, StoreError> {
         use redis::cluster_routing::{
@@ -228,12 +228,97 @@ impl Server {
         self.retrying(op, |conn| match conn {
             Conn::One(c) => cmd.query::<T>(c),
             Conn::Cluster(c) => {
-                let route = Route::new(get_slot(key.as_bytes()), SlotAddr::Master);
+                let route = Route::new(get_slot(key), SlotAddr::Master);
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
                 redis::from_owned_redis_value(c.route_command(cmd, routing)?)
             }
         })
         .map_err(|e| self.error(op, e))
+    }
+
+    /// How many of the replicas connected to the master serving `key`'s slot have every
+    /// write that master took before this call, waiting up to `timeout_ms` for them (`INFO
+    /// replication`, then `WAIT`): `(have, connected)`.
+    pub(crate) fn replicas_have(
+        &self,
+        key: &[u8],
+        timeout_ms: u64,
+    ) -> Result<(u64, u64), StoreError> {
+        let info: String = self.on_master_of(
+            "read a master's replicas",
+            key,
+            redis::cmd("INFO").arg("replication"),
+        )?;
+        let connected: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_slaves:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        if connected == 0 {
+            return Ok((0, 0));
+        }
+        let have: u64 = self.on_master_of(
+            "wait for a master's replicas",
+            key,
+            redis::cmd("WAIT").arg(connected).arg(timeout_ms),
+        )?;
+        Ok((have, connected))
+    }
+
+    /// Of `keys`, one served by each master that serves any (a server alone serves them all):
+    /// where to ask each master once about all of them.
+    pub(crate) fn one_key_per_master<'k>(
+        &self,
+        keys: &[&'k [u8]],
+    ) -> Result<Vec<&'k [u8]>, StoreError> {
+        let Some(&first) = keys.first() else {
+            return Ok(Vec::new());
+        };
+        let op = "read the cluster's slots";
+        let slots: redis::Value = match self.retrying(op, |conn| match conn {
+            Conn::One(_) => Ok(redis::Value::Nil),
+            Conn::Cluster(c) => redis::cmd("CLUSTER").arg("SLOTS").query(c),
+        }) {
+            Ok(v) => v,
+            Err(e) => return Err(self.error(op, e)),
+        };
+        let redis::Value::Array(ranges) = slots else {
+            return Ok(vec![first]);
+        };
+        // Each range: its first and last slot, then its master (host, port, …).
+        let mut masters: Vec<(u16, u16, String)> = Vec::with_capacity(ranges.len());
+        for r in &ranges {
+            let redis::Value::Array(f) = r else { continue };
+            let (Some(redis::Value::Int(lo)), Some(redis::Value::Int(hi)), Some(m)) =
+                (f.first(), f.get(1), f.get(2))
+            else {
+                continue;
+            };
+            let redis::Value::Array(m) = m else { continue };
+            let (Some(redis::Value::BulkString(host)), Some(redis::Value::Int(port))) =
+                (m.first(), m.get(1))
+            else {
+                continue;
+            };
+            let name = format!("{}:{port}", String::from_utf8_lossy(host));
+            masters.push((*lo as u16, *hi as u16, name));
+        }
+        if masters.is_empty() {
+            return Ok(vec![first]);
+        }
+        let mut chosen: Vec<(&str, &'k [u8])> = Vec::new();
+        for &k in keys {
+            let slot = redis::cluster_routing::get_slot(k);
+            // A slot no range covers (the cluster is changing) is asked through its key, once.
+            let master = masters
+                .iter()
+                .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
+                .map_or("", |(_, _, m)| m.as_str());
+            if !chosen.iter().any(|(c, _)| *c == master) {
+                chosen.push((master, k));
+            }
+        }
+        Ok(chosen.into_iter().map(|(_, k)| k).collect())
     }
 
     /// Sends `cmds` as one pipeline (on a cluster, each to its key's master), their replies

@@ -521,3 +521,120 @@ fn a_published_value_survives_a_reload_and_refuses_bad_puts() {
         .to_string();
     assert!(e.contains("window"), "{e}");
 }
+
+/// Puts the master has taken since its stats were reset.
+fn puts(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    let line = info
+        .lines()
+        .map(str::to_ascii_lowercase)
+        .find(|l| l.starts_with("cmdstat_tmwindow.put:calls="));
+    line.map_or(0, |l| {
+        l["cmdstat_tmwindow.put:calls=".len()..]
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    })
+}
+
+/// One run publishing over a master with a replica; with `pause`, the replica stops answering
+/// (SIGSTOP) before the run and comes back after the first checkpoint that published. The
+/// bytes the master took and the fence's `published` and `seq` after it.
+fn run_with_a_replica(dir: &TempDir, pause: bool) -> (u64, Option<u64>, u64) {
+    let server = Server::start(&dir.0, &[]);
+    let replica_dir = dir.0.join(format!("replica-{pause}"));
+    std::fs::create_dir_all(&replica_dir).unwrap();
+    let replica = Server::start(
+        &replica_dir,
+        &["--replicaof", "127.0.0.1", &server.port.to_string()],
+    );
+    let mut c = server.conn();
+    // The replica is in sync before the run.
+    let synced: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(synced, 1);
+    let redis = Redis::connect(&server.url()).unwrap();
+    let config = Config::from_toml(CONFIG).unwrap();
+    let events = events(8);
+    let file = csv(&dir.0, &format!("replica-{pause}.csv"), &events[..3_000]);
+    let mut store = PartitionStore::claim(&redis, "flows:0")
+        .unwrap()
+        .publishing()
+        .unwrap();
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+    if pause {
+        replica.signal("STOP");
+    }
+    let mut paused = pause;
+    let mut on_checkpoint = |_: &tidemark_stream::pipeline::Checkpointed| {
+        // Asked in both runs alike: the bytes it sends count the same in each.
+        let put = puts(&mut server.conn()) > 0;
+        if paused && put {
+            replica.signal("CONT");
+            paused = false;
+        }
+    };
+    pipeline::run(
+        &config,
+        &mut store,
+        RunOptions {
+            inputs: vec![file],
+            threads: 1,
+            on_checkpoint: Some(&mut on_checkpoint),
+            ..RunOptions::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    let (published, seq): (Option<u64>, u64) = redis::cmd("HMGET")
+        .arg("{tm:flows:0}:fence")
+        .arg("published")
+        .arg("seq")
+        .query(&mut c)
+        .unwrap();
+    // Every key's window on the replica is the master's.
+    let synced: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(synced, 1);
+    let mut r = replica.conn();
+    for k in 0..40 {
+        let key = window_key("d", format!("k{k}").as_bytes());
+        let get = |c: &mut redis::Connection| -> Value {
+            redis::cmd("TMWINDOW.GET")
+                .arg(&key)
+                .arg("AT")
+                .arg(200_000)
+                .query(c)
+                .unwrap()
+        };
+        assert_eq!(get(&mut r), get(&mut c), "k{k} on the replica");
+    }
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    let bytes = info
+        .lines()
+        .find_map(|l| l.strip_prefix("total_net_input_bytes:"))
+        .map(|n| n.trim().parse().unwrap())
+        .unwrap();
+    (bytes, published, seq)
+}
+
+#[test]
+fn a_publication_its_replica_did_not_confirm_is_published_whole_at_the_next_commit() {
+    let test = "a_publication_its_replica_did_not_confirm_is_published_whole_at_the_next_commit";
+    if !redis_available(test) {
+        return;
+    }
+    let dir = TempDir::new("published-unconfirmed");
+    let (steady, published, seq) = run_with_a_replica(&dir, false);
+    assert_eq!(published, Some(seq), "every publication confirmed");
+    let (paused, published, seq) = run_with_a_replica(&dir, true);
+    assert!(seq >= 3, "{seq} commits");
+    eprintln!("{paused} bytes into the master against {steady} without the pause");
+    // The first publication waited a second for the stopped replica and was not confirmed;
+    // the next commit put the part whole (its first commit's keys again), and was.
+    assert!(
+        paused > steady + 10_000,
+        "the part published whole again: {paused} bytes into the master against {steady}"
+    );
+    assert_eq!(published, Some(seq), "the later publications confirmed");
+}

@@ -127,6 +127,16 @@ impl Server {
         Server::start_on(free_port(), dir, extra)
     }
 
+    /// Sends the server's process `signal` (`STOP`, `CONT`: a server that stops answering
+    /// for a while, as a paused or overloaded one does).
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{signal} of redis-server {}", self.port);
+    }
+
     pub fn start_on(port: u16, dir: &Path, extra: &[&str]) -> Server {
         Server::try_start_on(port, dir, extra)
             .unwrap_or_else(|| panic!("redis-server on {port} did not start"))
