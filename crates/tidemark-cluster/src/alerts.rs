@@ -20,7 +20,7 @@
 //!
 //! | key | type | holds |
 //! | --- | --- | --- |
-//! | `{tm:alerts}:duty` | string, expiring | the holder's name (the worker's and a random word), for its lease ([`LEASE`]) |
+//! | `{tm:alerts}:duty` | string, expiring | the holder's name (the worker's and a random word), for its lease ([`DUTY_LEASE`]) |
 //! | `{tm:alerts}:state` | string | the evaluation's state ([`MergedAlerts::to_bytes`]) |
 //!
 //! The evaluation waits for every listed part's first commit, and for the slowest part: a
@@ -39,7 +39,7 @@ use crate::server::Server;
 
 /// How long the duty stays with a holder that stops renewing it (killed, paused, cut off):
 /// another worker takes it after this.
-pub const LEASE: Duration = Duration::from_secs(5);
+pub const DUTY_LEASE: Duration = Duration::from_secs(5);
 
 /// The duty's key.
 const DUTY: &str = "{tm:alerts}:duty";
@@ -70,9 +70,9 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 "#;
 
-/// What a round did.
+/// What a round of the alert duty did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Round {
+pub struct DutyRound {
     /// Whether this worker held the duty at the round's end.
     pub held: bool,
     /// Closes evaluated.
@@ -100,12 +100,12 @@ impl AlertDuty {
             config: config.clone(),
             holder: format!("{holder} {:016x}", unique()),
             state: None,
-            lease: LEASE,
+            lease: DUTY_LEASE,
         }
     }
 
-    /// This duty with a lease of `lease` instead of [`LEASE`] (every worker of a run should
-    /// use the same).
+    /// This duty with a lease of `lease` instead of [`DUTY_LEASE`] (every worker of a run
+    /// should use the same).
     pub fn with_lease(mut self, lease: Duration) -> AlertDuty {
         self.lease = lease;
         self
@@ -113,8 +113,8 @@ impl AlertDuty {
 
     /// Takes the duty (or renews it) and, held, evaluates every close every part has closed,
     /// handing each close's lines to `emit` before its state is stored.
-    pub fn round(&mut self, emit: &mut dyn FnMut(&AlertOut)) -> Result<Round, StoreError> {
-        let mut round = Round::default();
+    pub fn round(&mut self, emit: &mut dyn FnMut(&AlertOut)) -> Result<DutyRound, StoreError> {
+        let mut round = DutyRound::default();
         if !self.take()? {
             self.state = None;
             return Ok(round);
@@ -169,9 +169,9 @@ impl AlertDuty {
         &mut self,
         emit: &mut dyn FnMut(&AlertOut),
         wait: Duration,
-    ) -> Result<Round, StoreError> {
+    ) -> Result<DutyRound, StoreError> {
         let started = Instant::now();
-        let mut total = Round::default();
+        let mut total = DutyRound::default();
         loop {
             let r = self.round(emit)?;
             total.closes += r.closes;

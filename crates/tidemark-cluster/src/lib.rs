@@ -75,7 +75,7 @@ mod publish;
 mod rows;
 mod server;
 
-pub use alerts::{AlertDuty, Round, LEASE};
+pub use alerts::{AlertDuty, DutyRound, DUTY_LEASE};
 pub use merged::MergedStore;
 pub use partition::PartitionStore;
 pub use publish::window_key;
