@@ -23,9 +23,9 @@
 //! | `{tm:alerts}:duty` | string, expiring | the holder's name (the worker's and a random word), for its lease ([`DUTY_LEASE`]) |
 //! | `{tm:alerts}:state` | string | the evaluation's state ([`MergedAlerts::to_bytes`]) |
 //!
-//! The evaluation waits for every listed part's first commit, and for the slowest part: a
-//! partition that stops receiving events holds the run's alerts back (as it holds back the
-//! merged queries' default window end).
+//! The evaluation waits for every listed part to have closed some of each metric, and for the
+//! slowest part: a partition that receives no events holds the run's alerts back (as it holds
+//! back the merged queries' default window end).
 
 use std::time::{Duration, Instant};
 
@@ -41,17 +41,25 @@ use crate::server::Server;
 /// another worker takes it after this.
 pub const DUTY_LEASE: Duration = Duration::from_secs(5);
 
+/// Closes evaluated without a line between two stores of the state.
+const QUIET_CLOSES: u32 = 256;
+
 /// The duty's key.
 const DUTY: &str = "{tm:alerts}:duty";
 /// The evaluation's state.
 const STATE: &str = "{tm:alerts}:state";
 
-/// Takes the duty if free, or keeps it if held by `ARGV[1]` (renewing the lease, `ARGV[2]` ms).
+/// Keeps the duty if held by `ARGV[1]` (1), or takes it if free (2), renewing the lease
+/// (`ARGV[2]` ms); 0 while another holds it.
 const TAKE: &str = r#"
 local h = redis.call('GET', KEYS[1])
-if h == false or h == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if h == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
+end
+if h == false then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
 end
 return 0
 "#;
@@ -79,6 +87,16 @@ pub struct DutyRound {
     pub closes: u64,
     /// Lines handed out.
     pub lines: u64,
+}
+
+/// What asking for the duty found.
+enum Lease {
+    /// This worker held it, and still does.
+    Kept,
+    /// It was free, and this worker took it.
+    Taken,
+    /// Another worker holds it.
+    Held,
 }
 
 /// A worker's side of the alert duty (see the module doc).
@@ -115,9 +133,15 @@ impl AlertDuty {
     /// handing each close's lines to `emit` before its state is stored.
     pub fn round(&mut self, emit: &mut dyn FnMut(&AlertOut)) -> Result<DutyRound, StoreError> {
         let mut round = DutyRound::default();
-        if !self.take()? {
-            self.state = None;
-            return Ok(round);
+        match self.take()? {
+            Lease::Kept => {}
+            // Taken afresh: another worker may have held it since this one last did, so the
+            // state is read again (and the buckets kept with it dropped).
+            Lease::Taken => self.state = None,
+            Lease::Held => {
+                self.state = None;
+                return Ok(round);
+            }
         }
         round.held = true;
         let merged = MergedStore::open(&self.server)?;
@@ -128,12 +152,20 @@ impl AlertDuty {
             Some(s) => s,
             None => self.load()?,
         };
+        // A metric starts once every part has closed some of it, at its first bucket stored
+        // or where the parts have all closed it, whichever is earlier: a part may still hold
+        // buckets before the others' first, not stored yet.
         let unstarted: Vec<usize> = state.unstarted(&self.config).collect();
         for i in unstarted {
-            if let Some(first) = merged.first_start(&self.config.metrics[i].name)? {
-                state.start_at(i, first);
+            let m = &self.config.metrics[i];
+            let Some(&until) = closed.get(i).filter(|&&c| c > 0) else {
+                continue;
+            };
+            if let Some(first) = merged.first_start(&m.name)? {
+                state.start_at(i, first.min(until - until % m.bucket));
             }
         }
+        let mut unsaved = 0;
         while let Some(due) = state.next_due(&self.config, &closed) {
             let lines =
                 state
@@ -151,12 +183,20 @@ impl AlertDuty {
             }
             round.closes += 1;
             round.lines += lines.len() as u64;
-            if !self.save(&state)? {
-                // The lease lapsed and another worker took the duty: it evaluates from the
-                // state last stored (these lines may come twice, with their ids).
+            unsaved += 1;
+            // Stored after every close that raised lines (what makes them at least once), and
+            // every few hundred closes of a quiet stretch; a crash before that evaluates the
+            // stretch again, raising nothing.
+            if (!lines.is_empty() || unsaved >= QUIET_CLOSES)
+                && !self.store(&state, &mut unsaved)?
+            {
                 round.held = false;
                 return Ok(round);
             }
+        }
+        if unsaved > 0 && !self.store(&state, &mut unsaved)? {
+            round.held = false;
+            return Ok(round);
         }
         self.state = Some(state);
         Ok(round)
@@ -173,7 +213,14 @@ impl AlertDuty {
         let started = Instant::now();
         let mut total = DutyRound::default();
         loop {
-            let r = self.round(emit)?;
+            let r = match self.round(emit) {
+                Ok(r) => r,
+                Err(e) => {
+                    // Given up at once, for another worker to go on.
+                    let _ = self.release();
+                    return Err(e);
+                }
+            };
             total.closes += r.closes;
             total.lines += r.lines;
             if (r.held && r.closes == 0) || started.elapsed() >= wait {
@@ -203,7 +250,7 @@ impl AlertDuty {
         Ok(())
     }
 
-    fn take(&self) -> Result<bool, StoreError> {
+    fn take(&self) -> Result<Lease, StoreError> {
         let took: i64 = self.server.call("take the alert duty", |c| {
             redis::cmd("EVAL")
                 .arg(TAKE)
@@ -213,7 +260,20 @@ impl AlertDuty {
                 .arg(self.lease.as_millis() as u64)
                 .query(c)
         })?;
-        Ok(took == 1)
+        Ok(match took {
+            1 => Lease::Kept,
+            2 => Lease::Taken,
+            _ => Lease::Held,
+        })
+    }
+
+    /// Stores `state` (see [`AlertDuty::save`]), counting the closes unsaved back to 0.
+    /// False when the lease lapsed and another worker took the duty: it evaluates from the
+    /// state last stored (lines since may come twice, with their ids).
+    fn store(&mut self, state: &MergedAlerts, unsaved: &mut u32) -> Result<bool, StoreError> {
+        let saved = self.save(state)?;
+        *unsaved = 0;
+        Ok(saved)
     }
 
     fn save(&self, state: &MergedAlerts) -> Result<bool, StoreError> {

@@ -90,10 +90,10 @@ impl MergedStore {
     }
 
     /// Where every part has closed each metric (in the config's order): per metric, the
-    /// earliest of the parts' points before which buckets are closed, of the parts that have
-    /// seen an event of it (a partition with none holds no bucket back, as a silent partition
-    /// holds no watermark back in one process). `None` while a listed part has no commit yet
-    /// (its partition may hold buckets not stored) or no part is listed.
+    /// earliest of the parts' points before which buckets are closed. A part that has closed
+    /// nothing of a metric yet (no event of it, or none committed) holds it at 0: its
+    /// partition may still bring buckets of any time. `None` while a listed part has no
+    /// commit yet, or no part is listed.
     pub fn closed_until(&self) -> Result<Option<Vec<u64>>, StoreError> {
         let mut out: Option<Vec<u64>> = None;
         for p in &self.parts {
@@ -105,7 +105,7 @@ impl MergedStore {
                     what: format!("{}: {e}", self.name),
                 })?
                 .into_iter()
-                .map(|c| c.unwrap_or(u64::MAX))
+                .map(|c| c.unwrap_or(0))
                 .collect();
             out = Some(match out {
                 None => closed,

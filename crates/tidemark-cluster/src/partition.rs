@@ -125,7 +125,7 @@ impl PartitionStore {
     }
 
     /// Lists parts `names` on `server` before any is claimed (the partitions of a topic):
-    /// readers wait for a listed part's first commit, so merged alerts (`alerts.rs`) never
+    /// merged alerts wait for every listed part to close some of a metric, so they never
     /// evaluate a close without a partition whose worker has not started yet.
     pub fn list(server: &Server, names: &[String]) -> Result<(), StoreError> {
         for n in names {

@@ -294,28 +294,34 @@ impl Server {
             else {
                 continue;
             };
+            // The master by its node id (its address may be unknown to the cluster: `?`).
             let redis::Value::Array(m) = m else { continue };
-            let (Some(redis::Value::BulkString(host)), Some(redis::Value::Int(port))) =
-                (m.first(), m.get(1))
-            else {
+            let Some(redis::Value::BulkString(id)) = m.get(2) else {
                 continue;
             };
-            let name = format!("{}:{port}", String::from_utf8_lossy(host));
-            masters.push((*lo as u16, *hi as u16, name));
+            masters.push((
+                *lo as u16,
+                *hi as u16,
+                String::from_utf8_lossy(id).into_owned(),
+            ));
         }
-        if masters.is_empty() {
-            return Ok(vec![first]);
-        }
-        let mut chosen: Vec<(&str, &'k [u8])> = Vec::new();
+        // Per master asked (by id, or the slot when no range covers it), the key asked through.
+        let mut chosen: Vec<(Result<&str, u16>, &'k [u8])> = Vec::new();
         for &k in keys {
             let slot = redis::cluster_routing::get_slot(k);
-            // A slot no range covers (the cluster is changing) is asked through its key, once.
+            // A slot no range covers (the cluster is changing, or a reply not understood) is
+            // asked through a key of its own: never taken for another master's.
             let master = masters
                 .iter()
                 .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
-                .map_or("", |(_, _, m)| m.as_str());
-            if !chosen.iter().any(|(c, _)| *c == master) {
-                chosen.push((master, k));
+                .map(|(_, _, m)| m.as_str());
+            let asked = |c: &(Result<&str, u16>, &[u8])| match (c.0, master) {
+                (Ok(c), Some(m)) => c == m,
+                (Err(s), None) => s == slot,
+                _ => false,
+            };
+            if !chosen.iter().any(asked) {
+                chosen.push((master.ok_or(slot), k));
             }
         }
         Ok(chosen.into_iter().map(|(_, k)| k).collect())

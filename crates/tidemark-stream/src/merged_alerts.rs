@@ -276,16 +276,18 @@ impl MergedAlerts {
         let mut lines = Vec::new();
         // No key has the bucket ending here: one process has no such close.
         if closing {
-            let before = std::mem::take(&mut metric.keys);
+            // Built apart and swapped in whole: an error leaves the streaks as they were.
+            let mut after = BTreeMap::new();
             for (key, buckets) in &keys {
-                let streaks = before.get(key).cloned().unwrap_or_default();
+                let streaks = metric.keys.get(key).cloned().unwrap_or_default();
                 if let Some(s) = close
                     .key(key, buckets, streaks, &mut lines)
                     .map_err(|e| corrupt(format!("{}: {e}", m.name)))?
                 {
-                    metric.keys.insert(key.clone(), s);
+                    after.insert(key.clone(), s);
                 }
             }
+            metric.keys = after;
         }
         metric.through = Some(due.end);
         self.windows[due.metric] = Some(Windows { end: due.end, keys });
@@ -338,7 +340,12 @@ impl MergedAlerts {
         for m in &config.metrics {
             let rules = m.alerts.len();
             let started = r.bool("merged alerts started")?;
-            let through = r.u64("merged alerts through")?;
+            // A window end a bucket can follow (the next close is `through` + a bucket).
+            let through = r.u64_in(
+                "merged alerts through",
+                ..=u64::MAX - m.bucket,
+                "a time a bucket's width below 2^64",
+            )?;
             // A key takes at least its length, its streak count and its item count.
             let n = r.count("merged alerts keys", 24, MAX_KEYS)?;
             let mut keys = BTreeMap::new();

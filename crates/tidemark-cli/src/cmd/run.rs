@@ -175,9 +175,9 @@ impl Args {
     }
 }
 
-/// How long a worker that ends waits for the alert duty (held by another worker, or by one
-/// killed, whose lease lapses) to evaluate what its own last commits closed.
-pub(super) const DUTY_WAIT: Duration = Duration::from_secs(7);
+/// How long a worker that ends waits for the alert duty (held by another worker, in a long
+/// round, or by one killed, whose lease lapses) to evaluate what its own last commits closed.
+pub(super) const DUTY_WAIT: Duration = Duration::from_secs(30);
 
 /// Prints an alert line on standard output (as a partition's engine does, a line standard
 /// output refuses is dropped: the run goes on).

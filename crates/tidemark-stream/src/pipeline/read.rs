@@ -538,11 +538,7 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         if self.stop_now() {
             return Ok(Some(Ended::Stopped));
         }
-        // A store with no commit yet gets one once the interval passes, read or not: a run
-        // in parts (one a partition) waits for each part's first commit before it evaluates
-        // its merged alerts, and a partition that stays empty must not hold them back.
-        let first = !self.report.resumed && self.report.commits == 0 && self.interval.elapsed();
-        if self.interval.idle_due() || first {
+        if self.interval.idle_due() {
             self.checkpoint_source(source)?;
         }
         match source.wait()? {
