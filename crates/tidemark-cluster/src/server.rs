@@ -237,31 +237,52 @@ impl Server {
     }
 
     /// How many of the replicas connected to the master serving `key`'s slot have every
-    /// write that master took before this call, waiting up to `timeout_ms` for them (`INFO
-    /// replication`, then `WAIT`): `(have, connected)`.
+    /// write that master took before this call, waiting up to `timeout_ms` for them:
+    /// `(have, connected)`. The master's replication offset is read first (`INFO
+    /// replication`), `WAIT` makes the replicas acknowledge, and the replicas counted are those
+    /// whose acknowledged offset reached it: `WAIT`'s own count covers only its connection's
+    /// writes, and a connection made again since the writes has none.
     pub(crate) fn replicas_have(
         &self,
         key: &[u8],
         timeout_ms: u64,
     ) -> Result<(u64, u64), StoreError> {
-        let info: String = self.on_master_of(
-            "read a master's replicas",
-            key,
-            redis::cmd("INFO").arg("replication"),
-        )?;
-        let connected: u64 = info
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_slaves:"))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0);
+        let info = || -> Result<String, StoreError> {
+            self.on_master_of(
+                "read a master's replicas",
+                key,
+                redis::cmd("INFO").arg("replication"),
+            )
+        };
+        let before = info()?;
+        let field = |text: &str, name: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let connected = field(&before, "connected_slaves:");
         if connected == 0 {
             return Ok((0, 0));
         }
-        let have: u64 = self.on_master_of(
+        let target = field(&before, "master_repl_offset:");
+        let _: u64 = self.on_master_of(
             "wait for a master's replicas",
             key,
             redis::cmd("WAIT").arg(connected).arg(timeout_ms),
         )?;
+        // `slave<n>:ip=…,port=…,state=online,offset=<acknowledged>,lag=…`
+        let after = info()?;
+        let have = after
+            .lines()
+            .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+            .filter_map(|l| {
+                l.split(',')
+                    .find_map(|f| f.strip_prefix("offset="))
+                    .and_then(|o| o.trim().parse::<u64>().ok())
+            })
+            .filter(|&o| o >= target)
+            .count() as u64;
         Ok((have, connected))
     }
 
