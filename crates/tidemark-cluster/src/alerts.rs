@@ -194,11 +194,10 @@ impl AlertDuty {
                 return Ok(round);
             }
         }
-        if unsaved > 0 && !self.store(&state, &mut unsaved)? {
-            round.held = false;
-            return Ok(round);
+        round.held = unsaved == 0 || self.store(&state, &mut unsaved)?;
+        if round.held {
+            self.state = Some(state);
         }
-        self.state = Some(state);
         Ok(round)
     }
 
@@ -267,16 +266,11 @@ impl AlertDuty {
         })
     }
 
-    /// Stores `state` (see [`AlertDuty::save`]), counting the closes unsaved back to 0.
-    /// False when the lease lapsed and another worker took the duty: it evaluates from the
-    /// state last stored (lines since may come twice, with their ids).
-    fn store(&mut self, state: &MergedAlerts, unsaved: &mut u32) -> Result<bool, StoreError> {
-        let saved = self.save(state)?;
+    /// Stores `state` under the lease, counting the closes unsaved back to 0. False when the
+    /// lease lapsed and another worker took the duty: it evaluates from the state last stored
+    /// (lines since may come twice, with their ids).
+    fn store(&self, state: &MergedAlerts, unsaved: &mut u32) -> Result<bool, StoreError> {
         *unsaved = 0;
-        Ok(saved)
-    }
-
-    fn save(&self, state: &MergedAlerts) -> Result<bool, StoreError> {
         let bytes = state.to_bytes();
         let saved: i64 = self.server.call("store the alerts' state", |c| {
             redis::cmd("EVAL")

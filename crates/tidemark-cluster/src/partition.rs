@@ -190,11 +190,8 @@ impl PartitionStore {
                 let published: Option<u64> = self.fence_field("published")?;
                 if published.unwrap_or(0) < claim.seq {
                     let rows = self.rows()?;
-                    let all = rows
-                        .iter()
-                        .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
                     let version = (claim.epoch, claim.seq);
-                    match p.publish(&self.server, &self.part, version, &meta, all) {
+                    match self.publish_all(&mut p, version, &meta, &rows) {
                         Ok(true) => self.mark_published(claim.seq)?,
                         Ok(false) => self.unconfirmed = true,
                         Err(e) => {
@@ -212,6 +209,21 @@ impl PartitionStore {
         };
         self.publish = Some(publisher);
         Ok(self)
+    }
+
+    /// Publishes `rows`, every row of the part, with `p` as of `version` (see
+    /// [`Publisher::publish`]: true when the replicas confirmed it).
+    fn publish_all(
+        &self,
+        p: &mut Publisher,
+        version: (u64, u64),
+        meta: &Meta,
+        rows: &BTreeMap<At, Vec<u8>>,
+    ) -> Result<bool, StoreError> {
+        let all = rows
+            .iter()
+            .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
+        p.publish(&self.server, &self.part, version, meta, all)
     }
 
     /// Records that commits up to `seq` are published.
@@ -253,13 +265,8 @@ impl PartitionStore {
         // After a publication the replicas did not confirm, the part whole (this commit's rows
         // among them): whichever put a failover lost is put again.
         let confirmed = if self.unconfirmed {
-            let all = self.rows();
-            all.and_then(|all| {
-                let rows = all
-                    .iter()
-                    .map(|((t, s, k), v)| (t.as_str(), *s, k.as_slice(), v.as_slice()));
-                p.publish(&self.server, &self.part, version, &meta, rows)
-            })
+            self.rows()
+                .and_then(|all| self.publish_all(&mut p, version, &meta, &all))
         } else {
             p.publish(&self.server, &self.part, version, &meta, rows.puts())
         };

@@ -67,7 +67,7 @@ use tidemark::codec::{Reader, Writer};
 use tidemark::{DecodeError, Estimate};
 
 use crate::config::{Config, LatePolicy};
-use crate::engine::{step, Alert, MetricShape, Summary};
+use crate::engine::{step_window, Alert, MetricShape, Summary, Window};
 use crate::pipeline::AlertOut;
 use crate::query::QueryError;
 use crate::rule::AlertRule;
@@ -443,48 +443,15 @@ impl Close<'_> {
                 },
             });
         };
-        match window.named_subjects() {
-            Some(subjects) => {
-                let mut running = BTreeMap::new();
-                for (item, e) in subjects.named {
-                    // Below every limit: its streaks reset by leaving it out.
-                    if e.high <= self.min_limit {
-                        continue;
-                    }
-                    let mut streak = streaks
-                        .items
-                        .remove(item.as_slice())
-                        .unwrap_or_else(|| vec![0; rules.len()]);
-                    streak.resize(rules.len(), 0);
-                    step(
-                        rules,
-                        self.shape,
-                        &mut streak,
-                        |_| e,
-                        |ri, limit, e, p| fire(ri, limit, e, Some(&item), p),
-                    );
-                    if streak.iter().any(|&s| s > 0) {
-                        running.insert(item.into_boxed_slice(), streak);
-                    }
-                }
-                let rest = subjects.rest;
-                step(
-                    rules,
-                    self.shape,
-                    &mut streaks.key,
-                    |_| rest,
-                    |ri, limit, e, p| fire(ri, limit, e, None, p),
-                );
-                streaks.items = running;
-            }
-            None => step(
-                rules,
-                self.shape,
-                &mut streaks.key,
-                |rule| self.shape.kind().rule_estimate(&window, rule),
-                |ri, limit, e, p| fire(ri, limit, e, None, p),
-            ),
-        }
+        step_window(
+            rules,
+            self.shape,
+            self.min_limit,
+            &mut streaks.key,
+            &mut streaks.items,
+            Window::Merged(&window),
+            &mut fire,
+        );
         Ok((!streaks.is_reset()).then_some(streaks))
     }
 }
@@ -573,12 +540,14 @@ window = "1m"
         s
     }
 
+    type Result = std::result::Result<(), Box<dyn std::error::Error>>;
+
     #[test]
-    fn a_state_round_trips_and_every_damage_is_refused_naming_its_field() {
-        let config = Config::from_toml(CONFIG).unwrap();
+    fn a_state_round_trips_and_every_damage_is_refused_naming_its_field() -> Result {
+        let config = Config::from_toml(CONFIG)?;
         let s = state(&config);
         let bytes = s.to_bytes();
-        assert_eq!(MergedAlerts::restore(&config, &bytes).unwrap(), s);
+        assert_eq!(MergedAlerts::restore(&config, &bytes)?, s);
         // Every cut is refused, none panics.
         for n in 0..bytes.len() {
             assert!(
@@ -593,35 +562,36 @@ window = "1m"
             Err(DecodeError::TrailingBytes { .. })
         ));
         // Another config's state.
-        let other = Config::from_toml(&CONFIG.replace("\"5m\"", "\"10m\"")).unwrap();
-        let e = MergedAlerts::restore(&other, &bytes).unwrap_err();
+        let other = Config::from_toml(&CONFIG.replace("\"5m\"", "\"10m\""))?;
+        let e = MergedAlerts::restore(&other, &bytes).expect_err("another config's state");
         assert!(e.to_string().contains("fingerprint"), "{e}");
         // A key count no bytes could hold is refused before anything is allocated for it.
         let mut huge = bytes.clone();
         let at = 1 + 8 + 8 + 1 + 8;
         huge[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
-        let e = MergedAlerts::restore(&config, &huge).unwrap_err();
+        let e = MergedAlerts::restore(&config, &huge).expect_err("a key count past the bytes");
         assert!(e.to_string().contains("merged alerts keys"), "{e}");
+        Ok(())
     }
 
     #[test]
-    fn a_metric_whose_rules_changed_in_number_starts_its_streaks_again() {
-        let config = Config::from_toml(CONFIG).unwrap();
+    fn a_metric_whose_rules_changed_in_number_starts_its_streaks_again() -> Result {
+        let config = Config::from_toml(CONFIG)?;
         let bytes = state(&config).to_bytes();
         let fewer = Config::from_toml(&CONFIG.replacen(
             "[[metric.alert]]\nabove = 20\nconsecutive = 3\n",
             "",
             1,
-        ))
-        .unwrap();
-        let s = MergedAlerts::restore(&fewer, &bytes).unwrap();
+        ))?;
+        let s = MergedAlerts::restore(&fewer, &bytes)?;
         assert_eq!(s.through(0), Some(60_000));
         assert!(s.metrics[0].keys.is_empty());
+        Ok(())
     }
 
     #[test]
-    fn the_next_close_is_the_earliest_pending_one_every_part_has_closed() {
-        let config = Config::from_toml(CONFIG).unwrap();
+    fn the_next_close_is_the_earliest_pending_one_every_part_has_closed() -> Result {
+        let config = Config::from_toml(CONFIG)?;
         let mut s = MergedAlerts::new(&config);
         // A metric without rules is never started nor due.
         assert_eq!(s.unstarted(&config).collect::<Vec<_>>(), vec![0]);
@@ -638,5 +608,6 @@ window = "1m"
                 end: 180_000
             })
         );
+        Ok(())
     }
 }

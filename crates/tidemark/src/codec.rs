@@ -528,6 +528,7 @@ impl<'a> Reader<'a> {
 
     checked_readers! {
         u8, u8_in, u8_if, u64::from;
+        u16, u16_in, u16_if, u64::from;
         u32, u32_in, u32_if, u64::from;
         u64, u64_in, u64_if, |v| v;
         i64, i64_in, i64_if, |v| v as u64;

@@ -349,16 +349,10 @@ impl TmType for Published {
 /// Reads a window bundle's parameters and entries, each checked as a put checks it.
 fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
     let d = LoadError::Decode;
-    let text_len = r.u32("config length").map_err(d)? as usize;
-    if text_len > MAX_CONFIG {
-        return Err(bundle::invalid(
-            r,
-            "config length",
-            "at most 1 MiB",
-            text_len as u64,
-        ));
-    }
-    let text = r.bytes(text_len as u64, "config").map_err(d)?;
+    let text_len = r
+        .u32_in("config length", ..=MAX_CONFIG as u32, "at most 1 MiB")
+        .map_err(d)?;
+    let text = r.bytes(u64::from(text_len), "config").map_err(d)?;
     let text =
         std::str::from_utf8(text).map_err(|_| bundle::invalid(r, "config", "UTF-8 text", 0))?;
     let job = Job::of(text)
@@ -373,27 +367,22 @@ fn decode(r: &mut Reader<'_>) -> Result<Published, LoadError> {
         .ok_or(LoadError::Unsupported(
             "a window of a metric its config does not have",
         ))?;
-    let count = r.u16("partitions").map_err(d)? as usize;
-    if count > MAX_PARTS {
-        return Err(bundle::invalid(
-            r,
-            "partitions",
-            "at most 4,096",
-            count as u64,
-        ));
-    }
+    let count = r
+        .u16_in("partitions", ..=MAX_PARTS as u16, "at most 4,096")
+        .map_err(d)? as usize;
     let mut parts = Vec::with_capacity(count);
     for _ in 0..count {
-        let len = r.u16("partition name length").map_err(d)? as usize;
-        if len > MAX_PART_NAME {
-            return Err(bundle::invalid(
-                r,
+        let len = r
+            .u16_in(
                 "partition name length",
+                ..=MAX_PART_NAME as u16,
                 "at most 260",
-                len as u64,
-            ));
-        }
-        let name = r.bytes(len as u64, "partition name").map_err(d)?.to_vec();
+            )
+            .map_err(d)?;
+        let name = r
+            .bytes(u64::from(len), "partition name")
+            .map_err(d)?
+            .to_vec();
         if name.is_empty() || parts.iter().any(|p: &Part| p.name == name) {
             return Err(LoadError::Unsupported(
                 "a window with an empty or repeated partition name",

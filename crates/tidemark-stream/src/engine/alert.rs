@@ -13,9 +13,11 @@
 //!   the closed window is not past the limit after all, withdraws it
 //!   ([`AlertPhase::Withdrawn`]) and the episode ends.
 
+use std::collections::BTreeMap;
+
 use tidemark::Estimate;
 
-use super::shape::MetricShape;
+use super::shape::{MetricShape, Summary};
 use crate::rule::{AlertOn, AlertRule};
 
 /// Bit 31 of a streak word: an early alert was raised in this episode.
@@ -129,4 +131,83 @@ pub(crate) fn step_early(
             fire(ri, limit);
         }
     }
+}
+
+/// What a key's rules compare at a close: its window merged, or (a count's histogram) only
+/// the window's estimate.
+pub(crate) enum Window<'a> {
+    /// The window's summary: each rule asks it what it compares (a quantile rule, its
+    /// quantile), and a window that names subjects (a frequency window's heavy items) is
+    /// evaluated per subject.
+    Merged(&'a Summary),
+    /// The window's estimate, which every rule compares.
+    Estimate(Estimate),
+}
+
+/// Advances a key's streaks (`streak`, one word a rule, and its named subjects' `items`)
+/// with its window at a close, calling `fire` with the rule, its limit, the estimate, the
+/// subject (`None`: the key, or the rest of a window's subjects) and the phase when a line is
+/// due. A named subject whose bound is at most `min_limit` (every rule's limit) is reset by
+/// leaving it out. The engine's close and the merged alerts (`crate::merged_alerts`) both
+/// evaluate through this.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn step_window(
+    rules: &[AlertRule],
+    shape: &MetricShape,
+    min_limit: f64,
+    streak: &mut [u32],
+    items: &mut BTreeMap<Box<[u8]>, Vec<u32>>,
+    window: Window<'_>,
+    mut fire: impl FnMut(usize, f64, Estimate, Option<&[u8]>, AlertPhase),
+) {
+    let w = match window {
+        Window::Merged(w) => w,
+        Window::Estimate(est) => {
+            return step(
+                rules,
+                shape,
+                streak,
+                |_| est,
+                |ri, limit, e, phase| fire(ri, limit, e, None, phase),
+            )
+        }
+    };
+    let Some(subjects) = w.named_subjects() else {
+        return step(
+            rules,
+            shape,
+            streak,
+            |rule| shape.kind().rule_estimate(w, rule),
+            |ri, limit, e, phase| fire(ri, limit, e, None, phase),
+        );
+    };
+    let mut running = BTreeMap::new();
+    for (item, e) in subjects.named {
+        // Below every limit: its streaks are reset by leaving it out.
+        if e.high <= min_limit {
+            continue;
+        }
+        let mut s = items
+            .remove(item.as_slice())
+            .unwrap_or_else(|| vec![0; rules.len()]);
+        step(
+            rules,
+            shape,
+            &mut s,
+            |_| e,
+            |ri, limit, e, phase| fire(ri, limit, e, Some(&item), phase),
+        );
+        if s.iter().any(|&w| w > 0) {
+            running.insert(item.into_boxed_slice(), s);
+        }
+    }
+    *items = running;
+    let rest = subjects.rest;
+    step(
+        rules,
+        shape,
+        streak,
+        |_| rest,
+        |ri, limit, e, phase| fire(ri, limit, e, None, phase),
+    );
 }

@@ -2,11 +2,9 @@
 //! key's live window slides to its end and is evaluated against the alert rules (one subject
 //! per key, or per named subject of the window), and finished rollup periods are handed out.
 
-use std::collections::BTreeMap;
-
 use tidemark::Estimate;
 
-use super::alert::{self, step};
+use super::alert;
 use super::parts::{self, KEYS_PER_THREAD};
 use super::{
     bucket_count, new_window, spill, Alert, AlertPhase, Close, ClosedBucket, Engine, Key, KeyState,
@@ -313,56 +311,18 @@ impl KeyClose<'_> {
             out.alerts
                 .push(self.close.line(key, rule, estimate, item, phase));
         };
-        let subjects = window.as_ref().and_then(Summary::named_subjects);
-        match (&window, subjects) {
-            (_, Some(subjects)) => {
-                let mut running = BTreeMap::new();
-                for (item, e) in subjects.named {
-                    // Below every limit: its streaks are reset by leaving it out.
-                    if e.high <= self.min_limit {
-                        continue;
-                    }
-                    let mut streak = ks
-                        .items
-                        .remove(item.as_slice())
-                        .unwrap_or_else(|| vec![0; rules.len()]);
-                    step(
-                        rules,
-                        shape,
-                        &mut streak,
-                        |_| e,
-                        |ri, limit, e, phase| alert(ri, limit, e, Some(&item), phase),
-                    );
-                    if streak.iter().any(|&s| s > 0) {
-                        running.insert(item.into_boxed_slice(), streak);
-                    }
-                }
-                ks.items = running;
-                let rest = subjects.rest;
-                step(
-                    rules,
-                    shape,
-                    &mut ks.streak,
-                    |_| rest,
-                    |ri, limit, e, phase| alert(ri, limit, e, None, phase),
-                );
-            }
-            // A merged window: each rule compares what it asks of it (a quantile rule, its
-            // quantile).
-            (Some(w), None) => step(
-                rules,
-                shape,
-                &mut ks.streak,
-                |rule| shape.kind().rule_estimate(w, rule),
-                |ri, limit, e, phase| alert(ri, limit, e, None, phase),
-            ),
-            (None, None) => step(
-                rules,
-                shape,
-                &mut ks.streak,
-                |_| est,
-                |ri, limit, e, phase| alert(ri, limit, e, None, phase),
-            ),
-        }
+        let window = match &window {
+            Some(w) => alert::Window::Merged(w),
+            None => alert::Window::Estimate(est),
+        };
+        alert::step_window(
+            rules,
+            shape,
+            self.min_limit,
+            &mut ks.streak,
+            &mut ks.items,
+            window,
+            &mut alert,
+        );
     }
 }

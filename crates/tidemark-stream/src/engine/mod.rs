@@ -51,9 +51,9 @@ mod snapshot;
 pub mod spill;
 mod table;
 
-pub(crate) use alert::step;
 pub use alert::AlertPhase;
 use alert::{early_due, step_early};
+pub(crate) use alert::{step_window, Window};
 pub(crate) use key::{FastMap, Key};
 use open::OpenBuckets;
 pub(crate) use outputs::Ahead;
