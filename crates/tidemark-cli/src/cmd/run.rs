@@ -92,9 +92,10 @@ pub struct Args {
     pub max_memory: Option<String>,
     /// Threads to use (default: every core the machine has; 1: one thread). With two or more,
     /// the lines of a file, a named pipe or standard input are split and parsed in a thread of
-    /// their own while another feeds the engine, and checkpoints are written by a third; a
-    /// followed file and a Kafka topic are read in one thread. The answers, alerts and
-    /// stored rows are the same whatever the number.
+    /// their own while another feeds the engine, and checkpoints are written by a third (on
+    /// Linux these two at nice +5, behind the engine's); a followed file and a Kafka topic are
+    /// read in one thread. The answers, alerts and stored rows are the same whatever the
+    /// number.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// Follow the file as it grows (`tail -F`): read lines as they are appended, go on

@@ -181,6 +181,7 @@ impl<'s, 'r: 's> Committer<'s, 'r> {
         let thread = std::thread::Builder::new()
             .name("tidemark-commit".into())
             .spawn_scoped(scope, move || {
+                super::priority::behind_the_run();
                 serve(&CommitCtx::new(config), take, receive, tell)
             })
             .ok()?;

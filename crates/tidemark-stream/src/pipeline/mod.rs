@@ -49,7 +49,9 @@
 //! (`committer`), which commits it with the rest of each checkpoint (while the run reads on,
 //! unless the engine reads keys back from the store or the source acts on a commit: then the
 //! run waits for each checkpoint to land); and a close or a checkpoint of a metric with many
-//! keys splits them between threads (each key's share is its own). The engine, and the
+//! keys splits them between threads (each key's share is its own). The parse thread and the
+//! committer run at a lower priority than the run's thread (`priority`), which is the
+//! critical path. The engine, and the
 //! order of what it is fed, are those of a one-thread run: so are the answers, alerts and
 //! stored rows.
 
@@ -69,6 +71,7 @@ mod input;
 mod line;
 pub mod message;
 mod parse;
+mod priority;
 mod read;
 mod resume;
 mod sources;

@@ -435,6 +435,7 @@ impl ParseAhead {
         let spawned = std::thread::Builder::new()
             .name("tidemark-parse".into())
             .spawn(move || {
+                super::priority::behind_the_run();
                 if let Ok(lines) = take.recv() {
                     parse_thread(lines, prepare, ex, stage);
                 }
