@@ -100,13 +100,9 @@ impl MergedStore {
             let Some(meta) = consistent(p, || p.meta())? else {
                 return Ok(None);
             };
-            let closed: Vec<u64> = query::closed_points(&meta)
-                .map_err(|e| StoreError::Damaged {
-                    what: format!("{}: {e}", self.name),
-                })?
-                .into_iter()
-                .map(|c| c.unwrap_or(0))
-                .collect();
+            let closed = query::closed_until(&meta).map_err(|e| StoreError::Damaged {
+                what: format!("{}: {e}", self.name),
+            })?;
             out = Some(match out {
                 None => closed,
                 Some(o) if o.len() == closed.len() => {

@@ -306,15 +306,7 @@ impl PartitionStore {
         })?;
         first
             .first()
-            .map(|m| {
-                m.parse().map_err(|_| StoreError::Damaged {
-                    what: format!(
-                        "{}: table {table:?} lists a start {:?} that is not one",
-                        self.keys.label,
-                        m.chars().take(40).collect::<String>()
-                    ),
-                })
-            })
+            .map(|m| self.keys.start_named(table, m))
             .transpose()
     }
 

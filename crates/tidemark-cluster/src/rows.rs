@@ -144,6 +144,17 @@ impl Keys {
     pub(crate) fn starts(&self, table: &str) -> String {
         format!("{}:t:{}:{table}", self.tag, table.len())
     }
+
+    /// A member of `table`'s sorted set of starts, read as the start it names.
+    pub(crate) fn start_named(&self, table: &str, member: &str) -> Result<u64, StoreError> {
+        member.parse().map_err(|_| StoreError::Damaged {
+            what: format!(
+                "{}: table {table:?} lists a start {:?} that is not one",
+                self.label,
+                member.chars().take(40).collect::<String>()
+            ),
+        })
+    }
 }
 
 /// A row's place: table, start, key.
@@ -244,13 +255,7 @@ impl Rows {
         })?;
         let mut starts = Vec::with_capacity(members.len());
         for m in members {
-            let s: u64 = m.parse().map_err(|_| StoreError::Damaged {
-                what: format!(
-                    "{}: table {table:?} lists a start {:?} that is not one",
-                    self.keys.label,
-                    m.chars().take(40).collect::<String>()
-                ),
-            })?;
+            let s = self.keys.start_named(table, &m)?;
             if (from..to).contains(&s) && !self.is_cleared(table, s) {
                 starts.push(s);
             }

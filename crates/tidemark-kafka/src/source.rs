@@ -188,30 +188,28 @@ impl KafkaSource {
                 }
             }
         };
+        let mut partitions = Vec::new();
         for topic in &config.topics {
             let found = metadata
                 .topics()
                 .iter()
-                .find(|t| t.name() == topic.as_str());
-            let usable = found.is_some_and(|t| t.error().is_none() && !t.partitions().is_empty());
-            if !usable {
+                .find(|t| t.name() == topic.as_str())
+                .filter(|t| t.error().is_none() && !t.partitions().is_empty());
+            let Some(t) = found else {
                 return Err(Error::TopicMissing {
                     topic: topic.clone(),
                     brokers: config.brokers.clone(),
                 });
-            }
+            };
+            partitions.extend(
+                t.partitions()
+                    .iter()
+                    .map(|p| Partition::new(t.name(), p.id())),
+            );
         }
-        let mut partitions = Vec::new();
-        for t in metadata.topics() {
-            if config.topics.iter().any(|c| c.as_str() == t.name()) {
-                partitions.extend(
-                    t.partitions()
-                        .iter()
-                        .map(|p| Partition::new(t.name(), p.id())),
-                );
-            }
-        }
+        // A topic named twice is listed once.
         partitions.sort();
+        partitions.dedup();
         let topics: Vec<&str> = config.topics.iter().map(String::as_str).collect();
         consumer
             .subscribe(&topics)

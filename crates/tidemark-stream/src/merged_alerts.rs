@@ -67,7 +67,7 @@ use tidemark::codec::{Reader, Writer};
 use tidemark::{DecodeError, Estimate};
 
 use crate::config::{Config, LatePolicy};
-use crate::engine::{step_window, Alert, MetricShape, Summary, Window};
+use crate::engine::{self, step_window, MetricShape, Summary, Window};
 use crate::pipeline::AlertOut;
 use crate::query::QueryError;
 use crate::rule::AlertRule;
@@ -259,35 +259,30 @@ impl MergedAlerts {
             !b.is_empty()
         });
         let close = Close {
-            metric: due.metric,
+            line: engine::Close {
+                metric: due.metric,
+                start: last,
+                window_start,
+                end: due.end,
+                at: due.end.saturating_add(m.allowed_lateness),
+            },
             name: &m.name,
             rules: &m.alerts,
             shape: &shape,
-            min_limit: m
-                .alerts
-                .iter()
-                .map(|r| shape.limit(r))
-                .fold(f64::INFINITY, f64::min),
-            window_start,
-            end: due.end,
-            at: due.end.saturating_add(m.allowed_lateness),
+            min_limit: shape.min_limit(&m.alerts),
         };
         let metric = &mut self.metrics[due.metric];
         let mut lines = Vec::new();
         // No key has the bucket ending here: one process has no such close.
         if closing {
-            // Built apart and swapped in whole: an error leaves the streaks as they were.
-            let mut after = BTreeMap::new();
+            // A key in an episode with no bucket in the window is not carried over: reset.
+            let mut before = std::mem::take(&mut metric.keys);
             for (key, buckets) in &keys {
-                let streaks = metric.keys.get(key).cloned().unwrap_or_default();
-                if let Some(s) = close
-                    .key(key, buckets, streaks, &mut lines)
-                    .map_err(|e| corrupt(format!("{}: {e}", m.name)))?
-                {
-                    after.insert(key.clone(), s);
+                let streaks = before.remove(key).unwrap_or_default();
+                if let Some(s) = close.key(key, buckets, streaks, &mut lines) {
+                    metric.keys.insert(key.clone(), s);
                 }
             }
-            metric.keys = after;
         }
         metric.through = Some(due.end);
         self.windows[due.metric] = Some(Windows { end: due.end, keys });
@@ -387,17 +382,15 @@ impl MergedAlerts {
     }
 }
 
-/// One close of one metric, as its lines name it.
+/// One close of one metric.
 struct Close<'a> {
-    metric: usize,
+    /// The close as its lines name it.
+    line: engine::Close,
     name: &'a str,
     rules: &'a [AlertRule],
     shape: &'a MetricShape,
     /// The smallest limit of the rules.
     min_limit: f64,
-    window_start: u64,
-    end: u64,
-    at: u64,
 }
 
 impl Close<'_> {
@@ -409,39 +402,22 @@ impl Close<'_> {
         buckets: &[(u64, Summary)],
         mut streaks: Streaks,
         lines: &mut Vec<AlertOut>,
-    ) -> Result<Option<Streaks>, String> {
+    ) -> Option<Streaks> {
         let rules = self.rules;
         // The engine's shortcut, taken as it takes it: a window whose buckets' bounds sum to
         // no more than every limit resets the key's streaks unevaluated (an exact union is at
         // most the sum; an estimate may land above it).
         if buckets.iter().map(|(_, b)| b.upper()).sum::<f64>() <= self.min_limit {
-            return Ok(None);
+            return None;
         }
-        let Some(window) = window_of(self.shape, buckets)? else {
-            return Ok(None);
-        };
+        let window = window_of(self.shape, buckets)?;
         streaks.key.resize(rules.len(), 0);
         // `step` says the phase: `closed` here, as no early alert is ever raised.
         let mut fire = |rule: usize, limit: f64, estimate: Estimate, item: Option<&[u8]>, phase| {
-            lines.push(AlertOut {
-                metric: self.name.to_string(),
-                key: String::from_utf8_lossy(key).into_owned(),
-                alert: Alert {
-                    metric: self.metric,
-                    rule,
-                    key: key.into(),
-                    bucket: self.end - self.shape.width(),
-                    window_start: self.window_start,
-                    window_end: self.end,
-                    estimate,
-                    item: item.map(Into::into),
-                    quantile: rules[rule].quantile,
-                    threshold: rules[rule].above,
-                    limit,
-                    phase,
-                    at: self.at,
-                },
-            });
+            let alert = self
+                .line
+                .line(key, (rule, &rules[rule], limit), estimate, item, phase);
+            lines.push(AlertOut::new(self.name, alert));
         };
         step_window(
             rules,
@@ -452,7 +428,7 @@ impl Close<'_> {
             Window::Merged(&window),
             &mut fire,
         );
-        Ok((!streaks.is_reset()).then_some(streaks))
+        (!streaks.is_reset()).then_some(streaks)
     }
 }
 
@@ -474,15 +450,9 @@ fn by_start(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Vec<(u64, S
 /// empty summary, oldest first. (Even a window of one bucket is merged: a sketch that was
 /// merged estimates as merged sketches do, not by its insertion history, and the engine's
 /// window always was.)
-fn window_of(shape: &MetricShape, buckets: &[(u64, Summary)]) -> Result<Option<Summary>, String> {
-    let Some((first, _)) = buckets.first() else {
-        return Ok(None);
-    };
-    let mut acc = shape.empty(*first);
-    for (_, b) in buckets {
-        acc.absorb(b).map_err(|e| e.to_string())?;
-    }
-    Ok(Some(acc))
+fn window_of(shape: &MetricShape, buckets: &[(u64, Summary)]) -> Option<Summary> {
+    let (first, _) = buckets.first()?;
+    Some(shape.merged(*first, buckets.iter().map(|(_, b)| b)))
 }
 
 fn words(w: &mut Writer, streak: &[u32]) {

@@ -254,21 +254,13 @@ pub fn earliest(metas: Vec<Meta>) -> Result<Option<Meta>, QueryError> {
 /// Where each metric of a stored run (in the config's order) has closed its buckets: buckets
 /// starting before it are closed.
 pub fn closed_until(meta: &Meta) -> Result<Vec<u64>, QueryError> {
-    Ok(closed_points(meta)?
-        .into_iter()
-        .map(|c| c.unwrap_or(0))
-        .collect())
-}
-
-/// [`closed_until`], `None` for a metric the run has seen no event of.
-pub fn closed_points(meta: &Meta) -> Result<Vec<Option<u64>>, QueryError> {
     let corrupt = |message: String| QueryError::Corrupt { message };
     let config = parsed(&meta.config).map_err(|e| corrupt(e.to_string()))?;
     let state = RunState::from_bytes(&meta.state).map_err(|e| corrupt(e.to_string()))?;
     let engine =
         Engine::restore(&config, &state.engine, &mut NoRows).map_err(|e| corrupt(e.to_string()))?;
     Ok((0..config.metrics.len())
-        .map(|i| engine.closed_until(i))
+        .map(|i| engine.closed_until(i).unwrap_or(0))
         .collect())
 }
 

@@ -188,20 +188,20 @@ struct MetricState {
     early_limit: f64,
 }
 
-/// A close, as its alert lines name it.
-struct Close {
-    metric: usize,
+/// A close, as its alert lines name it (the engine's, and the merged alerts').
+pub(crate) struct Close {
+    pub(crate) metric: usize,
     /// The bucket closing, and the window it ends: `[window_start, end)`.
-    start: u64,
-    window_start: u64,
-    end: u64,
+    pub(crate) start: u64,
+    pub(crate) window_start: u64,
+    pub(crate) end: u64,
     /// The event time of the record whose time closed it.
-    at: u64,
+    pub(crate) at: u64,
 }
 
 impl Close {
     /// An alert line of this close: a key's rule `(index, rule, limit)` with its estimate.
-    fn line(
+    pub(crate) fn line(
         &self,
         key: &[u8],
         (rule, r, limit): (usize, &crate::rule::AlertRule, f64),
@@ -267,17 +267,8 @@ impl MetricState {
 
     fn new(m: &MetricConfig) -> MetricState {
         let shape = MetricShape::of(m);
-        let min_limit = m
-            .alerts
-            .iter()
-            .map(|a| shape.limit(a))
-            .fold(f64::INFINITY, f64::min);
-        let early_limit = m
-            .alerts
-            .iter()
-            .filter(|a| a.early)
-            .map(|a| shape.limit(a))
-            .fold(f64::INFINITY, f64::min);
+        let min_limit = shape.min_limit(&m.alerts);
+        let early_limit = shape.min_limit(m.alerts.iter().filter(|a| a.early));
         MetricState {
             cfg: m.clone(),
             shape,

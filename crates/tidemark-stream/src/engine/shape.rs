@@ -118,9 +118,10 @@ impl MetricShape {
         }
     }
 
-    /// `parts` — summaries of this shape — merged into an empty one starting at `start`: a
-    /// window's summary, whose estimator is a merged sketch's however its buckets came (built
-    /// here, or read back).
+    /// `parts` — summaries of this shape — merged into an empty one starting at `start`, each
+    /// as a window holds it ([`Summary::absorb`]: a count's buckets add): a window's summary,
+    /// whose estimator is a merged sketch's however its buckets came (built here, or read
+    /// back).
     pub(crate) fn merged<'a>(
         &self,
         start: u64,
@@ -128,7 +129,7 @@ impl MetricShape {
     ) -> Summary {
         let mut acc = self.empty(start);
         for s in parts {
-            acc.merge(s).expect(
+            acc.absorb(s).expect(
                 "a metric's summaries all have its shape: built by it, or decoded by it (which \
                  refuses another kind, precision, ε, δ or φ), so no input makes a merge refuse",
             );
@@ -169,6 +170,14 @@ impl MetricShape {
     /// margin in standard errors at the threshold.
     pub fn limit(&self, rule: &AlertRule) -> f64 {
         rule.above + rule.margin * self.sigma_at(rule.above)
+    }
+
+    /// The smallest limit of `rules` (infinite for none): a window no larger cannot fire any.
+    pub(crate) fn min_limit<'r>(&self, rules: impl IntoIterator<Item = &'r AlertRule>) -> f64 {
+        rules
+            .into_iter()
+            .map(|r| self.limit(r))
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The standard error of an estimate near `x` (0 for exact and guaranteed answers, and for

@@ -101,11 +101,7 @@ impl CommitCtx<'_> {
     /// Sends alerts out, each with its metric's name and its key as text.
     pub fn emit(&self, alerts: Vec<Alert>, on_alert: &mut dyn FnMut(&AlertOut)) {
         for alert in alerts {
-            on_alert(&AlertOut {
-                metric: self.names[alert.metric].clone(),
-                key: String::from_utf8_lossy(&alert.key).into_owned(),
-                alert,
-            });
+            on_alert(&AlertOut::new(&self.names[alert.metric], alert));
         }
     }
 

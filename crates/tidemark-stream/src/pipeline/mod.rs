@@ -149,6 +149,17 @@ pub struct AlertOut {
     pub alert: Alert,
 }
 
+impl AlertOut {
+    /// `alert`, of the metric named `metric`, with its key as text.
+    pub(crate) fn new(metric: &str, alert: Alert) -> AlertOut {
+        AlertOut {
+            metric: metric.to_string(),
+            key: String::from_utf8_lossy(&alert.key).into_owned(),
+            alert,
+        }
+    }
+}
+
 /// What a run did (cumulative over resumes, except `records_this_run` and `resumed`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunReport {

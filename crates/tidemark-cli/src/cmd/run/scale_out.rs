@@ -15,7 +15,6 @@
 //! does not hold.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
@@ -32,7 +31,7 @@ use tidemark_stream::pipeline::{
 use tidemark_stream::store::{Store, StoreError};
 use tidemark_stream::RunError;
 
-use super::{alert_json, finish_duty, print_alert, Args, DUTY_WAIT};
+use super::{finish_duty, print_alert, Args, DUTY_WAIT};
 
 /// Messages waiting for a partition's run: the worker waits past them.
 const QUEUED: usize = 4_096;
@@ -375,7 +374,6 @@ impl Ctx<'_> {
         let thread = std::thread::Builder::new()
             .name(format!("tidemark-{name}"))
             .spawn(move || {
-                let stdout = std::io::stdout();
                 pipeline::run(
                     &config,
                     &mut store,
@@ -389,7 +387,7 @@ impl Ctx<'_> {
                     },
                     &mut |a: &AlertOut| {
                         if own_alerts {
-                            let _ = writeln!(stdout.lock(), "{}", alert_json(a));
+                            print_alert(a);
                         }
                     },
                 )
