@@ -300,11 +300,11 @@ impl MergedAlerts {
                 .u64(m.through.unwrap_or(0))
                 .u64(m.keys.len() as u64);
             for (key, s) in &m.keys {
-                w.u64(key.len() as u64).raw(key);
+                name(&mut w, key);
                 words(&mut w, &s.key);
                 w.u64(s.items.len() as u64);
                 for (item, streak) in &s.items {
-                    w.u64(item.len() as u64).raw(item);
+                    name(&mut w, item);
                     words(&mut w, streak);
                 }
             }
@@ -345,14 +345,13 @@ impl MergedAlerts {
             let n = r.count("merged alerts keys", 24, MAX_KEYS)?;
             let mut keys = BTreeMap::new();
             for _ in 0..n {
-                let len = r.count("merged alerts key length", 1, MAX_NAME)?;
-                let key: Box<[u8]> = r.bytes(len as u64, "merged alerts key")?.into();
+                let key = read_name(&mut r, "merged alerts key length", "merged alerts key")?;
                 let key_words = read_words(&mut r)?;
                 let items_n = r.count("merged alerts items", 16, MAX_KEYS)?;
                 let mut items = BTreeMap::new();
                 for _ in 0..items_n {
-                    let len = r.count("merged alerts item length", 1, MAX_NAME)?;
-                    let item: Box<[u8]> = r.bytes(len as u64, "merged alerts item")?.into();
+                    let item =
+                        read_name(&mut r, "merged alerts item length", "merged alerts item")?;
                     let words = read_words(&mut r)?;
                     if words.len() == rules {
                         items.insert(item, words);
@@ -453,6 +452,20 @@ fn by_start(shape: &MetricShape, parts: &[(u64, Vec<u8>)]) -> Result<Vec<(u64, S
 fn window_of(shape: &MetricShape, buckets: &[(u64, Summary)]) -> Option<Summary> {
     let (first, _) = buckets.first()?;
     Some(shape.merged(*first, buckets.iter().map(|(_, b)| b)))
+}
+
+/// A key's or an item's bytes, after their length.
+fn name(w: &mut Writer, bytes: &[u8]) {
+    w.u64(bytes.len() as u64).raw(bytes);
+}
+
+fn read_name(
+    r: &mut Reader<'_>,
+    len_field: &'static str,
+    field: &'static str,
+) -> Result<Box<[u8]>, DecodeError> {
+    let len = r.count(len_field, 1, MAX_NAME)?;
+    Ok(r.bytes(len as u64, field)?.into())
 }
 
 fn words(w: &mut Writer, streak: &[u32]) {
