@@ -1452,37 +1452,65 @@ fn printed_number(line: &str, field: &str) -> f64 {
     rest[..end].parse().unwrap()
 }
 
-/// A worker of `group`; `until_end` ends it once its partitions are read to their ends,
-/// otherwise it waits for more records until killed.
-/// A worker of `group`, its standard output (the alert duty's lines) in a file of its own in
-/// `d`.
-fn worker(d: &Path, config: &Path, url: &str, group: &str, until_end: bool) -> Child {
-    let end: &[&str] = if until_end {
-        &["--until-end", "--close"]
-    } else {
-        &[]
-    };
-    static WORKERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = WORKERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::fs::File::create(d.join(format!("worker-{n}.out"))).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "run",
-            "--config",
-            s(config),
-            "--store",
-            url,
-            "--group",
-            group,
-            "--quiet",
-            "--publish",
-        ])
-        .args(end)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs")
+/// A worker of `group`: `until_end` ends it once its partitions are read to their ends,
+/// otherwise it waits for more records until killed. Its standard output (the alert duty's
+/// lines) and its standard error go to files of their own in `d` (a pipe nobody reads while
+/// it runs would stop a worker that says much), and it is killed when dropped (a failed
+/// assertion leaves no worker running).
+struct Worker {
+    child: Child,
+    err: PathBuf,
+}
+
+impl Worker {
+    fn start(d: &Path, config: &Path, url: &str, group: &str, until_end: bool) -> Worker {
+        let end: &[&str] = if until_end {
+            &["--until-end", "--close"]
+        } else {
+            &[]
+        };
+        static WORKERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = WORKERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out = std::fs::File::create(d.join(format!("worker-{n}.out"))).unwrap();
+        let err = d.join(format!("worker-{n}.err"));
+        let child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args([
+                "run",
+                "--config",
+                s(config),
+                "--store",
+                url,
+                "--group",
+                group,
+                "--quiet",
+                "--publish",
+            ])
+            .args(end)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("the binary runs");
+        Worker { child, err }
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// What the worker said on standard error so far.
+    fn said(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.running() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 #[test]
@@ -1565,8 +1593,8 @@ fn scale_out_through_kills(test: &str, users: u32) {
         }
         let done = part_records(&server, topic);
         let group = format!("scale-{attempt}");
-        let mut children: Vec<Child> = (0..3)
-            .map(|_| worker(&d, &config, &url, &group, false))
+        let mut children: Vec<Worker> = (0..3)
+            .map(|_| Worker::start(&d, &config, &url, &group, false))
             .collect();
         let started = Instant::now();
         produced = produce_batch(&brokers, topic, &messages, produced, batch);
@@ -1574,10 +1602,10 @@ fn scale_out_through_kills(test: &str, users: u32) {
         let mut joined = attempt % 2 == 0;
         while part_records(&server, topic) < point
             && started.elapsed() < Duration::from_secs(60)
-            && children.iter_mut().all(|c| c.try_wait().unwrap().is_none())
+            && children.iter_mut().all(Worker::running)
         {
             if !joined && started.elapsed() > Duration::from_millis(300) {
-                children.push(worker(&d, &config, &url, &group, false));
+                children.push(Worker::start(&d, &config, &url, &group, false));
                 joined = true;
             }
             thread::sleep(Duration::from_millis(5));
@@ -1594,8 +1622,8 @@ fn scale_out_through_kills(test: &str, users: u32) {
         let first = (random() % children.len() as u64) as usize;
         let second = (random() % children.len() as u64) as usize;
         for (i, c) in children.iter_mut().enumerate() {
-            if (i == first || i == second) && c.try_wait().unwrap().is_none() {
-                c.kill().unwrap();
+            if (i == first || i == second) && c.running() {
+                c.child.kill().unwrap();
                 kills += 1;
             }
         }
@@ -1614,18 +1642,18 @@ fn scale_out_through_kills(test: &str, users: u32) {
         }
         thread::sleep(Duration::from_millis(random() % 300));
         for c in &mut children {
-            if c.try_wait().unwrap().is_none() {
-                c.kill().unwrap();
+            if c.running() {
+                c.child.kill().unwrap();
                 kills += 1;
             }
         }
         for mut c in children {
-            let status = c.wait().unwrap();
+            let status = c.child.wait().unwrap();
             assert_eq!(
                 status.signal(),
                 Some(9),
                 "attempt {attempt}: a worker ended by itself: {status:?} {}",
-                std::io::read_to_string(c.stderr.take().unwrap()).unwrap_or_default()
+                c.said()
             );
         }
         progress.push((point, part_records(&server, topic)));
@@ -1644,20 +1672,24 @@ fn scale_out_through_kills(test: &str, users: u32) {
     // Two workers to the end, the module asked meanwhile (a source's window is published
     // once its buckets close, after the allowed lateness: the million records' attempts may
     // end before).
-    let mut last: Vec<Child> = (0..2)
-        .map(|_| worker(&d, &config, &url, "scale-last", true))
+    // They must end: a worker that waits for ever fails the test with what it said, rather
+    // than hold the suite (the limit is a timeout, not a measure of speed).
+    let mut last: Vec<Worker> = (0..2)
+        .map(|_| Worker::start(&d, &config, &url, "scale-last", true))
         .collect();
-    while last.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+    let started = Instant::now();
+    while last.iter_mut().any(Worker::running) {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the last workers did not end within 300 s: {:?}",
+            last.iter().map(Worker::said).collect::<Vec<_>>()
+        );
         module_answers += u32::from(module_answer(nodes[0].port, &watched));
         thread::sleep(Duration::from_millis(50));
     }
-    for c in last {
-        let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for mut c in last {
+        let status = c.child.wait().unwrap();
+        assert!(status.success(), "{status:?}: {}", c.said());
     }
     eprintln!("{module_answers} answers by the module in all while workers wrote");
     assert!(
@@ -1743,12 +1775,8 @@ fn scale_out_through_kills(test: &str, users: u32) {
     let mut lines = 0;
     for entry in std::fs::read_dir(&d).unwrap() {
         let path = entry.unwrap().path();
-        if !path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("worker-")
-        {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if !(name.starts_with("worker-") && name.ends_with(".out")) {
             continue;
         }
         for l in std::fs::read_to_string(&path).unwrap().lines() {

@@ -625,6 +625,16 @@ impl KafkaSource {
                         self.clock.assign(p.clone(), now);
                     }
                     self.ended = false;
+                    // librdkafka keeps an application's pause through unassign and assign: a
+                    // partition read to its end and paused under an earlier assignment, given
+                    // back at a position before that end (its run stopped short of it), would
+                    // never be fetched again and `until_end` never reached.
+                    self.consumer
+                        .resume(&list)
+                        .map_err(|source| Error::Client {
+                            during: "resuming the partitions assigned",
+                            source,
+                        })?;
                     let done = if cooperative {
                         self.consumer.incremental_assign(&list)
                     } else {
