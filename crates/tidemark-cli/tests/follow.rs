@@ -152,7 +152,7 @@ fn stop(child: Child) {
         .status()
         .unwrap()
         .success());
-    let out = child.wait_with_output().unwrap();
+    let out = common::wait_within(child, "a follower stopped by SIGTERM");
     assert!(
         out.status.success(),
         "SIGTERM stops the follower in order: {}",

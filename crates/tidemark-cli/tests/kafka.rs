@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use common::{dir, ok, s, tidemark};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
 use tidemark_stream::pipeline::RunState;
@@ -176,10 +177,11 @@ fn produce(brokers: &str, topic: &str, messages: &[Produced]) {
         loop {
             match producer.send(record) {
                 Ok(()) => break,
-                Err((_, back)) => {
+                Err((e, back)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::QueueFull) => {
                     record = back;
                     thread::sleep(Duration::from_millis(5));
                 }
+                Err((e, _)) => panic!("producing to {topic}: {e}"),
             }
         }
     }
@@ -733,7 +735,7 @@ topic = "{topic}"
         .status()
         .unwrap();
     assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
+    let out = common::wait_within(child, "a run stopped by SIGTERM");
     ok(&out);
     let sum = summary(&out);
     assert_eq!(sum["records"], 1_500, "{sum}");
@@ -943,7 +945,7 @@ fn stop(child: Child) -> serde_json::Value {
         .status()
         .unwrap();
     assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
+    let out = common::wait_within(child, "a run stopped by SIGTERM");
     ok(&out);
     summary(&out)
 }
@@ -1399,7 +1401,7 @@ fn a_broker_lost_mid_run_is_waited_for_and_nothing_is_counted_twice() {
         let _ = Command::new("kill")
             .args(["-TERM", &c.id().to_string()])
             .status();
-        let out = c.wait_with_output().unwrap();
+        let out = common::wait_within(c, "a run stopped by SIGTERM");
         assert!(out.status.success(), "{out:?}");
     }
     assert_eq!(records_now(&db), Some(n));

@@ -5,6 +5,10 @@ use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+/// How long a command of the tests may take: past it the command is killed and the test
+/// fails with what it said, rather than hold the suite (a timeout, not a measure of speed).
+const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Runs `tidemark args…` with `stdin` on its standard input.
 pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
@@ -14,7 +18,7 @@ pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the binary runs");
-    // Written from another thread while this one drains stdout and stderr: a command that
+    // Written from another thread while others drain stdout and stderr: a command that
     // answers as it reads (alerts) would otherwise fill its pipe and wait on us forever.
     // A command that stops reading early (a usage error) closes its stdin: not our failure.
     let mut input = child.stdin.take().unwrap();
@@ -22,9 +26,48 @@ pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
     let writer = std::thread::spawn(move || {
         let _ = input.write_all(&bytes);
     });
-    let out = child.wait_with_output().unwrap();
+    let out = wait_within(child, &format!("tidemark {args:?}"));
     writer.join().expect("the stdin writer does not panic");
     out
+}
+
+/// Waits for `child` to end, reading its standard output and error (when piped) meanwhile;
+/// past [`COMMAND_LIMIT`] kills it and panics with what it said, naming it as `what`.
+pub fn wait_within(mut child: std::process::Child, what: &str) -> Output {
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut all);
+            }
+            all
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let pid = child.id();
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait());
+    });
+    let status = match ended.recv_timeout(COMMAND_LIMIT) {
+        Ok(status) => status.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            let said = stderr.join().unwrap_or_default();
+            panic!(
+                "{what} did not end within {COMMAND_LIMIT:?}: killed; it said: {}",
+                String::from_utf8_lossy(&said)
+            );
+        }
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("the stdout reader does not panic"),
+        stderr: stderr.join().expect("the stderr reader does not panic"),
+    }
 }
 
 /// Asserts the command succeeded, showing its stderr if not.

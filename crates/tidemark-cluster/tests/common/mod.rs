@@ -205,8 +205,9 @@ pub fn start_cluster_loading(
         .iter()
         .map(|n| format!("127.0.0.1:{}", n.port))
         .collect();
-    let out = Command::new("redis-cli")
-        .args(["--cluster", "create"])
+    // Bounded (coreutils' `timeout`): its wait for the nodes to agree has no limit of its own.
+    let out = Command::new("timeout")
+        .args(["120", "redis-cli", "--cluster", "create"])
         .args(&addrs)
         .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
         .output()

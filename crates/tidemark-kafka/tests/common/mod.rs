@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
 use tidemark_kafka::{Config, Event, KafkaSource, Message};
@@ -202,11 +203,12 @@ pub fn produce(brokers: &str, topic: &str, records: &[Record]) {
         loop {
             match producer.send(attempt) {
                 Ok(()) => break,
-                Err((_, back)) => {
-                    // Queue full: let deliveries drain.
+                Err((e, back)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::QueueFull) => {
+                    // Let deliveries drain.
                     attempt = back;
                     thread::sleep(Duration::from_millis(5));
                 }
+                Err((e, _)) => panic!("producing to {topic}: {e}"),
             }
         }
     }

@@ -322,9 +322,9 @@ pub fn start_cluster(dir: &TempDir) -> Vec<Server> {
     assert_eq!(nodes.len(), 3, "three cluster nodes started");
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let out = std::process::Command::new("redis-cli")
-        .arg("--cluster")
-        .arg("create")
+    // Bounded (coreutils' `timeout`): its wait for the nodes to agree has no limit of its own.
+    let out = std::process::Command::new("timeout")
+        .args(["120", "redis-cli", "--cluster", "create"])
         .args(&addrs)
         .args(["--cluster-replicas", "0", "--cluster-yes"])
         .output()

@@ -108,7 +108,7 @@ def servers() -> Iterator[tuple[Server, list[Server]]]:
             ["redis-cli", "--cluster", "create",
              *[f"127.0.0.1:{n.port}" for n in nodes],
              "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True,
+            check=True, capture_output=True, timeout=120,
         )
         deadline = time.time() + 30
         while not all(b"cluster_state:ok" in n.client.execute_command("CLUSTER", "INFO")
