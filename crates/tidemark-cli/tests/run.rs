@@ -1132,7 +1132,7 @@ fn an_early_alert_from_a_pipe_goes_out_before_more_input_comes() {
         let mut input: Box<dyn Write> = if via == "a named pipe" {
             drop(stdin);
             // Opening for writing waits for the run to open it for reading.
-            Box::new(std::fs::OpenOptions::new().write(true).open(&fifo).unwrap())
+            Box::new(common::open_pipe_for(&mut child, &fifo))
         } else {
             Box::new(stdin)
         };

@@ -383,7 +383,7 @@ fn a_pipes_early_alert_goes_out_before_the_writer_writes_more() {
     fifo(&pipe);
     let db = d.join("s.db");
     let mut child = spawn_on_pipe(&config, &db, &pipe, std::process::Stdio::piped());
-    let mut writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+    let mut writer = common::open_pipe_for(&mut child, &pipe);
     // 25 distinct destinations in the first half minute: past 20, an early alert (fewer
     // than the 32 events the engine adds at a time: only the add before a wait raises it).
     let mut first = String::from("ts,src,dst\n");
@@ -461,7 +461,7 @@ fn a_bad_line_on_a_pipe_left_open_stops_the_run_at_once() {
     fifo(&pipe);
     let db = d.join("b.db");
     let mut child = spawn_on_pipe(&config, &db, &pipe, std::process::Stdio::null());
-    let mut writer = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+    let mut writer = common::open_pipe_for(&mut child, &pipe);
     writer
         .write_all(b"ts,src_ip,dst_ip,dst_port\n1700000000,10.0.0.1,10.1.0.1,443\nnot a record\n")
         .unwrap();

@@ -70,6 +70,34 @@ pub fn wait_within(mut child: std::process::Child, what: &str) -> Output {
     }
 }
 
+/// Opens the named pipe `path` for writing, which waits until `child` opens it for reading;
+/// fails the test, rather than wait for ever, if the child ends first or 60 s pass (the
+/// opening thread is then left blocked: the test is over).
+pub fn open_pipe_for(child: &mut std::process::Child, path: &std::path::Path) -> std::fs::File {
+    let (opened, open) = std::sync::mpsc::channel();
+    let to_open = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = opened.send(std::fs::OpenOptions::new().write(true).open(&to_open));
+    });
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(file) = open.recv_timeout(std::time::Duration::from_millis(50)) {
+            return file.expect("the named pipe opens for writing");
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before it opened {}",
+                path.display()
+            );
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the run did not open {} within 60 s",
+            path.display()
+        );
+    }
+}
+
 /// Asserts the command succeeded, showing its stderr if not.
 pub fn ok(out: &Output) {
     assert!(
