@@ -176,22 +176,18 @@ fn a_save_to_a_fifo_or_a_directory_is_refused_before_reading() {
 
 /// `tidemark run` with `args`, killed and failed if it has not ended within 20 s.
 fn run_within(args: &[&str]) -> std::process::Output {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(20) {
-            child.kill().unwrap();
-            panic!("{args:?} still runs after 20 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    common::wait_within(
+        child,
+        &format!("{args:?}"),
+        std::time::Duration::from_secs(20),
+    )
 }
 
 /// An input whose line never ends (`/dev/zero`) stops the run at max_line_bytes, as a bad line,

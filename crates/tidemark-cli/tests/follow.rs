@@ -152,7 +152,11 @@ fn stop(child: Child) {
         .status()
         .unwrap()
         .success());
-    let out = common::wait_within(child, "a follower stopped by SIGTERM");
+    let out = common::wait_within(
+        child,
+        "a follower stopped by SIGTERM",
+        common::COMMAND_LIMIT,
+    );
     assert!(
         out.status.success(),
         "SIGTERM stops the follower in order: {}",

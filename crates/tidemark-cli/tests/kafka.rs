@@ -735,7 +735,7 @@ topic = "{topic}"
         .status()
         .unwrap();
     assert!(killed.success());
-    let out = common::wait_within(child, "a run stopped by SIGTERM");
+    let out = common::wait_within(child, "a run stopped by SIGTERM", common::COMMAND_LIMIT);
     ok(&out);
     let sum = summary(&out);
     assert_eq!(sum["records"], 1_500, "{sum}");
@@ -945,7 +945,7 @@ fn stop(child: Child) -> serde_json::Value {
         .status()
         .unwrap();
     assert!(killed.success());
-    let out = common::wait_within(child, "a run stopped by SIGTERM");
+    let out = common::wait_within(child, "a run stopped by SIGTERM", common::COMMAND_LIMIT);
     ok(&out);
     summary(&out)
 }
@@ -1401,7 +1401,7 @@ fn a_broker_lost_mid_run_is_waited_for_and_nothing_is_counted_twice() {
         let _ = Command::new("kill")
             .args(["-TERM", &c.id().to_string()])
             .status();
-        let out = common::wait_within(c, "a run stopped by SIGTERM");
+        let out = common::wait_within(c, "a run stopped by SIGTERM", common::COMMAND_LIMIT);
         assert!(out.status.success(), "{out:?}");
     }
     assert_eq!(records_now(&db), Some(n));

@@ -256,12 +256,7 @@ impl KafkaSource {
             if paused {
                 let mut list = TopicPartitionList::new();
                 list.add_partition(&partition.topic, partition.partition);
-                self.consumer
-                    .resume(&list)
-                    .map_err(|source| Error::Client {
-                        during: "resuming a partition moved back from its end",
-                        source,
-                    })?;
+                self.resume(&list, "resuming a partition moved back from its end")?;
             }
             if let Some(lane) = self.lanes.get_mut(partition) {
                 if lane.next != Some(offset) {
@@ -629,12 +624,7 @@ impl KafkaSource {
                     // partition read to its end and paused under an earlier assignment, given
                     // back at a position before that end (its run stopped short of it), would
                     // never be fetched again and `until_end` never reached.
-                    self.consumer
-                        .resume(&list)
-                        .map_err(|source| Error::Client {
-                            during: "resuming the partitions assigned",
-                            source,
-                        })?;
+                    self.resume(&list, "resuming the partitions assigned")?;
                     let done = if cooperative {
                         self.consumer.incremental_assign(&list)
                     } else {
@@ -719,6 +709,12 @@ impl KafkaSource {
             self.pause(&message.partition)?;
         }
         Ok(Some(message))
+    }
+
+    fn resume(&self, list: &TopicPartitionList, during: &'static str) -> Result<(), Error> {
+        self.consumer
+            .resume(list)
+            .map_err(|source| Error::Client { during, source })
     }
 
     fn pause(&self, partition: &Partition) -> Result<(), Error> {

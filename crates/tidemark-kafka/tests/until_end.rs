@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -137,17 +137,17 @@ fn a_partition_moved_back_from_its_end_by_a_rebalance_is_read_again() {
     let moved = tidemark_kafka::Partition::new(read.as_str(), 1);
 
     let mut a = KafkaSource::connect(once_a_day(&[&read, &twin])).expect("connect a");
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let mut first = Vec::new();
     // Read partition 1 to its end, then a second more: its end-of-partition event is taken.
-    let mut last_read: Option<std::time::Instant> = None;
+    let mut last_read: Option<Instant> = None;
     while last_read.is_none_or(|at| at.elapsed() < Duration::from_secs(1)) {
         assert!(started.elapsed() < LIMIT, "partition 1 read: {first:?}");
         match a.poll(Duration::from_millis(50)).expect("poll a") {
             Event::Message(m) if m.partition == moved => {
                 first.push(m.offset);
                 if m.offset == 9 {
-                    last_read = Some(std::time::Instant::now());
+                    last_read = Some(Instant::now());
                 }
             }
             Event::End => panic!("End with two partitions' ends unknown"),

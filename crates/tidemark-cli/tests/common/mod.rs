@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 /// How long a command of the tests may take: past it the command is killed and the test
 /// fails with what it said, rather than hold the suite (a timeout, not a measure of speed).
-const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+pub const COMMAND_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Runs `tidemark args…` with `stdin` on its standard input.
 pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
@@ -26,14 +26,18 @@ pub fn tidemark(args: &[&str], stdin: &(impl AsRef<[u8]> + ?Sized)) -> Output {
     let writer = std::thread::spawn(move || {
         let _ = input.write_all(&bytes);
     });
-    let out = wait_within(child, &format!("tidemark {args:?}"));
+    let out = wait_within(child, &format!("tidemark {args:?}"), COMMAND_LIMIT);
     writer.join().expect("the stdin writer does not panic");
     out
 }
 
 /// Waits for `child` to end, reading its standard output and error (when piped) meanwhile;
-/// past [`COMMAND_LIMIT`] kills it and panics with what it said, naming it as `what`.
-pub fn wait_within(mut child: std::process::Child, what: &str) -> Output {
+/// past `limit` kills it and panics with what it said, naming it as `what`.
+pub fn wait_within(
+    mut child: std::process::Child,
+    what: &str,
+    limit: std::time::Duration,
+) -> Output {
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut all = Vec::new();
@@ -50,7 +54,7 @@ pub fn wait_within(mut child: std::process::Child, what: &str) -> Output {
     std::thread::spawn(move || {
         let _ = done.send(child.wait());
     });
-    let status = match ended.recv_timeout(COMMAND_LIMIT) {
+    let status = match ended.recv_timeout(limit) {
         Ok(status) => status.unwrap(),
         Err(_) => {
             let _ = Command::new("kill")
@@ -58,7 +62,7 @@ pub fn wait_within(mut child: std::process::Child, what: &str) -> Output {
                 .status();
             let said = stderr.join().unwrap_or_default();
             panic!(
-                "{what} did not end within {COMMAND_LIMIT:?}: killed; it said: {}",
+                "{what} did not end within {limit:?}: killed; it said: {}",
                 String::from_utf8_lossy(&said)
             );
         }

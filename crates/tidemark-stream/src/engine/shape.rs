@@ -131,7 +131,8 @@ impl MetricShape {
         for s in parts {
             acc.absorb(s).expect(
                 "a metric's summaries all have its shape: built by it, or decoded by it (which \
-                 refuses another kind, precision, ε, δ or φ), so no input makes a merge refuse",
+                 refuses another kind, precision, ε, δ or φ), and a count's buckets add \
+                 without a check, so no input makes an absorb refuse",
             );
         }
         acc
