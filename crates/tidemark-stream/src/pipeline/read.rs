@@ -200,10 +200,19 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
     /// committer's transaction if one is open (the buckets written ahead are in it), or in
     /// the run's thread (the checkpoint in the committer, if one is there, landed first).
     fn commit_now(&mut self) -> Result<(), RunError> {
+        self.commit_now_and(|_| ())
+    }
+
+    /// [`Runner::commit_now`], and `meanwhile` in the run's thread once the commit is taken
+    /// from the engine (while the committer writes it, if it is the committer's): what it
+    /// returns.
+    fn commit_now_and<T>(&mut self, meanwhile: impl FnOnce(&mut Self) -> T) -> Result<T, RunError> {
         self.land()?;
         if self.open {
             self.send_checkpoint(false)?;
-            return self.wait_committer();
+            let done = meanwhile(self);
+            self.wait_committer()?;
+            return Ok(done);
         }
         let store = self.store.as_deref_mut().ok_or_else(no_committer)?;
         self.ctx.commit(
@@ -215,7 +224,7 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         )?;
         // The view reads what the commit wrote (spilled keys are read back through it).
         self.view = store.view().map_err(RunError::Store)?;
-        Ok(())
+        Ok(meanwhile(self))
     }
 
     /// Whether closed buckets may be written while the run reads on: there is a committer.
@@ -575,34 +584,50 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
             self.ctx.drain(&mut self.engine, &*self.view)?;
             self.engine.flush();
         }
-        self.commit_now()?;
+        // The engine is done with once its last commit is taken: what the report needs of it
+        // is counted, and its memory (the run's largest) is freed while the committer
+        // writes that commit rather than after.
+        let (metrics, open_bytes) = self.commit_now_and(|r| {
+            let counted = (r.engine_report(), r.engine.memory() as u64);
+            if let Ok(empty) = Engine::new(r.ctx.config) {
+                r.engine = empty;
+            }
+            counted
+        })?;
         if let Some(source) = source {
             source.checkpointed(&self.state);
         }
         self.tell_checkpointed(Checkpointed {
             records: self.state.records,
-            open_bytes: self.engine.memory() as u64,
+            open_bytes,
         });
         let mut report = self.report;
         report.commits += 1;
         report.records = self.state.records;
         report.bad_lines = self.state.bad_lines;
-        let engine = &self.engine;
-        for m in 0..engine.metric_count() {
-            let c = engine.counters(m);
+        for m in metrics {
+            let c = &m.counters;
             report.late += c.late;
             report.dropped += c.dropped;
             report.merged += c.merged;
             report.buckets += c.buckets;
             report.alerts += c.alerts;
-            report.live_keys += engine.live_keys(m) as u64;
-            report.metrics.push(MetricReport {
-                name: self.ctx.config.metrics[m].name.clone(),
-                counters: c,
-                live_keys: engine.live_keys(m) as u64,
-            });
+            report.live_keys += m.live_keys;
+            report.metrics.push(m);
         }
         Ok(report)
+    }
+
+    /// Each metric's counters and live keys, as the run's report gives them.
+    fn engine_report(&self) -> Vec<MetricReport> {
+        let engine = &self.engine;
+        (0..engine.metric_count())
+            .map(|m| MetricReport {
+                name: self.ctx.config.metrics[m].name.clone(),
+                counters: engine.counters(m),
+                live_keys: engine.live_keys(m) as u64,
+            })
+            .collect()
     }
 }
 
