@@ -589,6 +589,8 @@ impl<'r: 's, 'o, 's> Runner<'r, 'o, 's> {
         // writes that commit rather than after.
         let (metrics, open_bytes) = self.commit_now_and(|r| {
             let counted = (r.engine_report(), r.engine.memory() as u64);
+            // The config built the run's engine, so it builds an empty one; were it refused,
+            // the engine would only be freed later, with the runner.
             if let Ok(empty) = Engine::new(r.ctx.config) {
                 r.engine = empty;
             }
